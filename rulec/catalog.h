@@ -1,0 +1,41 @@
+/* catalog.h - the metric catalog (catalog.def) as C data. */
+#ifndef SENTINEL_CATALOG_H
+#define SENTINEL_CATALOG_H
+
+typedef enum { ENT_HOST, ENT_CPU, ENT_TASK } Entity;
+typedef enum { MK_GAUGE, MK_COUNTER } MetricKind;
+typedef enum { MT_NUM, MT_BOOL, MT_STR, MT_STATE } MetricType;
+typedef enum { MU_NONE, MU_COUNT, MU_SECONDS, MU_BYTES, MU_LOAD } MetricUnit;
+
+#define MF_RATE_LE_1 1u
+
+typedef enum {
+#define X(id, name, ent, kind, type, unit, flags, desc, src) MET_##id,
+#include "catalog.def"
+#undef X
+	MET__COUNT
+} MetricId;
+
+typedef struct Metric {
+	const char *name;
+	Entity entity;
+	MetricKind kind;
+	MetricType type;
+	MetricUnit unit;
+	unsigned flags;
+	const char *desc;
+	const char *source;
+} Metric;
+
+extern const Metric cat_metrics[MET__COUNT];
+
+/* Look a metric up by name; returns MET__COUNT when unknown. */
+MetricId cat_lookup(const char *name, unsigned len);
+/* The closest catalog name within a small edit distance, or NULL. */
+const char *cat_suggest(const char *name);
+
+const char *cat_entity_name(Entity e);
+const char *cat_kind_name(MetricKind k);
+const char *cat_unit_name(MetricUnit u);
+
+#endif

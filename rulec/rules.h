@@ -1,0 +1,68 @@
+/* rules.h - a checked rule set: what rulec hands to the compiler.
+ *
+ * Ownership: a RuleSet owns its rules, their expressions and strings (in its
+ * Arena) and the SrcFiles it loaded; rs_free() releases everything.
+ */
+#ifndef SENTINEL_RULES_H
+#define SENTINEL_RULES_H
+
+#include "ast.h"
+#include "diag.h"
+#include "util.h"
+
+typedef enum { SEVERITY_INFO, SEVERITY_WARNING, SEVERITY_CRITICAL } Severity;
+
+typedef struct KV {
+	const char *key, *value;
+	const YtNode *knode, *vnode;
+} KV;
+
+typedef struct Rule {
+	const char *name;
+	const char *group;
+	SrcLoc loc;               /* the alert: value */
+	Expr *expr;               /* the firing condition */
+	ExprSrc expr_src;
+	Expr *clear;              /* NULL: the alert resolves when expr is false */
+	ExprSrc clear_src;
+	double for_s;             /* expr must hold this long (seconds) ... */
+	unsigned m_of, n_of;      /* ... or in m_of of the last n_of ticks (n_of > 0) */
+	double clear_for_s;       /* clear must hold this long */
+	Severity severity;
+	KV *labels, *annotations;
+	size_t nlabels, nannotations;
+	const char *description;
+} Rule;
+
+typedef struct RuleSet {
+	Rule *v;
+	size_t n, cap;
+	SrcFile **files;
+	size_t nfiles;
+	Arena arena;
+} RuleSet;
+
+typedef struct CheckOpts {
+	double tick;              /* the engine's tick, for warnings (seconds) */
+} CheckOpts;
+
+#define RULE_MAX_WINDOW 3600.0
+#define RULE_MAX_FOR (7 * 86400.0)
+#define RULE_MAX_TICKS 1024
+
+/* Load, validate and type-check one rule file; rules are appended to rs.
+ * Returns 0, or -errno when the file cannot be read (reported to d). */
+int rf_load(RuleSet *rs, const char *path, DiagCtx *d, const CheckOpts *o);
+/* Same, from a buffer (takes ownership of text, which must be NUL-terminated). */
+void rf_load_buffer(RuleSet *rs, const char *name, char *text, size_t len, DiagCtx *d,
+		    const CheckOpts *o);
+/* Checks that span files: duplicate alert names. */
+void rs_check_all(RuleSet *rs, DiagCtx *d);
+void rs_free(RuleSet *rs);
+
+/* Type-check one parsed expression (check.c). Returns false on errors. */
+bool chk_rule_expr(Rule *r, Expr *e, const ExprSrc *src, DiagCtx *d, const CheckOpts *o);
+
+const char *severity_name(Severity s);
+
+#endif

@@ -1,0 +1,227 @@
+/* util.c - arena allocator, string buffers and small helpers. */
+#include "util.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ArenaBlock {
+	ArenaBlock *next;
+	size_t cap, off;
+	_Alignas(16) unsigned char data[];
+};
+
+#define ARENA_BLOCK 65536
+
+static void *u_xalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fputs("sentinel: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+void *arena_alloc(Arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	ArenaBlock *b = a->head;
+	if (!b || b->cap - b->off < n) {
+		size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+		b = u_xalloc(sizeof *b + cap);
+		b->cap = cap;
+		b->off = 0;
+		if (cap == n && a->head) {	/* big block: keep the current one open */
+			b->next = a->head->next;
+			a->head->next = b;
+		} else {
+			b->next = a->head;
+			a->head = b;
+		}
+	}
+	void *p = b->data + b->off;
+	b->off += n;
+	a->used += n;
+	memset(p, 0, n);
+	return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+	char *p = arena_alloc(a, n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+char *arena_strdup(Arena *a, const char *s)
+{
+	return arena_strndup(a, s, strlen(s));
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	StrBuf b = {0};
+	sb_vprintf(&b, fmt, ap);
+	va_end(ap);
+	char *p = arena_strndup(a, b.s ? b.s : "", b.len);
+	sb_free(&b);
+	return p;
+}
+
+void arena_free(Arena *a)
+{
+	ArenaBlock *b = a->head;
+	while (b) {
+		ArenaBlock *n = b->next;
+		free(b);
+		b = n;
+	}
+	a->head = NULL;
+	a->used = 0;
+}
+
+static void sb_grow(StrBuf *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap * 2 : 256;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	char *s = realloc(b->s, cap);
+	if (!s) {
+		fputs("sentinel: out of memory\n", stderr);
+		abort();
+	}
+	b->s = s;
+	b->cap = cap;
+}
+
+void sb_putn(StrBuf *b, const char *s, size_t n)
+{
+	sb_grow(b, n);
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+
+void sb_puts(StrBuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
+void sb_putc(StrBuf *b, char c) { sb_putn(b, &c, 1); }
+
+void sb_vprintf(StrBuf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	va_copy(ap2, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return;
+	sb_grow(b, (size_t)n);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void sb_printf(StrBuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sb_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void sb_json_str(StrBuf *b, const char *s)
+{
+	sb_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': sb_puts(b, "\\\""); break;
+		case '\\': sb_puts(b, "\\\\"); break;
+		case '\n': sb_puts(b, "\\n"); break;
+		case '\r': sb_puts(b, "\\r"); break;
+		case '\t': sb_puts(b, "\\t"); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				sb_printf(b, "\\u%04x", *p);
+			else
+				sb_putc(b, (char)*p);
+		}
+	}
+	sb_putc(b, '"');
+}
+
+void sb_free(StrBuf *b)
+{
+	free(b->s);
+	b->s = NULL;
+	b->len = b->cap = 0;
+}
+
+int u_edit_distance(const char *a, const char *b, int max)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 64 || lb > 64)
+		return max + 1;
+	if ((la > lb ? la - lb : lb - la) > (size_t)max)
+		return max + 1;
+	int row[65];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0], best;
+		row[0] = (int)i;
+		best = row[0];
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j];
+			int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			int v = diag + cost;
+			if (up + 1 < v) v = up + 1;
+			if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+			row[j] = v;
+			diag = up;
+			if (v < best) best = v;
+		}
+		if (best > max)
+			return max + 1;
+	}
+	return row[lb] > max ? max + 1 : row[lb];
+}
+
+int u_read_file(const char *path, size_t limit, char **out, size_t *len)
+{
+	int err = 0;
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb) { err = -ENOMEM; goto out; }
+			buf = nb;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (n > limit) { err = -EFBIG; goto out; }
+		if (r == 0) {
+			if (ferror(f)) err = -EIO;
+			break;
+		}
+	}
+out:
+	fclose(f);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* util.h - arena allocator, growable string buffer, small helpers.
+ *
+ * Ownership: an Arena owns every block it hands out; arena_free() releases
+ * them all at once.  A StrBuf owns its buffer until sb_free() or sb_take().
+ */
+#ifndef SENTINEL_UTIL_H
+#define SENTINEL_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct Arena {
+	ArenaBlock *head;
+	size_t used;      /* bytes handed out, for limits and statistics */
+} Arena;
+
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned; aborts on OOM */
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void arena_free(Arena *a);
+
+typedef struct StrBuf {
+	char *s;
+	size_t len, cap;
+} StrBuf;
+
+void sb_putn(StrBuf *b, const char *s, size_t n);
+void sb_puts(StrBuf *b, const char *s);
+void sb_putc(StrBuf *b, char c);
+void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
+void sb_json_str(StrBuf *b, const char *s);     /* a JSON string literal, quoted */
+void sb_free(StrBuf *b);
+
+/* Levenshtein distance, capped: returns max+1 when the distance exceeds max. */
+int u_edit_distance(const char *a, const char *b, int max);
+
+/* Read a whole file; returns 0 or -errno.  -EFBIG when it exceeds limit. */
+int u_read_file(const char *path, size_t limit, char **out, size_t *len);
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,56 @@
+/* yamlt.h - a YAML document as a tree of nodes that keep their source spans.
+ *
+ * Built from libyaml's event stream.  Hostile input is bounded: nesting depth,
+ * alias expansion (aliases share the anchored node; the expanded size of the
+ * document is capped) and file size are checked, and every problem becomes a
+ * diagnostic, never a crash.
+ *
+ * Ownership: all nodes live in the Arena passed to yt_load().
+ */
+#ifndef SENTINEL_YAMLT_H
+#define SENTINEL_YAMLT_H
+
+#include "diag.h"
+#include "util.h"
+
+#include <stdbool.h>
+
+typedef enum { YT_SCALAR, YT_SEQ, YT_MAP } YtKind;
+
+typedef enum {
+	YS_PLAIN, YS_SINGLE, YS_DOUBLE, YS_LITERAL, YS_FOLDED
+} YtStyle;
+
+typedef struct YtNode YtNode;
+typedef struct YtPair {
+	YtNode *key, *value;
+} YtPair;
+
+struct YtNode {
+	YtKind kind;
+	SrcLoc loc;          /* start of the node */
+	size_t off, end;     /* byte span in the source */
+	union {
+		struct { char *s; size_t len; YtStyle style; } scalar;
+		struct { YtNode **v; size_t n; } seq;
+		struct { YtPair *v; size_t n; } map;
+	} u;
+	unsigned long long weight;  /* nodes in the expanded subtree */
+};
+
+#define YT_MAX_DEPTH 64
+#define YT_MAX_WEIGHT 4000000ull
+#define YT_MAX_FILE (64u << 20)
+
+/* Parse f.  Returns the root node, or NULL when the file produced errors
+ * (reported to d) or is empty. */
+YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d);
+
+/* The map value for key, or NULL. */
+YtNode *yt_get(const YtNode *map, const char *key);
+bool yt_is_null(const YtNode *n);
+const char *yt_kind_name(const YtNode *n);
+/* A location inside a scalar: the character at byte offset i of its value. */
+SrcLoc yt_scalar_loc(const YtNode *n, size_t i, unsigned len);
+
+#endif
