@@ -27,7 +27,7 @@ RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/u
 RULEC_HDR := $(wildcard rulec/*.h rulec/*.def)
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
-SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/%.o)
+SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
 
 PROGRAMS := $(B)/rulec
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit
@@ -44,7 +44,7 @@ $(B)/obj/%.o: %.c $(RULEC_HDR) config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) -Irulec -c -o $@ $<
 
-$(B)/san/%.o: %.c $(RULEC_HDR) config.mk
+$(B)/san/obj/%.o: %.c $(RULEC_HDR) config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -Irulec -c -o $@ $<
 
@@ -59,10 +59,10 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 $(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS_USER)
 
-$(B)/san/rulec: $(B)/san/rulec/rulec.o $(B)/san/librulec.a
+$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
 
-$(B)/san/test_unit: $(B)/san/tests/unit/test_unit.o $(B)/san/librulec.a
+$(B)/san/test_unit: $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
 
 # libFuzzer target: the rule parser and checker, built with clang.

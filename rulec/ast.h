@@ -61,8 +61,8 @@ struct Expr {
 		struct { char *s; size_t len; } str;
 		struct {
 			MetricId id;
-			double window;    /* seconds; 0 = no [window] */
-			unsigned woff, wlen;
+			double window;    /* seconds */
+			unsigned woff, wlen; /* span of the window text; wlen 0: no [window] */
 		} metric;
 		struct { BuiltinId id; int nargs; } call;
 	} u;

@@ -101,7 +101,8 @@ static void c_bare(Chk *C, const Expr *lit, const Ty *lt, const Ty *other)
 		char b[64];
 		c_error(C, c_loc(C, lit), DIAG_BARE_NUMBER,
 			"%s has no unit but is compared with %s; write it with a unit (%s%s)",
-			c_text(C, lit, b, sizeof b), dim_name(d), b, d.time > 0 ? "s or ms" : "MiB or GiB");
+			c_text(C, lit, b, sizeof b), dim_name(d), b,
+			d.time > 0 ? "s, or ms, m, h" : "B, or KiB, MiB, GiB");
 	}
 }
 
@@ -211,6 +212,10 @@ static Ty c_compare(Chk *C, const Expr *e)
 		if (a.constant && b.constant)
 			c_error(C, oploc, DIAG_CONSTANT_COND,
 				"this comparison has no metric in it and is always %s", k ? "true" : "false");
+		else if (a.constant || b.constant)
+			c_error(C, oploc, DIAG_CONSTANT_COND, "this comparison is always %s: %s is %s",
+				k ? "true" : "false", c_text(C, a.constant ? e->b : e->a, ta, sizeof ta),
+				c_range(a.constant ? &b : &a, ra, sizeof ra));
 		else
 			c_error(C, oploc, DIAG_CONSTANT_COND,
 				"this comparison is always %s: %s is %s and %s is %s", k ? "true" : "false",
@@ -310,6 +315,13 @@ static Ty c_logic(Chk *C, const Expr *e)
 	return (Ty){.k = TY_BOOL, .constant = a.constant && b.constant};
 }
 
+static const char *ent_noun(int ent, bool plural)
+{
+	if (ent == ENT_CPU)
+		return plural ? "CPUs" : "CPU";
+	return plural ? "tasks" : "task";
+}
+
 static Ty c_metric(Chk *C, const Expr *e)
 {
 	const Metric *m = &cat_metrics[e->u.metric.id];
@@ -318,20 +330,20 @@ static Ty c_metric(Chk *C, const Expr *e)
 		if (C->agg < 0) {
 			c_error(C, c_loc(C, e), DIAG_ENTITY_SCOPE,
 				"%s has one value per %s; wrap it in an aggregation such as %s",
-				m->name, cat_entity_name(m->entity),
+				m->name, ent_noun(m->entity, false),
 				m->type == MT_NUM ? "max(...), avg(...) or all(... > N)" : "any(...) or count(...)");
 			return ty_err;
 		}
 		if (C->agg_ent >= 0 && C->agg_ent != (int)m->entity) {
 			c_error(C, c_loc(C, e), DIAG_MIXED_ENTITIES,
-				"%s is per-%s, but this %s() already ranges over %ss; one aggregation ranges over one kind",
-				m->name, cat_entity_name(m->entity), ast_builtins[C->agg].name,
-				cat_entity_name((Entity)C->agg_ent));
+				"%s is per-%s, but this %s() already ranges over %s; one aggregation ranges over one kind",
+				m->name, ent_noun(m->entity, false), ast_builtins[C->agg].name,
+				ent_noun(C->agg_ent, true));
 			return ty_err;
 		}
 		C->agg_ent = (int)m->entity;
 	}
-	if (e->u.metric.window > 0 && C->window_arg != e) {
+	if (e->u.metric.wlen && C->window_arg != e) {
 		c_error(C, c_loc(C, e), DIAG_WINDOW_MISPLACED,
 			"a [window] belongs inside rate(), delta(), changes() or *_over_time(), "
 			"e.g. avg_over_time(%.*s)", (int)e->len, C->src->text + e->off);
@@ -360,7 +372,7 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 	const Builtin *bi = &ast_builtins[e->u.call.id];
 	const Expr *x = e->a;
 	char b[64], w1[32], w2[32];
-	if (x->kind != N_METRIC || x->u.metric.window <= 0) {
+	if (x->kind != N_METRIC || x->u.metric.wlen == 0) {
 		if (x->kind == N_METRIC)
 			c_error(C, c_loc(C, x), DIAG_NEEDS_WINDOW, "%s() needs a window: %s(%s[1s])",
 				bi->name, bi->name, c_text(C, x, b, sizeof b));
@@ -553,7 +565,7 @@ bool chk_rule_expr(Rule *r, Expr *e, const ExprSrc *src, DiagCtx *d, const Check
 	if (t.k != TY_ERR && t.k != TY_BOOL) {
 		char s[64];
 		c_error(&C, c_loc(&C, e), DIAG_TYPE_MISMATCH,
-			"the expression must be a condition, but %s is %s; compare it, e.g. %s > 90%%",
+			"the expression must be a condition, but %s is %s; compare it with a threshold: '%s > N'",
 			c_text(&C, e, s, sizeof s), t.k == TY_NUM ? "a number" : "a string", s);
 	}
 	return !C.failed;

@@ -195,13 +195,16 @@ static void diag_show_line(FILE *out, SrcLoc loc, bool color)
 	StrBuf line = {0};
 	unsigned chars = 0;
 	while (i + n < f->len && f->text[i + n] != '\n' && f->text[i + n] != '\r' && chars < 400) {
-		unsigned char c = (unsigned char)f->text[i + n];
-		if (c < 0x20 || c == 0x7f)
+		const unsigned char *p = (const unsigned char *)f->text + i + n;
+		int l = u_utf8_len(p, f->len - i - n);
+		if (l == 0)
+			sb_putc(&line, '?');     /* not UTF-8: keep the terminal sane */
+		else if (*p < 0x20 || *p == 0x7f)
 			sb_putc(&line, ' ');
 		else
-			sb_putc(&line, (char)c);
-		chars += !utf8_is_cont(c);
-		n++;
+			sb_putn(&line, (const char *)p, (size_t)l);
+		chars++;
+		n += l ? (size_t)l : 1;
 	}
 	fprintf(out, "%5u | %s\n", loc.line, line.s ? line.s : "");
 	fputs("      | ", out);

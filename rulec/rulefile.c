@@ -48,8 +48,8 @@ static bool rf_expect(RfCtx *C, const YtNode *n, YtKind k, const char *what)
 	if (n->kind == k && !(k == YT_SCALAR && yt_is_null(n)))
 		return true;
 	static const char *kn[] = {"a string", "a list", "a mapping"};
-	diag_report(C->d, rf_loc(n), DIAG_EXPECTED_TYPE, "%s must be %s, not %s %s", what, kn[k],
-		    n->kind == YT_SEQ ? "a" : n->kind == YT_MAP ? "a" : "", yt_kind_name(n));
+	diag_report(C->d, rf_loc(n), DIAG_EXPECTED_TYPE, "%s must be %s, not %s", what, kn[k],
+		    yt_kind_name(n));
 	return false;
 }
 
@@ -347,7 +347,7 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 	}
 	if ((x = yt_get(n, "clear_for")) && rf_expect(C, x, YT_SCALAR, "clear_for")) {
 		if (!yt_get(n, "clear"))
-			diag_report(C->d, rf_key_loc(n->u.map.v[0].key), DIAG_MISSING_KEY,
+			diag_report(C->d, rf_loc(x), DIAG_MISSING_KEY,
 				    "clear_for: needs a clear: condition in rule '%s'", r->name);
 		rf_duration(C, x, "clear_for", RULE_MAX_FOR, &r->clear_for_s);
 	}

@@ -77,9 +77,11 @@ const char *unit_fmt_duration(double sec, char *buf, size_t n)
 		snprintf(buf, n, "%gms", sec * 1e3);
 	else if (sec < 120)
 		snprintf(buf, n, "%gs", sec);
-	else if (sec < 7200)
+	else if (sec < 3600)
 		snprintf(buf, n, "%gm", sec / 60);
-	else
+	else if (sec < 86400 * 2)
 		snprintf(buf, n, "%gh", sec / 3600);
+	else
+		snprintf(buf, n, "%gd", sec / 86400);
 	return buf;
 }

@@ -191,6 +191,25 @@ int u_edit_distance(const char *a, const char *b, int max)
 	return row[lb] > max ? max + 1 : row[lb];
 }
 
+int u_utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], need;
+	if (c < 0x80) return 1;
+	if (c >= 0xc2 && c <= 0xdf) need = 1;
+	else if (c >= 0xe0 && c <= 0xef) need = 2;
+	else if (c >= 0xf0 && c <= 0xf4) need = 3;
+	else return 0;
+	if (n <= need)
+		return 0;
+	for (unsigned k = 1; k <= need; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+	    (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return (int)need + 1;
+}
+
 int u_read_file(const char *path, size_t limit, char **out, size_t *len)
 {
 	int err = 0;

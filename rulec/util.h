@@ -37,6 +37,10 @@ void sb_free(StrBuf *b);
 /* Levenshtein distance, capped: returns max+1 when the distance exceeds max. */
 int u_edit_distance(const char *a, const char *b, int max);
 
+/* Length of the valid UTF-8 sequence at s (n bytes available): 1-4, or 0
+ * when the bytes there are not valid UTF-8 (overlong, surrogate, truncated). */
+int u_utf8_len(const unsigned char *s, size_t n);
+
 /* Read a whole file; returns 0 or -errno.  -EFBIG when it exceeds limit. */
 int u_read_file(const char *path, size_t limit, char **out, size_t *len);
 

@@ -46,30 +46,18 @@ static bool yt_precheck(const SrcFile *f, DiagCtx *d)
 	const unsigned char *s = (const unsigned char *)f->text;
 	size_t n = f->len;
 	for (size_t i = 0; i < n;) {
-		unsigned c = s[i], need;
-		if (c == 0) {
+		if (s[i] == 0) {
 			diag_report(d, src_loc_at(f, i, 1), DIAG_YAML_UTF8,
 				    "NUL byte in a rule file; is this a binary file?");
 			return false;
 		}
-		if (c < 0x80) { i++; continue; }
-		if (c >= 0xc2 && c <= 0xdf) need = 1;
-		else if (c >= 0xe0 && c <= 0xef) need = 2;
-		else if (c >= 0xf0 && c <= 0xf4) need = 3;
-		else goto bad;
-		for (unsigned k = 1; k <= need; k++)
-			if (i + k >= n || (s[i + k] & 0xc0) != 0x80)
-				goto bad;
-		/* overlong and surrogate forms */
-		if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
-		    (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
-			goto bad;
-		i += need + 1;
-		continue;
-bad:
-		diag_report(d, src_loc_at(f, i, 1), DIAG_YAML_UTF8,
-			    "invalid UTF-8 byte 0x%02x; rule files must be UTF-8 text", c);
-		return false;
+		int l = u_utf8_len(s + i, n - i);
+		if (!l) {
+			diag_report(d, src_loc_at(f, i, 1), DIAG_YAML_UTF8,
+				    "invalid UTF-8 byte 0x%02x; rule files must be UTF-8 text", s[i]);
+			return false;
+		}
+		i += (size_t)l;
 	}
 	bool ok = true;
 	bool line_start = true;
@@ -155,7 +143,8 @@ static void yt_finish_collection(Loader *L, yaml_mark_t end)
 	if (n->kind == YT_SEQ) {
 		n->u.seq.n = fr->n;
 		n->u.seq.v = arena_alloc(L->a, fr->n * sizeof(YtNode *) + 1);
-		memcpy(n->u.seq.v, fr->items, fr->n * sizeof(YtNode *));
+		if (fr->n)
+			memcpy(n->u.seq.v, fr->items, fr->n * sizeof(YtNode *));
 	} else {
 		size_t np = fr->n / 2;
 		n->u.map.v = arena_alloc(L->a, np * sizeof(YtPair) + 1);
@@ -176,7 +165,7 @@ static void yt_finish_collection(Loader *L, yaml_mark_t end)
 			}
 			if (k->kind != YT_SCALAR) {
 				diag_report(L->d, k->loc, DIAG_EXPECTED_TYPE,
-					    "mapping keys must be plain strings, not a %s", yt_kind_name(k));
+					    "mapping keys must be plain strings, not %s", yt_kind_name(k));
 				continue;
 			}
 			n->u.map.v[n->u.map.n++] = (YtPair){k, v};
@@ -332,9 +321,9 @@ bool yt_is_null(const YtNode *n)
 
 const char *yt_kind_name(const YtNode *n)
 {
-	if (n->kind == YT_SEQ) return "list";
-	if (n->kind == YT_MAP) return "mapping";
-	return yt_is_null(n) ? "empty value" : "string";
+	if (n->kind == YT_SEQ) return "a list";
+	if (n->kind == YT_MAP) return "a mapping";
+	return yt_is_null(n) ? "an empty value" : "a string";
 }
 
 /* Map byte i of a scalar's value back to the file.  Plain and quoted scalars

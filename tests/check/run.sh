@@ -1,0 +1,46 @@
+#!/bin/sh
+# Data-driven rulec tests.  Each NAME.yaml (or NAME.args, the command line)
+# in this folder is checked with rulec; its output and exit status must
+# equal NAME.expected.  `sh tests/check/run.sh RULEC --update` rewrites the
+# expected files (review the diff before committing!).
+# Then: every diagnostic rulec can emit must appear in some .expected file.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+rulec=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+update=${2:-}
+
+# file-too-large needs a file over the 64 MiB limit: make a sparse one.
+truncate -s 65M "$here/generated-huge.yaml"
+
+cd "$here" || exit 1
+for f in *.yaml *.args; do
+	name=${f%.*}
+	case $f in
+	*.yaml) [ -f "$name.args" ] && continue; args=$f ;;
+	*.args) args=$(cat "$f") ;;
+	esac
+	# shellcheck disable=SC2086
+	out=$("$rulec" --check --color=never $args 2>&1; echo "exit: $?")
+	if [ "$update" = --update ]; then
+		printf '%s\n' "$out" > "$name.expected"
+	fi
+	if [ ! -f "$name.expected" ]; then
+		fail "check/$name" "no $name.expected; run: sh tests/check/run.sh build/san/rulec --update"
+	elif printf '%s\n' "$out" | diff -u "$name.expected" - > /tmp/sentinel-check.diff 2>&1; then
+		pass "check/$name"
+	else
+		fail "check/$name" "$(head -40 /tmp/sentinel-check.diff)"
+	fi
+done
+rm -f "$here/generated-huge.yaml"
+
+missing=
+for code in $("$rulec" --list-diagnostics | awk '{print $1}'); do
+	grep -q "\[$code\]" ./*.expected || missing="$missing $code"
+done
+if [ -z "$missing" ]; then
+	pass "check/every-diagnostic-is-tested"
+else
+	fail "check/every-diagnostic-is-tested" "no expected output shows:$missing"
+fi

@@ -1,0 +1,81 @@
+#!/bin/sh
+# The shipped rules, rulec's command line, exit codes and outputs.
+set -u
+. "$(dirname "$0")/lib.sh"
+rulec=$1
+py=${PYTHON:-python3}
+
+# expect NAME WANT_RC CMD... : run CMD, compare its exit status
+expect() {
+	name=$1 want=$2
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq "$want" ]; then pass "cli/$name"; else fail "cli/$name" "exit $rc, wanted $want; output:
+$out"; fi
+}
+
+# The shipped rule set and the examples: clean, not even a warning.
+out=$("$rulec" --check --Werror rules/ examples/ 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q 'OK$'; then
+	pass "cli/shipped-rules-clean"
+else
+	fail "cli/shipped-rules-clean" "$out"
+fi
+n=$("$rulec" --check rules/ 2>&1 | sed -n 's/^rulec: \([0-9]*\) rules.*/\1/p')
+if [ "${n:-0}" -ge 13 ]; then pass "cli/at-least-13-shipped-rules"; else fail "cli/at-least-13-shipped-rules" "found ${n:-0}"; fi
+
+expect help 0 "$rulec" --help
+expect version 0 "$rulec" --version
+expect no-args 2 "$rulec"
+expect unknown-option 2 "$rulec" --bogus
+expect bad-format 2 "$rulec" --format=xml rules/
+expect bad-tick 2 "$rulec" --tick=fast rules/
+expect missing-file 2 "$rulec" --check /nonexistent/rules.yaml
+expect missing-dir 2 "$rulec" --check /nonexistent-dir/
+expect errors-exit-1 1 "$rulec" --check tests/check/types.yaml
+expect warnings-exit-0 0 "$rulec" --check tests/check/warnings.yaml
+expect werror-exit-1 1 "$rulec" --check -W tests/check/warnings.yaml
+expect stdin 0 sh -c "\"$rulec\" --check - < rules/paper.yaml"
+expect bundle-not-yet 2 "$rulec" -o /tmp/x.bundle rules/
+# A directory checks its *.yaml files: the sum over rules/ equals the files one by one.
+all=$("$rulec" --check rules/*.yaml 2>&1 | tail -n 1)
+dir=$("$rulec" --check rules/ 2>&1 | tail -n 1)
+if [ "$all" = "$dir" ]; then pass "cli/directory-arg"; else fail "cli/directory-arg" "$all vs $dir"; fi
+
+# Every error in every file: two broken files give the sum of their errors.
+a=$("$rulec" --check --format=json tests/check/types.yaml | "$py" -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+b=$("$rulec" --check --format=json tests/check/syntax.yaml | "$py" -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+ab=$("$rulec" --check --format=json --max-errors=0 tests/check/types.yaml tests/check/syntax.yaml |
+	"$py" -c 'import json,sys; print(json.load(sys.stdin)["errors"])')
+if [ -n "$a" ] && [ "$a" -gt 5 ] && [ "$ab" = "$((a + b))" ]; then
+	pass "cli/all-errors-in-all-files"
+else
+	fail "cli/all-errors-in-all-files" "types=$a syntax=$b both=$ab"
+fi
+
+# JSON output is JSON, with the fields editors need.
+if "$rulec" --check --format=json tests/check/types.yaml | "$py" -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["errors"] == len([x for x in d["diagnostics"] if x["severity"] == "error"])
+for x in d["diagnostics"]:
+    assert x["file"] == "tests/check/types.yaml" and x["line"] > 0 and x["column"] > 0, x
+    assert x["code"] and x["message"], x
+'; then pass "cli/json-output"; else fail "cli/json-output"; fi
+
+# docs/metrics.md is generated from the catalog: it must be current.
+if "$rulec" --list-metrics=markdown | diff -u docs/metrics.md - > /tmp/sentinel-metrics.diff; then
+	pass "cli/docs-metrics-current"
+else
+	fail "cli/docs-metrics-current" "docs/metrics.md is stale; run: make docs"
+fi
+# and the catalog covers what the paper's detectors and the issue need
+for m in host.cpu_busy_time cpu.busy_time host.cpu_system_time cpu.system_time host.mem_free \
+	 host.mem_available host.swap_free host.ctx_switches task.kernel_time host.forks \
+	 host.threads host.procs_running host.cpu_iowait_time host.load1 task.rss task.state \
+	 host.oom_kills; do
+	"$rulec" --list-metrics | grep -q "^$m " || missing="${missing:-} $m"
+done
+if [ -z "${missing:-}" ]; then pass "cli/catalog-coverage"; else fail "cli/catalog-coverage" "missing:$missing"; fi

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Sentinel test runner: `make check` calls this after building.
+# Runs every suite, prints one line per test and ends with
+#   N passed, N failed, N skipped
+# Exit status: 0 when nothing failed.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+RESULTS=$(mktemp /tmp/sentinel-results.XXXXXX)
+export RESULTS
+. tests/lib.sh
+B=build
+
+run_suite() {
+	echo "== $1"
+	shift
+	"$@"
+}
+
+# Unit tests (C, under ASan/UBSan): they print PASS/FAIL lines themselves.
+unit() {
+	"$B/san/test_unit" > /tmp/sentinel-unit.out 2>&1
+	rc=$?
+	cat /tmp/sentinel-unit.out
+	grep -c '^PASS' /tmp/sentinel-unit.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
+	grep -c '^FAIL' /tmp/sentinel-unit.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
+	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-unit.out || fail "unit/exit-status" "test_unit exited $rc"
+}
+
+run_suite "unit tests (ASan/UBSan)" unit
+run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
+run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
+run_suite "JSON Schema for rule files" sh tests/schema/run.sh "$B/rulec"
+run_suite "valgrind" sh tests/valgrind.sh "$B/rulec"
+run_suite "fuzz smoke (libFuzzer)" sh tests/fuzz/run.sh smoke
+
+p=$(grep -c '^pass$' "$RESULTS")
+f=$(grep -c '^fail$' "$RESULTS")
+s=$(grep -c '^skip$' "$RESULTS")
+rm -f "$RESULTS"
+echo
+echo "$p passed, $f failed, $s skipped"
+[ "$f" -eq 0 ]

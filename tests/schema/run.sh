@@ -1,0 +1,35 @@
+#!/bin/sh
+# rules/schema.json: every shipped rule file validates against it; each
+# tests/schema/bad-*.yaml is rejected by the schema AND by rulec.
+set -u
+. "$(dirname "$0")/../lib.sh"
+rulec=$1
+py=${PYTHON:-python3}
+if [ "${HAVE_PYSCHEMA:-0}" != 1 ] && ! "$py" -c 'import yaml, jsonschema' 2>/dev/null; then
+	skip "schema/*" "python3-jsonschema not installed"
+	exit 0
+fi
+validate() {
+	"$py" - "$1" <<'PY'
+import json, sys, yaml, jsonschema
+schema = json.load(open("rules/schema.json"))
+jsonschema.Draft7Validator.check_schema(schema)
+doc = yaml.safe_load(open(sys.argv[1]))
+errs = list(jsonschema.Draft7Validator(schema).iter_errors(doc))
+for e in errs:
+    print("%s: %s at %s" % (sys.argv[1], e.message, "/".join(map(str, e.path))))
+sys.exit(1 if errs else 0)
+PY
+}
+for f in rules/*.yaml examples/*.yaml tests/check/alias-ok.yaml; do
+	if out=$(validate "$f" 2>&1); then pass "schema/valid $f"; else fail "schema/valid $f" "$out"; fi
+done
+for f in tests/schema/bad-*.yaml; do
+	if validate "$f" >/dev/null 2>&1; then
+		fail "schema/rejects $f" "the schema accepted it"
+	elif "$rulec" --check -q "$f" >/dev/null 2>&1; then
+		fail "schema/rejects $f" "the schema rejects it but rulec accepts it"
+	else
+		pass "schema/rejects $f"
+	fi
+done

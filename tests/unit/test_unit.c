@@ -1,0 +1,184 @@
+/* Unit tests for rulec's building blocks (run under ASan/UBSan). */
+#include "ast.h"
+#include "catalog.h"
+#include "diag.h"
+#include "rules.h"
+#include "units.h"
+#include "util.h"
+#include "yamlt.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, passes;
+
+#define CHECK(name, cond) do { \
+	if (cond) { passes++; printf("PASS unit/%s\n", name); } \
+	else { failures++; printf("FAIL unit/%s (%s:%d: %s)\n", name, __FILE__, __LINE__, #cond); } \
+} while (0)
+
+static void test_durations(void)
+{
+	double s;
+	size_t bad;
+	CHECK("duration-ms", unit_parse_duration("500ms", 5, &s, &bad) == 0 && fabs(s - 0.5) < 1e-12);
+	CHECK("duration-compound", unit_parse_duration("1m30s", 5, &s, &bad) == 0 && s == 90);
+	CHECK("duration-fraction", unit_parse_duration("1.5h", 4, &s, &bad) == 0 && s == 5400);
+	CHECK("duration-us", unit_parse_duration("250us", 5, &s, &bad) == 0 && fabs(s - 250e-6) < 1e-15);
+	CHECK("duration-no-unit", unit_parse_duration("5", 1, &s, &bad) < 0);
+	CHECK("duration-bytes-unit", unit_parse_duration("5MiB", 4, &s, &bad) < 0);
+	CHECK("duration-empty", unit_parse_duration("", 0, &s, &bad) < 0);
+	CHECK("duration-garbage", unit_parse_duration("5s!", 3, &s, &bad) < 0);
+	char b[32];
+	CHECK("duration-fmt-ms", !strcmp(unit_fmt_duration(0.1, b, sizeof b), "100ms"));
+	CHECK("duration-fmt-m", !strcmp(unit_fmt_duration(90 * 60 / 1.5, b, sizeof b), "60m") == 0 && !strcmp(unit_fmt_duration(600, b, sizeof b), "10m"));
+	CHECK("duration-fmt-h", !strcmp(unit_fmt_duration(3600, b, sizeof b), "1h"));
+}
+
+static void test_units(void)
+{
+	const Unit *u = unit_lookup("GiB", 3);
+	CHECK("unit-gib", u && u->scale == 1073741824.0 && u->dim.bytes == 1);
+	u = unit_lookup("%", 1);
+	CHECK("unit-percent", u && u->percent && u->scale == 0.01);
+	CHECK("unit-pages", unit_lookup("pages", 5) && unit_lookup("pages", 5)->scale == 4096);
+	CHECK("unit-unknown", unit_lookup("furlong", 7) == NULL);
+}
+
+static void test_edit_distance(void)
+{
+	CHECK("edit-equal", u_edit_distance("rate", "rate", 3) == 0);
+	CHECK("edit-one", u_edit_distance("rtae", "rate", 3) == 2);
+	CHECK("edit-cap", u_edit_distance("abcdefgh", "zzzzzzzz", 2) == 3);
+	CHECK("edit-long", u_edit_distance("a", "abcdefghijklmnop", 3) == 4);
+}
+
+static void test_catalog(void)
+{
+	CHECK("catalog-lookup", cat_lookup("host.mem_free", 13) == MET_HOST_MEM_FREE);
+	CHECK("catalog-unknown", cat_lookup("host.mem_fre", 12) == MET__COUNT);
+	CHECK("catalog-suggest", cat_suggest("host.mem_fre") && !strcmp(cat_suggest("host.mem_fre"), "host.mem_free"));
+	CHECK("catalog-suggest-none", cat_suggest("zzzzzzzzzzzz") == NULL);
+	int bad = 0;
+	for (int i = 0; i < MET__COUNT; i++) {
+		const char *n = cat_metrics[i].name;
+		const char *pre = cat_metrics[i].entity == ENT_HOST ? "host." :
+				  cat_metrics[i].entity == ENT_CPU ? "cpu." : "task.";
+		bad += strncmp(n, pre, strlen(pre)) != 0;
+		bad += !cat_metrics[i].desc[0] || !cat_metrics[i].source[0];
+		for (int j = 0; j < i; j++)
+			bad += !strcmp(cat_metrics[j].name, n);
+	}
+	CHECK("catalog-names-prefixed-unique-documented", bad == 0);
+}
+
+/* Location mapping: an error inside a folded scalar points at the right
+ * line and column of the file. */
+static void test_scalar_locations(void)
+{
+	const char *text = "a: >\n  one two\n  three\nb: 'x y z'\nc: plain text\n";
+	DiagCtx d = {0};
+	Arena a = {0};
+	SrcFile *f = src_new("t.yaml", strdup(text), strlen(text));
+	YtNode *root = yt_load(f, &a, &d);
+	CHECK("yaml-load", root && root->kind == YT_MAP && d.nerr == 0);
+	if (root) {
+		YtNode *n = yt_get(root, "a");
+		const char *v = n->u.scalar.s;          /* "one two three\n" */
+		SrcLoc l = yt_scalar_loc(n, (size_t)(strstr(v, "three") - v), 5);
+		CHECK("loc-folded", l.line == 3 && l.col == 3);
+		l = yt_scalar_loc(n, (size_t)(strstr(v, "two") - v), 3);
+		CHECK("loc-folded-first-line", l.line == 2 && l.col == 7);
+		n = yt_get(root, "b");
+		l = yt_scalar_loc(n, 2, 1);
+		CHECK("loc-quoted", l.line == 4 && l.col == 7);
+		n = yt_get(root, "c");
+		l = yt_scalar_loc(n, 6, 1);
+		CHECK("loc-plain", l.line == 5 && l.col == 10);
+	}
+	src_free(f);
+	arena_free(&a);
+	diag_free(&d);
+}
+
+static void test_src_loc_utf8(void)
+{
+	const char *text = "x: \xc3\xa9t\xc3\xa9\ny: 1\n";
+	SrcFile *f = src_new("u.yaml", strdup(text), strlen(text));
+	SrcLoc l = src_loc_at(f, 8, 1);           /* the newline, after 6 characters (8 bytes) */
+	CHECK("loc-utf8-columns", l.line == 1 && l.col == 7);
+	CHECK("offset-roundtrip", src_offset(f, 2, 4) == 12);
+	src_free(f);
+}
+
+/* A whole rule through parse and check: the AST and the absence of errors. */
+static void test_parse_rule(void)
+{
+	const char *text = "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: all(rate(cpu.busy_time[500ms]) > 90%) and not host.load1 < 1\n    for: 3 of 5 ticks\n";
+	RuleSet rs = {0};
+	DiagCtx d = {0};
+	CheckOpts o = {.tick = 0.1};
+	rf_load_buffer(&rs, "p.yaml", strdup(text), strlen(text), &d, &o);
+	CHECK("parse-ok", d.nerr == 0 && d.nwarn == 0 && rs.n == 1);
+	if (rs.n == 1) {
+		Rule *r = &rs.v[0];
+		CHECK("parse-m-of-n", r->m_of == 3 && r->n_of == 5);
+		Expr *e = r->expr;
+		CHECK("parse-and", e && e->kind == N_AND);
+		CHECK("parse-all", e && e->a->kind == N_CALL && e->a->u.call.id == B_ALL);
+		Expr *cmp = e ? e->a->a : NULL;
+		CHECK("parse-gt", cmp && cmp->kind == N_GT && cmp->b->kind == N_NUM &&
+		      fabs(cmp->b->u.num.v - 0.9) < 1e-12 && cmp->b->u.num.percent);
+		CHECK("parse-window", cmp && cmp->a->kind == N_CALL && cmp->a->a->kind == N_METRIC &&
+		      cmp->a->a->u.metric.id == MET_CPU_BUSY && fabs(cmp->a->a->u.metric.window - 0.5) < 1e-12);
+		CHECK("parse-not", e && e->b->kind == N_NOT && e->b->a->kind == N_LT);
+	}
+	rs_free(&rs);
+	diag_free(&d);
+}
+
+static void test_max_errors(void)
+{
+	const char *text = "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: x > 1\n  - alert: B\n    expr: y > 1\n  - alert: C\n    expr: z > 1\n";
+	RuleSet rs = {0};
+	DiagCtx d = {.max_errors = 2};
+	CheckOpts o = {.tick = 0.1};
+	rf_load_buffer(&rs, "m.yaml", strdup(text), strlen(text), &d, &o);
+	CHECK("max-errors-truncates", d.truncated && d.nerr == 2 && d.n == 3);
+	rs_free(&rs);
+	diag_free(&d);
+}
+
+static void test_arena(void)
+{
+	Arena a = {0};
+	char *big = arena_alloc(&a, 1 << 20);
+	char *small = arena_alloc(&a, 10);
+	big[(1 << 20) - 1] = 1;
+	small[9] = 1;
+	CHECK("arena-alignment", ((uintptr_t)big % 16) == 0 && ((uintptr_t)small % 16) == 0);
+	CHECK("arena-printf", !strcmp(arena_printf(&a, "%d-%s", 42, "x"), "42-x"));
+	arena_free(&a);
+	StrBuf b = {0};
+	sb_json_str(&b, "a\"b\\c\n\x01");
+	CHECK("json-escape", !strcmp(b.s, "\"a\\\"b\\\\c\\n\\u0001\""));
+	sb_free(&b);
+}
+
+int main(void)
+{
+	test_durations();
+	test_units();
+	test_edit_distance();
+	test_catalog();
+	test_scalar_locations();
+	test_src_loc_utf8();
+	test_parse_rule();
+	test_max_errors();
+	test_arena();
+	printf("unit: %d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
