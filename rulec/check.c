@@ -145,7 +145,7 @@ static const char *const task_states = "RSDTtZXPI";
 static Ty c_compare(Chk *C, const Expr *e)
 {
 	Ty a = c_expr(C, e->a), b = c_expr(C, e->b);
-	SrcLoc oploc = expr_loc(C->src, e->opoff, e->oplen);
+#define oploc expr_loc(C->src, e->opoff, e->oplen)   /* computed only when reported */
 	if (a.k == TY_ERR || b.k == TY_ERR)
 		return ty_err;
 	bool eqop = e->kind == N_EQ || e->kind == N_NE;
@@ -223,6 +223,7 @@ static Ty c_compare(Chk *C, const Expr *e)
 				c_text(C, e->b, tb, sizeof tb), c_range(&b, rb, sizeof rb));
 	}
 	return r;
+#undef oploc
 }
 
 static Ty c_arith(Chk *C, const Expr *e)
@@ -384,7 +385,7 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 	}
 	const Metric *m = &cat_metrics[x->u.metric.id];
 	double w = x->u.metric.window;
-	SrcLoc wl = expr_loc(C->src, x->u.metric.woff, x->u.metric.wlen);
+#define wl expr_loc(C->src, x->u.metric.woff, x->u.metric.wlen)   /* only when reported */
 	if (w <= 0 || w > RULE_MAX_WINDOW) {
 		c_error(C, wl, DIAG_BAD_WINDOW, "window [%.*s] is %s; windows run from two ticks to %s",
 			(int)x->u.metric.wlen, C->src->text + x->u.metric.woff,
@@ -437,6 +438,7 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 		break;
 	}
 	return t;
+#undef wl
 }
 
 static Ty c_aggregate(Chk *C, const Expr *e)

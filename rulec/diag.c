@@ -72,10 +72,12 @@ SrcLoc src_loc_at(const SrcFile *f, size_t off, unsigned len)
 		size_t mid = (lo + hi) / 2;
 		if (f->line_start[mid] <= off) lo = mid; else hi = mid;
 	}
-	unsigned col = 1;
+	unsigned col = 1, chars = 0;
 	for (size_t i = f->line_start[lo]; i < off; i++)
 		col += !utf8_is_cont((unsigned char)f->text[i]);
-	return (SrcLoc){f, (unsigned)lo + 1, col, len};
+	for (size_t i = off; i < off + len && i < f->len && f->text[i] != '\n'; i++)
+		chars += !utf8_is_cont((unsigned char)f->text[i]);
+	return (SrcLoc){f, (unsigned)lo + 1, col, chars ? chars : 1};
 }
 
 size_t src_offset(const SrcFile *f, unsigned line, unsigned col)

@@ -60,7 +60,8 @@ typedef struct DiagCtx {
 
 SrcFile *src_new(const char *name, char *text, size_t len);  /* takes text */
 void src_free(SrcFile *f);
-/* Location of a byte offset in f. */
+/* Location of the len bytes at byte offset off in f (the span is clipped to
+ * the line and counted in characters). */
 SrcLoc src_loc_at(const SrcFile *f, size_t off, unsigned len);
 /* Byte offset of a (line, col) location. */
 size_t src_offset(const SrcFile *f, unsigned line, unsigned col);

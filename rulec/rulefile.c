@@ -27,20 +27,8 @@ const char *severity_name(Severity s)
 	return n[s];
 }
 
-static SrcLoc rf_key_loc(const YtNode *k)
-{
-	SrcLoc l = k->loc;
-	l.len = k->kind == YT_SCALAR ? (unsigned)k->u.scalar.len : 1;
-	return l;
-}
-
-static SrcLoc rf_loc(const YtNode *n)
-{
-	SrcLoc l = n->loc;
-	if (n->kind == YT_SCALAR && n->u.scalar.style == YS_PLAIN && n->u.scalar.len)
-		l.len = (unsigned)n->u.scalar.len;
-	return l;
-}
+static SrcLoc rf_key_loc(const YtNode *k) { return yt_loc(k); }
+static SrcLoc rf_loc(const YtNode *n) { return yt_loc(n); }
 
 /* Require kind k; report "expected a K for WHAT" otherwise. */
 static bool rf_expect(RfCtx *C, const YtNode *n, YtKind k, const char *what)
@@ -209,13 +197,13 @@ static void rf_kv(RfCtx *C, const YtNode *n, const char *what, bool names, KV **
 		const YtNode *key = n->u.map.v[i].key, *val = n->u.map.v[i].value;
 		if (names && !rf_is_ident(key->u.scalar.s)) {
 			diag_report(C->d, rf_key_loc(key), DIAG_BAD_NAME,
-				    "label name '%s' must be letters, digits and '_', not starting with a digit",
+				    "label name '%s' must be ASCII letters, digits and '_', not starting with a digit",
 				    key->u.scalar.s);
 			continue;
 		}
-		char w[96];
-		snprintf(w, sizeof w, "%s value '%s'", what, key->u.scalar.s);
 		if (val->kind != YT_SCALAR) {
+			char w[96];
+			snprintf(w, sizeof w, "%s value '%s'", what, key->u.scalar.s);
 			rf_expect(C, val, YT_SCALAR, w);
 			continue;
 		}
@@ -304,14 +292,14 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 	const YtNode *alert = yt_get(n, "alert"), *expr = yt_get(n, "expr"), *x;
 	if (!alert) {
 		if (!yt_get(n, "record"))
-			diag_report(C->d, n->loc, DIAG_MISSING_KEY, "rule has no 'alert:' name");
+			diag_report(C->d, yt_loc(n), DIAG_MISSING_KEY, "rule has no 'alert:' name");
 		return;
 	}
 	if (!rf_expect(C, alert, YT_SCALAR, "alert"))
 		return;
 	if (!rf_is_ident(alert->u.scalar.s)) {
 		diag_report(C->d, rf_loc(alert), DIAG_BAD_NAME,
-			    "alert name '%s' must be letters, digits and '_', not starting with a digit "
+			    "alert name '%s' must be ASCII letters, digits and '_', not starting with a digit "
 			    "(e.g. CpuOverload)", alert->u.scalar.s);
 	}
 	RuleSet *rs = C->rs;
@@ -325,7 +313,7 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 	memset(r, 0, sizeof *r);
 	r->name = alert->u.scalar.s;
 	r->group = group;
-	r->loc = rf_loc(alert);
+	r->name_node = alert;
 	r->severity = SEVERITY_WARNING;
 	bool ok = true;
 	if ((x = yt_get(n, "labels")))
@@ -373,7 +361,7 @@ static void rf_group(RfCtx *C, const YtNode *g, const YtNode **names, size_t *nn
 	const YtNode *name = yt_get(g, "name"), *rules = yt_get(g, "rules");
 	const char *gname = "";
 	if (!name) {
-		diag_report(C->d, g->loc, DIAG_MISSING_KEY, "group has no 'name:'");
+		diag_report(C->d, yt_loc(g), DIAG_MISSING_KEY, "group has no 'name:'");
 	} else if (rf_expect(C, name, YT_SCALAR, "group name")) {
 		gname = name->u.scalar.s;
 		for (size_t i = 0; i < *nnames; i++)
@@ -386,16 +374,16 @@ static void rf_group(RfCtx *C, const YtNode *g, const YtNode **names, size_t *nn
 		names[(*nnames)++] = name;
 	}
 	if (!rules) {
-		diag_report(C->d, name ? rf_loc(name) : g->loc, DIAG_MISSING_KEY,
+		diag_report(C->d, name ? rf_loc(name) : yt_loc(g), DIAG_MISSING_KEY,
 			    "group '%s' has no 'rules:' list", gname);
 		return;
 	}
 	if (rules->kind == YT_SEQ && rules->u.seq.n == 0) {
-		diag_report(C->d, rules->loc, DIAG_EMPTY_GROUP, "group '%s' has no rules", gname);
+		diag_report(C->d, yt_loc(rules), DIAG_EMPTY_GROUP, "group '%s' has no rules", gname);
 		return;
 	}
 	if (yt_is_null(rules)) {
-		diag_report(C->d, name ? rf_loc(name) : g->loc, DIAG_EMPTY_GROUP, "group '%s' has no rules", gname);
+		diag_report(C->d, name ? rf_loc(name) : yt_loc(g), DIAG_EMPTY_GROUP, "group '%s' has no rules", gname);
 		return;
 	}
 	if (!rf_expect(C, rules, YT_SEQ, "rules"))
@@ -412,7 +400,7 @@ static void rf_file(RfCtx *C, const YtNode *root)
 	rf_unknown_keys(C, root, keys, "the file");
 	const YtNode *groups = yt_get(root, "groups");
 	if (!groups) {
-		diag_report(C->d, root->loc, DIAG_MISSING_KEY, "the file has no 'groups:' list");
+		diag_report(C->d, yt_loc(root), DIAG_MISSING_KEY, "the file has no 'groups:' list");
 		return;
 	}
 	if (!rf_expect(C, groups, YT_SEQ, "groups"))
@@ -483,10 +471,10 @@ void rs_check_all(RuleSet *rs, DiagCtx *d)
 				break;
 			}
 			if (!strcmp(tab[j]->name, r->name)) {
-				diag_report(d, r->loc, DIAG_DUPLICATE_ALERT,
+				diag_report(d, yt_loc(r->name_node), DIAG_DUPLICATE_ALERT,
 					    "alert '%s' is defined twice; alert names must be unique across all rule files",
 					    r->name);
-				diag_note(d, tab[j]->loc, "first defined here");
+				diag_note(d, yt_loc(tab[j]->name_node), "first defined here");
 				break;
 			}
 		}

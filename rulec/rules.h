@@ -20,7 +20,7 @@ typedef struct KV {
 typedef struct Rule {
 	const char *name;
 	const char *group;
-	SrcLoc loc;               /* the alert: value */
+	const YtNode *name_node;  /* the alert: value; yt_loc() gives its location */
 	Expr *expr;               /* the firing condition */
 	ExprSrc expr_src;
 	Expr *clear;              /* NULL: the alert resolves when expr is false */

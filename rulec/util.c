@@ -29,6 +29,10 @@ void *arena_alloc(Arena *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
 	ArenaBlock *b = a->head;
+	if (b)
+		b->off = (b->off + 15) & ~(size_t)15;
+	if (b && b->off > b->cap)
+		b->off = b->cap;
 	if (!b || b->cap - b->off < n) {
 		size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
 		b = u_xalloc(sizeof *b + cap);
@@ -49,9 +53,18 @@ void *arena_alloc(Arena *a, size_t n)
 	return p;
 }
 
+/* Strings need no alignment: take bytes from the current block directly. */
 char *arena_strndup(Arena *a, const char *s, size_t n)
 {
-	char *p = arena_alloc(a, n + 1);
+	ArenaBlock *b = a->head;
+	char *p;
+	if (b && b->cap - b->off >= n + 1) {
+		p = (char *)b->data + b->off;
+		b->off += n + 1;
+		a->used += n + 1;
+	} else {
+		p = arena_alloc(a, n + 1);
+	}
 	memcpy(p, s, n);
 	p[n] = 0;
 	return p;

@@ -27,6 +27,8 @@ typedef struct Loader {
 	Anchor *anchors;
 	YtNode *root;
 	bool failed;
+	size_t cur_idx, cur_off;   /* libyaml's character index -> byte offset cursor */
+	bool ascii;                /* every byte < 0x80: index == byte offset */
 } Loader;
 
 static SrcLoc yt_mark_loc(const Loader *L, yaml_mark_t m)
@@ -34,24 +36,47 @@ static SrcLoc yt_mark_loc(const Loader *L, yaml_mark_t m)
 	return (SrcLoc){L->f, (unsigned)m.line + 1, (unsigned)m.column + 1, 1};
 }
 
-static size_t yt_mark_off(const Loader *L, yaml_mark_t m)
+/* libyaml marks count characters; we keep byte offsets.  Marks arrive
+ * nearly in order, so a cursor that walks forward costs O(file) in all. */
+static size_t yt_mark_off(Loader *L, yaml_mark_t m)
 {
-	return src_offset(L->f, (unsigned)m.line + 1, (unsigned)m.column + 1);
+	const unsigned char *s = (const unsigned char *)L->f->text;
+	size_t n = L->f->len;
+	if (L->ascii)
+		return m.index < n ? m.index : n;
+	if (m.index < L->cur_idx) {
+		L->cur_idx = 0;
+		L->cur_off = 0;
+	}
+	while (L->cur_idx < m.index && L->cur_off < n) {
+		L->cur_off++;
+		while (L->cur_off < n && (s[L->cur_off] & 0xc0) == 0x80)
+			L->cur_off++;
+		L->cur_idx++;
+	}
+	return L->cur_off;
 }
 
 /* Pre-checks that give clearer messages than libyaml's: encoding and tabs.
- * Returns false when the file must not be parsed further. */
-static bool yt_precheck(const SrcFile *f, DiagCtx *d)
+ * Returns false when the file must not be parsed further; *ascii tells
+ * whether the file is pure ASCII. */
+static bool yt_precheck(const SrcFile *f, DiagCtx *d, bool *ascii)
 {
 	const unsigned char *s = (const unsigned char *)f->text;
 	size_t n = f->len;
+	*ascii = true;
 	for (size_t i = 0; i < n;) {
+		if (s[i] && s[i] < 0x80) {
+			i++;
+			continue;
+		}
 		if (s[i] == 0) {
 			diag_report(d, src_loc_at(f, i, 1), DIAG_YAML_UTF8,
 				    "NUL byte in a rule file; is this a binary file?");
 			return false;
 		}
 		int l = u_utf8_len(s + i, n - i);
+		*ascii = false;
 		if (!l) {
 			diag_report(d, src_loc_at(f, i, 1), DIAG_YAML_UTF8,
 				    "invalid UTF-8 byte 0x%02x; rule files must be UTF-8 text", s[i]);
@@ -80,9 +105,9 @@ static bool yt_precheck(const SrcFile *f, DiagCtx *d)
 static YtNode *yt_new(Loader *L, YtKind k, yaml_mark_t start)
 {
 	YtNode *n = arena_alloc(L->a, sizeof *n);
-	n->kind = k;
-	n->loc = yt_mark_loc(L, start);
-	n->off = yt_mark_off(L, start);
+	n->kind = (uint8_t)k;
+	n->file = L->f;
+	n->off = (uint32_t)yt_mark_off(L, start);
 	n->weight = 1;
 	return n;
 }
@@ -125,10 +150,10 @@ static void yt_add(Loader *L, YtNode *n)
 		return;
 	}
 	Frame *fr = &L->stack[L->depth - 1];
-	fr->node->weight += n->weight;
+	fr->node->weight += n->weight < YT_MAX_WEIGHT ? n->weight : YT_MAX_WEIGHT;
 	if (fr->node->weight > YT_MAX_WEIGHT && !L->failed) {
-		diag_report(L->d, n->loc, DIAG_YAML_ALIAS,
-			    "document expands to more than %llu nodes (an alias bomb?); "
+		diag_report(L->d, yt_loc(n), DIAG_YAML_ALIAS,
+			    "document expands to more than %u nodes (an alias bomb?); "
 			    "use fewer aliases", YT_MAX_WEIGHT);
 		L->failed = true;
 	}
@@ -139,7 +164,7 @@ static void yt_finish_collection(Loader *L, yaml_mark_t end)
 {
 	Frame *fr = &L->stack[--L->depth];
 	YtNode *n = fr->node;
-	n->end = yt_mark_off(L, end);
+	n->end = (uint32_t)yt_mark_off(L, end);
 	if (n->kind == YT_SEQ) {
 		n->u.seq.n = fr->n;
 		n->u.seq.v = arena_alloc(L->a, fr->n * sizeof(YtNode *) + 1);
@@ -157,14 +182,13 @@ static void yt_finish_collection(Loader *L, yaml_mark_t end)
 					break;
 			if (j < n->u.map.n) {
 				const YtNode *first = n->u.map.v[j].key;
-				diag_report(L->d, (SrcLoc){k->loc.file, k->loc.line, k->loc.col,
-					    (unsigned)k->u.scalar.len}, DIAG_DUPLICATE_KEY,
+				diag_report(L->d, yt_loc(k), DIAG_DUPLICATE_KEY,
 					    "duplicate key '%s'; YAML keeps only one of them", k->u.scalar.s);
-				diag_note(L->d, first->loc, "'%s' first appears here", first->u.scalar.s);
+				diag_note(L->d, yt_loc(first), "'%s' first appears here", first->u.scalar.s);
 				continue;
 			}
 			if (k->kind != YT_SCALAR) {
-				diag_report(L->d, k->loc, DIAG_EXPECTED_TYPE,
+				diag_report(L->d, yt_loc(k), DIAG_EXPECTED_TYPE,
 					    "mapping keys must be plain strings, not %s", yt_kind_name(k));
 				continue;
 			}
@@ -203,11 +227,10 @@ static bool yt_event(Loader *L, yaml_event_t *ev, int *docs)
 		return true;
 	case YAML_SCALAR_EVENT: {
 		YtNode *n = yt_new(L, YT_SCALAR, ev->start_mark);
-		n->end = yt_mark_off(L, ev->end_mark);
+		n->end = (uint32_t)yt_mark_off(L, ev->end_mark);
 		n->u.scalar.s = arena_strndup(L->a, (char *)ev->data.scalar.value, ev->data.scalar.length);
 		n->u.scalar.len = ev->data.scalar.length;
-		n->u.scalar.style = yt_style(ev->data.scalar.style);
-		n->loc.len = 1;
+		n->style = (uint8_t)yt_style(ev->data.scalar.style);
 		yt_anchor(L, (char *)ev->data.scalar.anchor, n);
 		yt_add(L, n);
 		return true;
@@ -252,13 +275,13 @@ static bool yt_event(Loader *L, yaml_event_t *ev, int *docs)
 
 YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d)
 {
-	Loader L = {.f = f, .a = a, .d = d};
+	Loader L = {.f = f, .a = a, .d = d};   /* libyaml counts a BOM as one character */
 	yaml_parser_t p;
 	yaml_event_t ev;
 	int docs = 0;
 	unsigned nerr = d->nerr;
 
-	if (!yt_precheck(f, d))
+	if (!yt_precheck(f, d, &L.ascii))
 		return NULL;
 	if (!yaml_parser_initialize(&p)) {
 		diag_report(d, (SrcLoc){f, 0, 0, 0}, DIAG_IO, "cannot initialise the YAML parser (out of memory?)");
@@ -298,6 +321,15 @@ YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d)
 	return L.root;
 }
 
+SrcLoc yt_loc(const YtNode *n)
+{
+	unsigned len = 1;
+	if (n->kind == YT_SCALAR && n->style == YS_PLAIN && n->u.scalar.len &&
+	    !memchr(n->u.scalar.s, '\n', n->u.scalar.len))
+		len = (unsigned)n->u.scalar.len;
+	return src_loc_at(n->file, n->off, len);
+}
+
 YtNode *yt_get(const YtNode *map, const char *key)
 {
 	if (!map || map->kind != YT_MAP)
@@ -313,7 +345,7 @@ YtNode *yt_get(const YtNode *map, const char *key)
 
 bool yt_is_null(const YtNode *n)
 {
-	if (n->kind != YT_SCALAR || n->u.scalar.style != YS_PLAIN)
+	if (n->kind != YT_SCALAR || n->style != YS_PLAIN)
 		return false;
 	const char *s = n->u.scalar.s;
 	return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
@@ -332,11 +364,11 @@ const char *yt_kind_name(const YtNode *n)
  * space or newline of the value.  The result stays within the node's span. */
 SrcLoc yt_scalar_loc(const YtNode *n, size_t i, unsigned len)
 {
-	const SrcFile *f = n->loc.file;
+	const SrcFile *f = n->file;
 	const char *src = f->text;
 	size_t j = n->off, end = n->end > n->off ? n->end : f->len;
 	const char *v = n->u.scalar.s;
-	YtStyle st = n->u.scalar.style;
+	YtStyle st = (YtStyle)n->style;
 
 	if (st == YS_SINGLE || st == YS_DOUBLE)
 		j++;

@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum { YT_SCALAR, YT_SEQ, YT_MAP } YtKind;
 
@@ -27,25 +28,28 @@ typedef struct YtPair {
 } YtPair;
 
 struct YtNode {
-	YtKind kind;
-	SrcLoc loc;          /* start of the node */
-	size_t off, end;     /* byte span in the source */
+	const SrcFile *file;
+	uint32_t off, end;   /* byte span in the source (files are at most 64 MiB) */
+	uint8_t kind;        /* YtKind */
+	uint8_t style;       /* YtStyle, scalars only */
+	uint32_t weight;     /* nodes in the expanded subtree, capped by YT_MAX_WEIGHT */
 	union {
-		struct { char *s; size_t len; YtStyle style; } scalar;
+		struct { char *s; size_t len; } scalar;
 		struct { YtNode **v; size_t n; } seq;
 		struct { YtPair *v; size_t n; } map;
 	} u;
-	unsigned long long weight;  /* nodes in the expanded subtree */
 };
 
 #define YT_MAX_DEPTH 64
-#define YT_MAX_WEIGHT 4000000ull
+#define YT_MAX_WEIGHT 4000000u
 #define YT_MAX_FILE (64u << 20)
 
 /* Parse f.  Returns the root node, or NULL when the file produced errors
  * (reported to d) or is empty. */
 YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d);
 
+/* Where a node starts; a plain scalar's span covers its text. */
+SrcLoc yt_loc(const YtNode *n);
 /* The map value for key, or NULL. */
 YtNode *yt_get(const YtNode *map, const char *key);
 bool yt_is_null(const YtNode *n);
