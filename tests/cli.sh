@@ -79,3 +79,14 @@ for m in host.cpu_busy_time cpu.busy_time host.cpu_system_time cpu.system_time h
 	"$rulec" --list-metrics | grep -q "^$m " || missing="${missing:-} $m"
 done
 if [ -z "${missing:-}" ]; then pass "cli/catalog-coverage"; else fail "cli/catalog-coverage" "missing:$missing"; fi
+
+# make install honours DESTDIR and PREFIX, and the installed rulec runs.
+inst=$(mktemp -d /tmp/sentinel-install.XXXXXX)
+if make -s install DESTDIR="$inst" PREFIX=/usr BINDIR=/usr/bin DATADIR=/usr/share > "$inst.log" 2>&1 &&
+   "$inst/usr/bin/rulec" --check -q "$inst"/usr/share/sentinel/rules/*.yaml &&
+   [ -f "$inst/usr/share/sentinel/rules/schema.json" ] && [ -f "$inst/usr/share/doc/sentinel/rules.md" ]; then
+	pass "cli/make-install-destdir"
+else
+	fail "cli/make-install-destdir" "$(cat "$inst.log"; find "$inst" | head -20)"
+fi
+rm -rf "$inst" "$inst.log"
