@@ -1,0 +1,69 @@
+#!/bin/sh
+# Fetch what guest tests boot: the newest Debian 6.1 and 6.12 kernels (with
+# the modules that swap on zram needs), and build a busybox initramfs for
+# each.  Everything is cached under $SENTINEL_GUEST_CACHE (default
+# .cache/guest); a second run downloads nothing.
+#
+#   sh tests/guest/fetch.sh            -> prints one line per kernel: NAME DIR
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cache=${SENTINEL_GUEST_CACHE:-$top/.cache/guest}
+mkdir -p "$cache"
+cd "$cache"
+
+need_tools() {
+	missing=
+	command -v qemu-system-x86_64 >/dev/null 2>&1 || missing="$missing qemu-system-x86"
+	[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx insmod || missing="$missing busybox-static"
+	command -v cpio >/dev/null 2>&1 || missing="$missing cpio"
+	command -v xz >/dev/null 2>&1 || missing="$missing xz-utils"
+	command -v depmod >/dev/null 2>&1 || [ -x /sbin/depmod ] || missing="$missing kmod"
+	if [ -n "$missing" ]; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+			echo "fetch: installing:$missing" >&2
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2
+		else
+			echo "fetch: missing tools; run: apt-get install -y$missing" >&2
+			exit 1
+		fi
+	fi
+}
+
+# newest package whose name matches a regular expression
+newest() {
+	apt-cache search --names-only "$1" | sed 's/ .*//' | sort -V | tail -n 1
+}
+
+fetch_kernel() {
+	name=$1 pattern=$2
+	dir=$cache/$name
+	if [ -f "$dir/ready" ]; then
+		echo "$name $dir"
+		return
+	fi
+	pkg=$(newest "$pattern")
+	if [ -z "$pkg" ]; then
+		apt-get update -q >&2 || true
+		pkg=$(newest "$pattern")
+	fi
+	[ -n "$pkg" ] || { echo "fetch: no package matches $pattern (apt-get update?)" >&2; exit 1; }
+	echo "fetch: $name: downloading $pkg" >&2
+	rm -rf "$dir" && mkdir -p "$dir/pkg"
+	(cd "$dir" && apt-get download "$pkg" >&2 2>/dev/null || apt-get download "$pkg" >&2)
+	dpkg-deb -x "$dir"/*.deb "$dir/pkg"
+	rm -f "$dir"/*.deb
+	cp "$dir"/pkg/boot/vmlinuz-* "$dir/vmlinuz"
+	cp "$dir"/pkg/boot/config-* "$dir/config"
+	cp "$dir"/pkg/boot/System.map-* "$dir/System.map" 2>/dev/null || true
+	release=$(ls "$dir/pkg/lib/modules")
+	echo "$release" > "$dir/release"
+	depmod -b "$dir/pkg" "$release"
+	sh "$top/tests/guest/mkinitramfs.sh" "$dir/pkg/lib/modules/$release" "$dir/initramfs.cpio.gz" >&2
+	rm -rf "$dir/pkg"
+	touch "$dir/ready"
+	echo "$name $dir"
+}
+
+need_tools
+fetch_kernel debian-6.1 '^linux-image-6\.1\.0-[0-9]+-amd64$'
+fetch_kernel debian-6.12 '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$'

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Boot a real Linux guest under QEMU with its RAM in a shared file, and drive it.
+
+The guest's RAM is a memory-backend-file with share=on, so the file *is* the
+guest's physical memory while it runs: Sentinel reads it from outside.  The
+guest serves a command loop on its second serial port (see mkinitramfs.sh);
+run() sends one shell command and returns its output and exit status.
+
+    python3 tests/guest/guest.py boot debian-6.1 [--nokaslr] [--la57] [--mem 512]
+        boots a guest, prints the RAM file path, and keeps it running until
+        Ctrl-C (for trying sentinel-inspect by hand).
+
+Only TCG is used: /dev/kvm exists on the project's machines but does not work
+(see DESIGN.md).
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CACHE = os.environ.get("SENTINEL_GUEST_CACHE", os.path.join(TOP, ".cache", "guest"))
+
+
+def kernels():
+    """Fetch (once) and return {name: dir} of the test kernels."""
+    out = subprocess.run(["sh", os.path.join(TOP, "tests", "guest", "fetch.sh")],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
+class GuestError(Exception):
+    pass
+
+
+class Guest:
+    """One QEMU guest.  Use as a context manager."""
+
+    def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
+                 append=""):
+        self.kdir = kdir
+        self.mem_mb = mem_mb
+        self.cpus = cpus
+        self.kaslr = kaslr
+        self.la57 = la57
+        self.append = append
+        self.tmp = tempfile.mkdtemp(prefix="sentinel-guest-")
+        tag = name or "g%d" % os.getpid()
+        # /dev/shm keeps the RAM file in memory; fall back to the temp dir.
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else self.tmp
+        self.ram = os.path.join(shm, "sentinel-%s-%d.ram" % (tag, int(time.time() * 1000) % 100000))
+        self.ctl = os.path.join(self.tmp, "ctl.sock")
+        self.console = os.path.join(self.tmp, "console.log")
+        self.proc = None
+        self.sock = None
+        self.buf = b""
+        self.seq = 0
+
+    @property
+    def release(self):
+        with open(os.path.join(self.kdir, "release")) as f:
+            return f.read().strip()
+
+    def start(self, timeout=90):
+        if os.path.exists(self.ram):
+            os.unlink(self.ram)     # a stale file survives QEMU: never reuse one
+        append = "console=ttyS0 panic=-1 loglevel=4"
+        if not self.kaslr:
+            append += " nokaslr"
+        if self.append:
+            append += " " + self.append
+        cmd = [
+            "qemu-system-x86_64", "-machine", "q35,memory-backend=ram", "-accel", "tcg",
+            "-cpu", "max" if self.la57 else "qemu64",
+            "-smp", str(self.cpus), "-m", "%dM" % self.mem_mb,
+            "-object", "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
+            "-kernel", os.path.join(self.kdir, "vmlinuz"),
+            "-initrd", os.path.join(self.kdir, "initramfs.cpio.gz"),
+            "-append", append,
+            "-display", "none", "-nic", "none", "-no-reboot",
+            "-serial", "file:" + self.console,
+            "-serial", "unix:%s,server=on,wait=off" % self.ctl,
+        ]
+        if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
+            cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise GuestError("qemu exited: %s" % self.proc.stdout.read().decode(errors="replace"))
+            if os.path.exists(self.ctl):
+                try:
+                    self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    self.sock.connect(self.ctl)
+                    break
+                except OSError:
+                    self.sock = None
+            time.sleep(0.05)
+        if not self.sock:
+            raise GuestError("no control socket after %ds" % timeout)
+        self._wait_for(b"@@READY", deadline)
+        return self
+
+    def _wait_for(self, marker, deadline):
+        while marker not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                raise GuestError("timed out waiting for %r; console tail:\n%s" % (marker, self.console_tail()))
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise GuestError("guest died; console tail:\n%s" % self.console_tail())
+                continue
+            if not chunk:
+                raise GuestError("control socket closed; console tail:\n%s" % self.console_tail())
+            self.buf += chunk
+        i = self.buf.index(marker)
+        before, self.buf = self.buf[:i], self.buf[i + len(marker):]
+        return before
+
+    def run(self, cmd, timeout=60):
+        """Run one shell command in the guest; returns (status, output)."""
+        self.seq += 1
+        self.sock.sendall(("%d %s\n" % (self.seq, cmd)).encode())
+        marker = ("@@END %d " % self.seq).encode()
+        out = self._wait_for(marker, time.time() + timeout)
+        rest = self._wait_for(b"\n", time.time() + timeout)
+        status = int(rest.strip() or b"0")
+        return status, out.decode(errors="replace").replace("\r\n", "\n").strip("\n")
+
+    def check(self, cmd, timeout=60):
+        status, out = self.run(cmd, timeout)
+        if status != 0:
+            raise GuestError("guest command failed (%d): %s\n%s" % (status, cmd, out))
+        return out
+
+    def console_tail(self, n=30):
+        try:
+            with open(self.console, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if os.path.exists(self.ram):
+            os.unlink(self.ram)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("boot", help="boot a guest and keep it running")
+    b.add_argument("kernel", help="debian-6.1 or debian-6.12")
+    b.add_argument("--nokaslr", action="store_true")
+    b.add_argument("--la57", action="store_true", help="5-level paging (-cpu max)")
+    b.add_argument("--mem", type=int, default=512, help="RAM in MiB")
+    b.add_argument("--cpus", type=int, default=2)
+    a = ap.parse_args()
+    ks = kernels()
+    if a.kernel not in ks:
+        sys.exit("unknown kernel %s; have: %s" % (a.kernel, ", ".join(ks)))
+    g = Guest(ks[a.kernel], mem_mb=a.mem, cpus=a.cpus, kaslr=not a.nokaslr, la57=a.la57, name="boot")
+    with g:
+        print("guest %s up; RAM file: %s" % (g.release, g.ram), flush=True)
+        print("try: build/sentinel-inspect --source ramfile:%s info   (Ctrl-C stops the guest)" % g.ram, flush=True)
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

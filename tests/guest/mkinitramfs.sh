@@ -1,0 +1,76 @@
+#!/bin/sh
+# Build a busybox initramfs for guest tests.
+#   sh tests/guest/mkinitramfs.sh MODULES_DIR OUT.cpio.gz
+# The guest mounts /proc, /sys and /dev, puts swap on zram, and serves a
+# command loop on its second serial port (ttyS1) for the test driver.
+set -eu
+mods=$1 out=$2
+root=$(mktemp -d /tmp/sentinel-initramfs.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/bin" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" "$root/lib/modules"
+cp /bin/busybox "$root/bin/busybox"
+
+# zram and what it depends on, in load order (from modules.dep)
+load=
+add_module() {
+	local rel dep base
+	rel=$(grep -E "(^|/)$1\.ko(\.xz)?:" "$mods/modules.dep" | head -n 1 | cut -d: -f1)
+	[ -n "$rel" ] || return 0
+	for dep in $(grep -E "^$rel:" "$mods/modules.dep" | cut -d: -f2); do
+		add_module "$(basename "$dep" | sed 's/\.ko.*//')"
+	done
+	base=$(basename "$rel" | sed 's/\.xz$//')
+	case " $load " in *" $base "*) return 0 ;; esac
+	case $rel in
+	*.xz) xz -dc "$mods/$rel" > "$root/lib/modules/$base" ;;
+	*) cp "$mods/$rel" "$root/lib/modules/$base" ;;
+	esac
+	load="$load $base"
+}
+add_module zram
+echo "$load" > "$root/lib/modules/order"
+
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /lib/modules/order); do insmod /lib/modules/$m 2>/dev/null; done
+if [ -e /sys/block/zram0/disksize ]; then
+	echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+fi
+# Helpers for the driver.  They use shell builtins only, so reading the
+# truth does not fork and does not change the counters it reads.
+jiffies() {
+	while read -r k v rest; do
+		[ "$k" = "jiffies:" ] && { echo "$v"; return; }
+	done < /proc/timer_list
+}
+# kv FILE KEY: the value after KEY on a line of FILE
+kv() {
+	while read -r k v rest; do
+		[ "$k" = "$2" ] && { echo "$v"; return; }
+	done < "$1"
+}
+# pids: "PID COMM" for every process, from /proc/PID/stat
+pids() {
+	for d in /proc/[0-9]*; do
+		read -r line < "$d/stat" 2>/dev/null || continue
+		pid=${line%% *}
+		comm=${line#*\(}
+		comm=${comm%\)*}
+		echo "$pid $comm"
+	done
+}
+exec 0</dev/ttyS1 1>/dev/ttyS1 2>&1
+stty raw -echo 2>/dev/null
+echo "@@READY"
+while read -r id cmd; do
+	eval "$cmd"
+	echo "@@END $id $?"
+done
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -9) > "$out"
+echo "mkinitramfs: $out ($(wc -c < "$out") bytes; modules:$load)"
