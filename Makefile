@@ -29,8 +29,17 @@ RULEC_HDR := $(wildcard rulec/*.h rulec/*.def)
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
 
-PROGRAMS := $(B)/rulec
-TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit
+# The kernel model: freestanding translation and walks (kx.c, kwalk.c, built
+# for the host here and for NVPTX below) and the host-side discovery.
+KS_FREE_SRC := kernel-support/kx.c kernel-support/kwalk.c
+KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c
+KS_HDR := $(wildcard kernel-support/*.h)
+KS_OBJ := $(KS_SRC:%.c=$(B)/obj/%.o)
+KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
+KS_LIBS := $(LIBBPF_LIBS)
+
+PROGRAMS := $(B)/rulec $(B)/sentinel-inspect $(B)/kx.nvptx.bc
+TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules
 endif
@@ -40,13 +49,40 @@ endif
 
 all: $(PROGRAMS)
 
-$(B)/obj/%.o: %.c $(RULEC_HDR) config.mk
+$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) -Irulec -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(LIBBPF_CFLAGS) -Irulec -Ikernel-support -c -o $@ $<
 
-$(B)/san/obj/%.o: %.c $(RULEC_HDR) config.mk
+$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) -Irulec -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(LIBBPF_CFLAGS) -Irulec -Ikernel-support -c -o $@ $<
+
+# The freestanding part must build with no libc for the GPU: prove it.
+$(B)/kx.nvptx.bc: $(KS_FREE_SRC) $(KS_HDR) config.mk
+	@mkdir -p $(B)/nvptx
+	for f in $(KS_FREE_SRC); do \
+		$(CLANG) -target nvptx64-nvidia-cuda -march=sm_70 -ffreestanding -nostdlib -nostdinc \
+			-isystem $$($(CLANG) -print-resource-dir)/include -DKX_FREESTANDING \
+			-std=c11 $(WARN) -O2 -emit-llvm -c -o $(B)/nvptx/$$(basename $$f .c).bc $$f || exit 1; \
+	done
+	$$($(LLVM_CONFIG) --bindir)/llvm-link -o $@ $(B)/nvptx/*.bc
+
+$(B)/libkernel.a: $(KS_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/san/libkernel.a: $(KS_SAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS) $(LDFLAGS_USER)
+
+$(B)/san/sentinel-inspect: $(B)/san/obj/kernel-support/inspect.o $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
+
+$(B)/san/test_kx: $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
 
 $(B)/librulec.a: $(LIB_OBJ)
 	@rm -f $@
@@ -95,13 +131,13 @@ docs: $(B)/rulec
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/sentinel/rules \
 		$(DESTDIR)$(DATADIR)/sentinel/examples $(DESTDIR)$(DATADIR)/doc/sentinel
-	install -m 755 $(B)/rulec $(DESTDIR)$(BINDIR)/rulec
+	install -m 755 $(B)/rulec $(B)/sentinel-inspect $(DESTDIR)$(BINDIR)/
 	install -m 644 rules/*.yaml rules/schema.json $(DESTDIR)$(DATADIR)/sentinel/rules/
 	install -m 644 examples/*.yaml $(DESTDIR)$(DATADIR)/sentinel/examples/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/sentinel/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rulec
+	rm -f $(DESTDIR)$(BINDIR)/rulec $(DESTDIR)$(BINDIR)/sentinel-inspect
 	rm -rf $(DESTDIR)$(DATADIR)/sentinel $(DESTDIR)$(DATADIR)/doc/sentinel
 
 clean:

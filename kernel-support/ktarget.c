@@ -1,0 +1,516 @@
+/* ktarget.c - target discovery (see ktarget.h). */
+#define _GNU_SOURCE 1   /* memmem */
+#include "ktarget.h"
+
+#include <bpf/btf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VMCOREINFO_MAX 8192
+#define KALLSYMS_MAX_SYMS 2000000u
+#define BTF_MAX_SIZE (64u << 20)
+
+static int kt_fail(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int kt_fail(char *err, size_t n, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const char *kt_info(const KTarget *t, const char *key, size_t *len)
+{
+	size_t kl = strlen(key);
+	for (const char *p = t->vmcoreinfo; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+		if (ll > kl && p[kl] == '=' && !memcmp(p, key, kl)) {
+			if (len)
+				*len = ll - kl - 1;
+			return p + kl + 1;
+		}
+		p += ll + (nl ? 1 : 0);
+	}
+	return NULL;
+}
+
+static bool kt_info_u64(const KTarget *t, const char *key, int base, uint64_t *v)
+{
+	size_t len;
+	const char *s = kt_info(t, key, &len);
+	if (!s || !len)
+		return false;
+	char buf[32], *end;
+	if (len >= sizeof buf)
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	*v = base == 10 ? (uint64_t)strtoll(buf, &end, 10) : strtoull(buf, &end, 16);
+	return *end == 0;
+}
+
+/* ---- VMCOREINFO ---- */
+
+/* Candidates: "OSRELEASE=<digit>" at the start of a page (vmcoreinfo_data is
+ * a page of its own) or right after the ELF note name "VMCOREINFO". */
+static int kt_find_vmcoreinfo(KTarget *t, uint64_t skip_before_pa, uint64_t *found)
+{
+	for (unsigned i = 0; i < t->src->nranges; i++) {
+		const kx_range *r = &t->src->r[i];
+		const char *base = (const char *)(uintptr_t)r->ptr;
+		size_t off = 0;
+		while (off < r->size) {
+			const char *hit = memmem(base + off, r->size - off, "OSRELEASE=", 10);
+			if (!hit)
+				break;
+			size_t h = (size_t)(hit - base);
+			off = h + 1;
+			uint64_t pa = r->phys + h;
+			if (pa < skip_before_pa || h + 11 >= r->size || hit[10] < '0' || hit[10] > '9')
+				continue;
+			bool note = h >= 12 && !memcmp(hit - 12, "VMCOREINFO\0", 11);
+			if (pa % KX_PAGE_SIZE && !note)
+				continue;
+			*found = pa;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int kt_load_vmcoreinfo(KTarget *t, uint64_t pa)
+{
+	uint64_t p;
+	size_t n = 0;
+	if (kx_phys_ptr(&t->mem, pa, 1, &p))
+		return -EFAULT;
+	const char *s = (const char *)(uintptr_t)p;
+	/* bounded by the range and VMCOREINFO_MAX */
+	for (unsigned i = 0; i < t->src->nranges; i++) {
+		const kx_range *r = &t->src->r[i];
+		if (pa >= r->phys && pa < r->phys + r->size) {
+			size_t room = r->size - (pa - r->phys);
+			while (n < room && n < VMCOREINFO_MAX && s[n])
+				n++;
+		}
+	}
+	free(t->vmcoreinfo);
+	t->vmcoreinfo = malloc(n + 1);
+	if (!t->vmcoreinfo)
+		return -ENOMEM;
+	memcpy(t->vmcoreinfo, s, n);
+	t->vmcoreinfo[n] = 0;
+	t->vmcoreinfo_pa = pa;
+	return 0;
+}
+
+/* Set up translation from VMCOREINFO, and prove it: the kernel's own
+ * init_uts_ns must read "Linux" and the release VMCOREINFO names. */
+static int kt_setup_paging(KTarget *t, char *err, size_t n)
+{
+	uint64_t phys_base, pgt, l5 = 0, sme = 0, uts, uts_off = 0;
+	size_t rl;
+	const char *rel = kt_info(t, "OSRELEASE", &rl);
+	if (!rel || rl == 0 || rl >= sizeof t->release)
+		return kt_fail(err, n, -EINVAL, "VMCOREINFO has no OSRELEASE");
+	memcpy(t->release, rel, rl);
+	t->release[rl] = 0;
+	if (!kt_info_u64(t, "NUMBER(phys_base)", 10, &phys_base) ||
+	    !kt_info_u64(t, "SYMBOL(init_top_pgt)", 16, &pgt))
+		return kt_fail(err, n, -ENOTSUP,
+			       "VMCOREINFO of %s lacks NUMBER(phys_base) or SYMBOL(init_top_pgt): "
+			       "only x86-64 kernels are supported", t->release);
+	if (!kt_info_u64(t, "KERNELOFFSET", 16, &t->kaslr_offset))
+		t->kaslr_offset = 0;
+	kt_info_u64(t, "NUMBER(pgtable_l5_enabled)", 10, &l5);
+	kt_info_u64(t, "NUMBER(sme_mask)", 10, &sme);
+	if (pgt < KX_START_KERNEL_MAP)
+		return kt_fail(err, n, -EINVAL, "SYMBOL(init_top_pgt)=%#llx is not a kernel-image address",
+			       (unsigned long long)pgt);
+	t->mem.phys_base = phys_base;      /* two's complement: a "negative" phys_base wraps */
+	t->mem.levels = l5 ? 5 : 4;
+	t->mem.pgd = pgt - KX_START_KERNEL_MAP + phys_base;
+	t->mem.pte_mask = 0x000ffffffffff000ull & ~sme;
+	t->mem.page_offset_base = UINT64_MAX;   /* unknown until kallsyms */
+	if (!kt_info_u64(t, "SYMBOL(init_uts_ns)", 16, &uts))
+		return kt_fail(err, n, -EINVAL, "VMCOREINFO has no SYMBOL(init_uts_ns)");
+	kt_info_u64(t, "OFFSET(uts_namespace.name)", 10, &uts_off);
+	char name[6] = {0}, release[65] = {0};
+	if (kx_read(&t->mem, uts + uts_off, name, 5) || kx_read(&t->mem, uts + uts_off + 130, release, 64))
+		return kt_fail(err, n, -EFAULT, "init_uts_ns at %#llx is outside the image: phys_base or the "
+			       "memory layout is wrong (a q35 guest above 2.75 GiB needs ramfile:PATH,split=auto)",
+			       (unsigned long long)uts);
+	if (strcmp(name, "Linux") || strcmp(release, t->release))
+		return kt_fail(err, n, -EINVAL, "init_uts_ns reads '%.5s' '%.64s', not 'Linux' '%s': "
+			       "a stale VMCOREINFO copy", name, release, t->release);
+	return 0;
+}
+
+/* ---- symbols ---- */
+
+static uint64_t kt_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int kt_index_syms(KTarget *t)
+{
+	size_t cap = 16;
+	while (cap < t->nsyms * 2)
+		cap *= 2;
+	t->sym_hash = calloc(cap, sizeof *t->sym_hash);
+	if (!t->sym_hash)
+		return -ENOMEM;
+	t->sym_hash_cap = cap;
+	for (size_t i = 0; i < t->nsyms; i++) {
+		size_t j = kt_hash(t->syms[i].name) & (cap - 1);
+		while (t->sym_hash[j]) {
+			if (!strcmp(t->syms[t->sym_hash[j] - 1].name, t->syms[i].name))
+				goto next;   /* keep the first of duplicate (static) names */
+			j = (j + 1) & (cap - 1);
+		}
+		t->sym_hash[j] = i + 1;
+next:;
+	}
+	return 0;
+}
+
+int kt_sym(const KTarget *t, const char *name, uint64_t *addr)
+{
+	if (!t->sym_hash_cap)
+		return -ENOENT;
+	size_t j = kt_hash(name) & (t->sym_hash_cap - 1);
+	for (size_t k = 0; k < t->sym_hash_cap && t->sym_hash[j]; k++) {
+		const KSym *s = &t->syms[t->sym_hash[j] - 1];
+		if (!strcmp(s->name, name)) {
+			*addr = s->addr;
+			return 0;
+		}
+		j = (j + 1) & (t->sym_hash_cap - 1);
+	}
+	return -ENOENT;
+}
+
+const KSym *kt_sym_at(const KTarget *t, size_t i) { return i < t->nsyms ? &t->syms[i] : NULL; }
+
+/* Buffered sequential reads of kernel memory. */
+typedef struct KtReader {
+	const kx_mem *m;
+	uint64_t va;
+	uint8_t buf[65536];
+	size_t len, pos;
+} KtReader;
+
+static int kt_getc(KtReader *r, uint8_t *c)
+{
+	if (r->pos == r->len) {
+		int e = kx_read(r->m, r->va, r->buf, sizeof r->buf);
+		if (e)
+			return e;
+		r->va += sizeof r->buf;
+		r->len = sizeof r->buf;
+		r->pos = 0;
+	}
+	*c = r->buf[r->pos++];
+	return 0;
+}
+
+/* kallsyms, decoded the way kernel/kallsyms.c does it. */
+static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
+{
+	uint64_t a_num, a_names, a_ttab, a_tidx, a_offs, a_base, rel_base;
+	uint32_t num;
+	if (!kt_info_u64(t, "SYMBOL(kallsyms_num_syms)", 16, &a_num) ||
+	    !kt_info_u64(t, "SYMBOL(kallsyms_names)", 16, &a_names) ||
+	    !kt_info_u64(t, "SYMBOL(kallsyms_token_table)", 16, &a_ttab) ||
+	    !kt_info_u64(t, "SYMBOL(kallsyms_token_index)", 16, &a_tidx) ||
+	    !kt_info_u64(t, "SYMBOL(kallsyms_offsets)", 16, &a_offs) ||
+	    !kt_info_u64(t, "SYMBOL(kallsyms_relative_base)", 16, &a_base))
+		return kt_fail(err, n, -ENOTSUP, "VMCOREINFO of %s has no kallsyms symbols (Linux 6.0 added "
+			       "them); give the symbols with --kallsyms FILE (a copy of /proc/kallsyms)", t->release);
+	if (kx_read32(&t->mem, a_num, &num) || kx_read64(&t->mem, a_base, &rel_base))
+		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_num_syms at %#llx", (unsigned long long)a_num);
+	if (num == 0 || num > KALLSYMS_MAX_SYMS)
+		return kt_fail(err, n, -ERANGE, "kallsyms_num_syms = %u is implausible", num);
+	static char ttab[65536];
+	uint16_t tidx[256];
+	if (kx_read(&t->mem, a_ttab, ttab, sizeof ttab - 1) || kx_read(&t->mem, a_tidx, tidx, sizeof tidx))
+		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_token_table");
+	ttab[sizeof ttab - 1] = 0;
+	int32_t *offs = malloc((size_t)num * 4);
+	t->syms = calloc(num, sizeof *t->syms);
+	t->sym_pool = malloc((size_t)num * 48);
+	if (!offs || !t->syms || !t->sym_pool) {
+		free(offs);
+		return kt_fail(err, n, -ENOMEM, "out of memory for %u symbols", num);
+	}
+	if (kx_read(&t->mem, a_offs, offs, (uint64_t)num * 4)) {
+		free(offs);
+		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_offsets");
+	}
+	KtReader *rd = malloc(sizeof *rd);
+	if (!rd) {
+		free(offs);
+		return -ENOMEM;
+	}
+	rd->m = &t->mem;
+	rd->va = a_names;
+	rd->len = rd->pos = 0;
+	size_t pool = 0, pool_cap = (size_t)num * 48;
+	int e = 0;
+	for (uint32_t i = 0; i < num; i++) {
+		uint8_t b0, b1 = 0;
+		if ((e = kt_getc(rd, &b0)))
+			break;
+		unsigned len = b0;
+		if (b0 & 0x80) {                    /* a "big" symbol: two-byte length */
+			if ((e = kt_getc(rd, &b1)))
+				break;
+			len = (b0 & 0x7f) | ((unsigned)b1 << 7);
+		}
+		char name[512];
+		size_t nl = 0;
+		for (unsigned k = 0; k < len; k++) {
+			uint8_t tok;
+			if ((e = kt_getc(rd, &tok)))
+				break;
+			for (const char *s = ttab + tidx[tok]; *s && nl < sizeof name - 1 && s < ttab + sizeof ttab; s++)
+				name[nl++] = *s;
+		}
+		if (e)
+			break;
+		name[nl] = 0;
+		if (nl < 2) {
+			e = -EINVAL;
+			break;
+		}
+		if (pool + nl > pool_cap) {
+			e = -E2BIG;
+			break;
+		}
+		memcpy(t->sym_pool + pool, name + 1, nl);   /* name without the type letter */
+		t->syms[i].name = t->sym_pool + pool;       /* pointers fixed after any realloc: none */
+		t->syms[i].type = name[0];
+		pool += nl;
+		/* CONFIG_KALLSYMS_ABSOLUTE_PERCPU: non-negative offsets are absolute
+		 * (per-CPU symbols); negative ones count down from relative_base */
+		t->syms[i].addr = offs[i] >= 0 ? (uint64_t)offs[i] : rel_base - 1 - (uint64_t)(int64_t)offs[i];
+	}
+	free(rd);
+	if (e) {
+		free(offs);
+		return kt_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
+	}
+	t->nsyms = num;
+	/* Without ABSOLUTE_PERCPU every offset is relative: check against _stext. */
+	uint64_t stext_vm, stext;
+	if (kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) && !kt_index_syms(t) && !kt_sym(t, "_stext", &stext) &&
+	    stext != stext_vm) {
+		for (uint32_t i = 0; i < num; i++)
+			t->syms[i].addr = rel_base + (uint32_t)offs[i];
+		free(t->sym_hash);
+		t->sym_hash = NULL;
+		t->sym_hash_cap = 0;
+		if (kt_index_syms(t) || kt_sym(t, "_stext", &stext) || stext != stext_vm) {
+			free(offs);
+			return kt_fail(err, n, -EINVAL, "kallsyms decoded from memory disagrees with VMCOREINFO "
+				       "on _stext; give --kallsyms FILE");
+		}
+	}
+	free(offs);
+	t->sym_origin = "memory (kallsyms)";
+	return t->sym_hash ? 0 : kt_index_syms(t);
+}
+
+static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return kt_fail(err, n, -errno, "%s: %s", path, strerror(errno));
+	size_t cap = 1 << 16, pool_cap = 1 << 22, pool = 0;
+	t->syms = malloc(cap * sizeof *t->syms);
+	t->sym_pool = malloc(pool_cap);
+	char line[1024];
+	size_t *name_off = malloc(cap * sizeof *name_off);
+	int e = 0;
+	while (t->syms && t->sym_pool && name_off && fgets(line, sizeof line, f)) {
+		unsigned long long a;
+		char type, name[512];
+		if (sscanf(line, "%llx %c %511s", &a, &type, name) != 3)
+			continue;
+		size_t nl = strlen(name) + 1;
+		if (t->nsyms == cap) {
+			cap *= 2;
+			t->syms = realloc(t->syms, cap * sizeof *t->syms);
+			name_off = realloc(name_off, cap * sizeof *name_off);
+			if (!t->syms || !name_off) { e = -ENOMEM; break; }
+		}
+		if (pool + nl > pool_cap) {
+			pool_cap *= 2;
+			t->sym_pool = realloc(t->sym_pool, pool_cap);
+			if (!t->sym_pool) { e = -ENOMEM; break; }
+		}
+		memcpy(t->sym_pool + pool, name, nl);
+		name_off[t->nsyms] = pool;
+		t->syms[t->nsyms++] = (KSym){NULL, a, type};
+		pool += nl;
+	}
+	fclose(f);
+	if (e || !t->syms || !t->sym_pool || !name_off) {
+		free(name_off);
+		return kt_fail(err, n, -ENOMEM, "out of memory reading %s", path);
+	}
+	for (size_t i = 0; i < t->nsyms; i++)
+		t->syms[i].name = t->sym_pool + name_off[i];
+	free(name_off);
+	uint64_t stext;
+	if (!t->nsyms)
+		return kt_fail(err, n, -EINVAL, "%s holds no symbols (expected /proc/kallsyms format: ADDRESS TYPE NAME)", path);
+	t->sym_origin = path;
+	e = kt_index_syms(t);
+	if (!e && !kt_sym(t, "_stext", &stext) && stext == 0)
+		return kt_fail(err, n, -EPERM, "%s has zero addresses: copy /proc/kallsyms as root", path);
+	return e;
+}
+
+/* ---- the rest of the layout ---- */
+
+static int kt_setup_direct_map(KTarget *t, char *err, size_t n)
+{
+	uint64_t sym, pob, pa;
+	if (!kt_sym(t, "page_offset_base", &sym)) {
+		if (kx_read64(&t->mem, sym, &pob))
+			return kt_fail(err, n, -EFAULT, "cannot read page_offset_base");
+	} else {
+		/* CONFIG_RANDOMIZE_MEMORY=n: the fixed bases */
+		pob = t->mem.levels == 5 ? 0xff11000000000000ull : 0xffff888000000000ull;
+	}
+	/* the direct map must map physical 0 */
+	if (kx_walk(&t->mem, pob, &pa) || pa != 0)
+		return kt_fail(err, n, -EINVAL, "page_offset_base %#llx does not map physical address 0",
+			       (unsigned long long)pob);
+	t->mem.page_offset_base = pob;
+	return 0;
+}
+
+static int kt_setup_cpus(KTarget *t, char *err, size_t n)
+{
+	uint64_t a_nr, a_off, a_on, a_pos;
+	uint32_t nr;
+	if (kt_sym(t, "nr_cpu_ids", &a_nr) || kt_sym(t, "__per_cpu_offset", &a_off) ||
+	    kt_sym(t, "__cpu_online_mask", &a_on) || kt_sym(t, "__cpu_possible_mask", &a_pos))
+		return kt_fail(err, n, -ENOENT, "the kernel has no nr_cpu_ids, __per_cpu_offset or cpu masks");
+	if (kx_read32(&t->mem, a_nr, &nr) || nr == 0)
+		return kt_fail(err, n, -EFAULT, "cannot read nr_cpu_ids");
+	if (nr > KX_MAX_CPUS)
+		return kt_fail(err, n, -E2BIG, "the target has %u CPU ids; this build handles %d", nr, KX_MAX_CPUS);
+	t->cpus.nr_cpu_ids = nr;
+	size_t words = (nr + 63) / 64;
+	if (kx_read(&t->mem, a_off, t->cpus.offset, (uint64_t)nr * 8) ||
+	    kx_read(&t->mem, a_on, t->cpus.online, words * 8) ||
+	    kx_read(&t->mem, a_pos, t->cpus.possible, words * 8))
+		return kt_fail(err, n, -EFAULT, "cannot read the per-CPU offsets or CPU masks");
+	if (!kx_cpu_online(&t->cpus, 0))
+		return kt_fail(err, n, -EINVAL, "CPU 0 is not online: the CPU masks read wrong");
+	return 0;
+}
+
+static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
+{
+	if (file) {
+		t->btf = btf__parse(file, NULL);
+		if (!t->btf)
+			return kt_fail(err, n, -errno ? -errno : -EINVAL, "%s: not BTF or an ELF file with BTF", file);
+		t->btf_origin = file;
+		return 0;
+	}
+	uint64_t a, z;
+	if (kt_sym(t, "__start_BTF", &a) || kt_sym(t, "__stop_BTF", &z))
+		return kt_fail(err, n, -ENOENT, "the kernel %s has no BTF (__start_BTF): it was built without "
+			       "CONFIG_DEBUG_INFO_BTF; give one with --btf FILE", t->release);
+	if (z <= a || z - a > BTF_MAX_SIZE)
+		return kt_fail(err, n, -ERANGE, "BTF size %llu is implausible", (unsigned long long)(z - a));
+	void *buf = malloc(z - a);
+	if (!buf)
+		return -ENOMEM;
+	if (kx_read(&t->mem, a, buf, z - a)) {
+		free(buf);
+		return kt_fail(err, n, -EFAULT, "cannot read the kernel's BTF at %#llx", (unsigned long long)a);
+	}
+	t->btf = btf__new(buf, (uint32_t)(z - a));
+	free(buf);
+	if (!t->btf)
+		return kt_fail(err, n, -EINVAL, "the kernel's BTF (%llu bytes) does not parse",
+			       (unsigned long long)(z - a));
+	t->btf_size = (uint32_t)(z - a);
+	t->btf_origin = "memory (__start_BTF)";
+	return 0;
+}
+
+int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
+{
+	KtOptions none = {0};
+	KTarget *t = calloc(1, sizeof *t);
+	int e;
+	if (!t)
+		return kt_fail(err, n, -ENOMEM, "out of memory");
+	if (!o)
+		o = &none;
+	t->src = src;
+	ms_fill(src, &t->mem);
+	/* VMCOREINFO: the first candidate that survives validation */
+	uint64_t pa = 0;
+	e = -ENOENT;
+	while (kt_find_vmcoreinfo(t, pa, &pa) == 0) {
+		if (!(e = kt_load_vmcoreinfo(t, pa)) && !(e = kt_setup_paging(t, err, n)))
+			break;
+		pa++;
+	}
+	if (e == -ENOENT && !t->vmcoreinfo) {
+		e = kt_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
+			    "for 'OSRELEASE='). Is this the RAM of a running x86-64 Linux >= 6.0?",
+			    ms_total(src) >> 20);
+		goto fail;
+	}
+	if (e)
+		goto fail;
+	if ((e = o->kallsyms_file ? kt_kallsyms_file(t, o->kallsyms_file, err, n) : kt_kallsyms_memory(t, err, n)))
+		goto fail;
+	if ((e = kt_setup_direct_map(t, err, n)) || (e = kt_setup_cpus(t, err, n)) ||
+	    (e = kt_setup_btf(t, o->btf_file, err, n)))
+		goto fail;
+	*out = t;
+	return 0;
+fail:
+	kt_close(t);
+	return e;
+}
+
+void kt_close(KTarget *t)
+{
+	if (!t)
+		return;
+	free(t->vmcoreinfo);
+	free(t->syms);
+	free(t->sym_hash);
+	free(t->sym_pool);
+	if (t->btf)
+		btf__free(t->btf);
+	free(t);
+}
+
+unsigned kt_online_cpus(const KTarget *t)
+{
+	unsigned c = 0;
+	for (uint32_t i = 0; i < t->cpus.nr_cpu_ids; i++)
+		c += kx_cpu_online(&t->cpus, i);
+	return c;
+}

@@ -1,0 +1,64 @@
+/* ktarget.h - discover a running Linux kernel from its RAM alone.
+ *
+ * Given a MemSource and nothing else: find VMCOREINFO, take the release, the
+ * KASLR slide, phys_base and the paging mode from it; decode kallsyms from
+ * memory; find the direct map, the per-CPU layout and the kernel's own BTF.
+ * Files (a /proc/kallsyms copy, a BTF file) may override what memory gives.
+ *
+ * Ownership: a KTarget borrows its MemSource (which must outlive it) and owns
+ * its symbol table, VMCOREINFO copy and BTF.
+ */
+#ifndef SENTINEL_KTARGET_H
+#define SENTINEL_KTARGET_H
+
+#include "kx.h"
+#include "msrc.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct btf;
+
+typedef struct KSym {
+	const char *name;
+	uint64_t addr;
+	char type;          /* kallsyms type letter: T, D, B, R, ... */
+} KSym;
+
+typedef struct KtOptions {
+	const char *kallsyms_file;  /* /proc/kallsyms format, instead of memory */
+	const char *btf_file;       /* raw BTF or vmlinux ELF, instead of memory */
+} KtOptions;
+
+typedef struct KTarget {
+	const MemSource *src;
+	kx_mem mem;
+	kx_cpus cpus;
+	char release[65];
+	char *vmcoreinfo;           /* the key=value text */
+	uint64_t vmcoreinfo_pa;
+	uint64_t kaslr_offset;
+	KSym *syms;
+	size_t nsyms;
+	size_t *sym_hash;           /* open addressing: index + 1, 0 = empty */
+	size_t sym_hash_cap;
+	char *sym_pool;
+	const char *sym_origin;     /* "memory" or the file name */
+	struct btf *btf;
+	uint32_t btf_size;
+	const char *btf_origin;
+} KTarget;
+
+/* Discover the kernel in src.  Returns 0, or -errno with a message that
+ * names what was looked for in err. */
+int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t errlen);
+void kt_close(KTarget *t);
+
+/* A kernel symbol's address; -ENOENT when the kernel has no such symbol. */
+int kt_sym(const KTarget *t, const char *name, uint64_t *addr);
+const KSym *kt_sym_at(const KTarget *t, size_t i);
+/* The value of a VMCOREINFO key (e.g. "OSRELEASE", "SYMBOL(_stext)"), or NULL. */
+const char *kt_info(const KTarget *t, const char *key, size_t *len);
+unsigned kt_online_cpus(const KTarget *t);
+
+#endif

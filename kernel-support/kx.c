@@ -1,0 +1,216 @@
+/* kx.c - freestanding kernel memory access (see kx.h).
+ *
+ * Compiled three ways from this one file: for host tools, for the CPU
+ * backend, and for NVPTX.  No libc, no recursion, every loop bounded.
+ */
+#include "kx.h"
+
+#define PTE_PRESENT 0x1ull
+#define PTE_PSE     0x80ull
+
+static uint64_t kx_load64(uint64_t ptr)
+{
+	/* volatile: the target is live, every read must reach memory */
+	return *(const volatile uint64_t *)(uintptr_t)ptr;
+}
+
+int kx_phys_ptr(const kx_mem *m, uint64_t pa, uint64_t len, uint64_t *ptr)
+{
+	for (uint32_t i = 0; i < m->nranges && i < KX_MAX_RANGES; i++) {
+		const kx_range *r = &m->r[i];
+		if (pa >= r->phys && pa - r->phys < r->size && len <= r->size - (pa - r->phys)) {
+			*ptr = r->ptr + (pa - r->phys);
+			return KX_OK;
+		}
+	}
+	return KX_EFAULT;
+}
+
+int kx_phys_read64(const kx_mem *m, uint64_t pa, uint64_t *v)
+{
+	uint64_t p;
+	if (pa & 7)
+		return KX_EINVAL;
+	int err = kx_phys_ptr(m, pa, 8, &p);
+	if (err)
+		return err;
+	*v = kx_load64(p);
+	return KX_OK;
+}
+
+int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa)
+{
+	uint64_t table = m->pgd;
+	uint32_t levels = m->levels == 5 ? 5 : 4;
+	/* shift of the index at each level, top first */
+	static const uint32_t shift5[5] = {48, 39, 30, 21, 12};
+	const uint32_t *shift = levels == 5 ? shift5 : shift5 + 1;
+	for (uint32_t l = 0; l < levels; l++) {
+		uint64_t idx = (va >> shift[l]) & 511, e;
+		int err = kx_phys_read64(m, table + idx * 8, &e);
+		if (err)
+			return err;
+		if (!(e & PTE_PRESENT))
+			return KX_ENOENT;
+		uint64_t next = e & m->pte_mask;
+		uint32_t left = levels - 1 - l;   /* levels below this one */
+		/* a large page: 1 GiB at the PUD (2 levels left), 2 MiB at the PMD (1 left) */
+		if ((left == 2 || left == 1) && (e & PTE_PSE)) {
+			uint64_t size = 1ull << shift[l];
+			*pa = (next & ~(size - 1)) | (va & (size - 1));
+			return KX_OK;
+		}
+		if (left == 0) {
+			*pa = next | (va & (KX_PAGE_SIZE - 1));
+			return KX_OK;
+		}
+		table = next;
+	}
+	return KX_ENOENT;
+}
+
+int kx_translate(const kx_mem *m, uint64_t va, uint64_t *pa)
+{
+	if (va >= KX_START_KERNEL_MAP) {             /* kernel image: text, data, bss */
+		*pa = va - KX_START_KERNEL_MAP + m->phys_base;
+		return KX_OK;
+	}
+	if (va >= m->page_offset_base && va - m->page_offset_base < m->phys_end) {
+		*pa = va - m->page_offset_base;     /* the direct map */
+		return KX_OK;
+	}
+	return kx_walk(m, va, pa);               /* vmalloc, stacks, per-CPU chunks, ... */
+}
+
+int kx_read64(const kx_mem *m, uint64_t va, uint64_t *v)
+{
+	uint64_t pa;
+	if (va & 7)
+		return KX_EINVAL;
+	int err = kx_translate(m, va, &pa);
+	return err ? err : kx_phys_read64(m, pa, v);
+}
+
+/* Smaller reads load the aligned 8-byte word that holds them (x86-64 is
+ * little-endian): one load, never a read past a page. */
+static int kx_read_part(const kx_mem *m, uint64_t va, uint32_t size, uint64_t *v)
+{
+	uint64_t w;
+	if (va & (size - 1))
+		return KX_EINVAL;
+	int err = kx_read64(m, va & ~7ull, &w);
+	if (err)
+		return err;
+	w >>= (va & 7) * 8;
+	*v = size == 8 ? w : w & ((1ull << (size * 8)) - 1);
+	return KX_OK;
+}
+
+int kx_read32(const kx_mem *m, uint64_t va, uint32_t *v)
+{
+	uint64_t w;
+	int err = kx_read_part(m, va, 4, &w);
+	if (!err)
+		*v = (uint32_t)w;
+	return err;
+}
+
+int kx_read16(const kx_mem *m, uint64_t va, uint16_t *v)
+{
+	uint64_t w;
+	int err = kx_read_part(m, va, 2, &w);
+	if (!err)
+		*v = (uint16_t)w;
+	return err;
+}
+
+int kx_read8(const kx_mem *m, uint64_t va, uint8_t *v)
+{
+	uint64_t w;
+	int err = kx_read_part(m, va, 1, &w);
+	if (!err)
+		*v = (uint8_t)w;
+	return err;
+}
+
+int kx_read(const kx_mem *m, uint64_t va, void *dst, uint64_t n)
+{
+	uint8_t *out = (uint8_t *)dst;
+	uint64_t done = 0;
+	while (done < n) {
+		uint64_t word = (va + done) & ~7ull, w;
+		int err = kx_read64(m, word, &w);
+		if (err)
+			return err;
+		for (uint64_t b = (va + done) & 7; b < 8 && done < n; b++)
+			out[done++] = (uint8_t)(w >> (b * 8));
+	}
+	return KX_OK;
+}
+
+bool kx_cpu_online(const kx_cpus *c, uint32_t cpu)
+{
+	return cpu < c->nr_cpu_ids && cpu < KX_MAX_CPUS && (c->online[cpu / 64] >> (cpu % 64) & 1);
+}
+
+bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu)
+{
+	return cpu < c->nr_cpu_ids && cpu < KX_MAX_CPUS && (c->possible[cpu / 64] >> (cpu % 64) & 1);
+}
+
+int kx_percpu(const kx_cpus *c, uint64_t sym, uint32_t cpu, uint64_t *va)
+{
+	if (!kx_cpu_possible(c, cpu))
+		return KX_EINVAL;
+	*va = sym + c->offset[cpu];
+	return KX_OK;
+}
+
+void kx_list_begin(kx_list_iter *it, uint64_t head, uint32_t cap)
+{
+	it->head = head;
+	it->cur = head;
+	it->n = 0;
+	it->cap = cap;
+}
+
+int kx_list_next(const kx_mem *m, kx_list_iter *it, uint64_t *node)
+{
+	uint64_t next, back;
+	int err = kx_read64(m, it->cur, &next);          /* cur->next */
+	if (err)
+		return err;
+	if (next == it->head)
+		return 0;
+	if (++it->n > it->cap)
+		return KX_ELOOP;
+	err = kx_read64(m, next + 8, &back);              /* next->prev */
+	if (err)
+		return err;
+	if (back != it->cur)
+		return KX_ELOOP;                          /* torn, corrupt or a cycle */
+	it->cur = next;
+	*node = next;
+	return 1;
+}
+
+int kx_seq_begin(const kx_mem *m, uint64_t seq_va, uint32_t *seq)
+{
+	for (int i = 0; i < 64; i++) {
+		int err = kx_read32(m, seq_va, seq);
+		if (err)
+			return err;
+		if (!(*seq & 1))
+			return KX_OK;
+	}
+	return KX_EAGAIN;
+}
+
+int kx_seq_retry(const kx_mem *m, uint64_t seq_va, uint32_t seq)
+{
+	uint32_t now;
+	int err = kx_read32(m, seq_va, &now);
+	if (err)
+		return err;
+	return now != seq;
+}

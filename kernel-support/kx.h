@@ -1,0 +1,100 @@
+/* kx.h - the monitored kernel's memory, read from outside it.
+ *
+ * Freestanding C (no libc): the same kx.c compiles for the host tools, the
+ * CPU backend and, through clang, for NVPTX.  Everything a reader needs to
+ * turn a kernel virtual address into bytes: bounds-checked physical access
+ * over the mapped RAM ranges, the direct map, the kernel text mapping, a
+ * 4/5-level page-table walker with 2 MiB and 1 GiB pages, per-CPU
+ * addressing, checked list walks and seqcount retries.  Loops are bounded;
+ * nothing recurses; a bad address is an error code, never a fault.
+ *
+ * Ownership: a kx_mem describes mappings it does not own (the memory source
+ * owns them); it is plain data, copyable to a GPU as is.
+ */
+#ifndef SENTINEL_KX_H
+#define SENTINEL_KX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Errors: negative errno values, as the rest of Sentinel uses inside. */
+#define KX_OK       0
+#define KX_ENOENT  (-2)   /* address not mapped by the kernel's page tables */
+#define KX_EAGAIN  (-11)  /* a seqcount kept changing: the value is being written */
+#define KX_EFAULT  (-14)  /* physical address outside the mapped RAM */
+#define KX_EINVAL  (-22)  /* misaligned or impossible request */
+#define KX_ERANGE  (-34)  /* a value outside what the kernel can hold */
+#define KX_ELOOP   (-40)  /* a list that is corrupt, cyclic or longer than its cap */
+
+#define KX_MAX_RANGES 16
+#define KX_MAX_CPUS   1024
+#define KX_START_KERNEL_MAP 0xffffffff80000000ull
+#define KX_PAGE_SIZE  4096ull
+
+/* One physically contiguous piece of the target's RAM and where it is
+ * mapped for the reader (a host pointer, or a GPU pointer, as an integer). */
+typedef struct kx_range {
+	uint64_t phys, size;
+	uint64_t ptr;
+} kx_range;
+
+typedef struct kx_mem {
+	kx_range r[KX_MAX_RANGES];
+	uint32_t nranges;
+	uint32_t levels;            /* page-table levels: 4 or 5 */
+	uint64_t phys_end;          /* highest mapped physical address + 1 */
+	uint64_t page_offset_base;  /* start of the direct map */
+	uint64_t phys_base;         /* physical address the kernel image was loaded at, minus its link offset */
+	uint64_t pgd;               /* physical address of init_top_pgt */
+	uint64_t pte_mask;          /* physical-address bits of a page-table entry (SME bit cleared) */
+} kx_mem;
+
+/* Per-CPU layout, filled by discovery. */
+typedef struct kx_cpus {
+	uint32_t nr_cpu_ids;
+	uint32_t _pad;
+	uint64_t offset[KX_MAX_CPUS];      /* __per_cpu_offset[] */
+	uint64_t online[KX_MAX_CPUS / 64];  /* bitmap: __cpu_online_mask */
+	uint64_t possible[KX_MAX_CPUS / 64];
+} kx_cpus;
+
+/* Physical access. */
+int kx_phys_ptr(const kx_mem *m, uint64_t pa, uint64_t len, uint64_t *ptr);
+int kx_phys_read64(const kx_mem *m, uint64_t pa, uint64_t *v);
+
+/* Virtual -> physical for kernel addresses. */
+int kx_translate(const kx_mem *m, uint64_t va, uint64_t *pa);
+/* The same through the page tables only (no direct-map or text shortcut). */
+int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa);
+
+/* Naturally aligned scalar reads of kernel virtual addresses. */
+int kx_read64(const kx_mem *m, uint64_t va, uint64_t *v);
+int kx_read32(const kx_mem *m, uint64_t va, uint32_t *v);
+int kx_read16(const kx_mem *m, uint64_t va, uint16_t *v);
+int kx_read8(const kx_mem *m, uint64_t va, uint8_t *v);
+/* Copy n bytes starting at va (any alignment) into dst. */
+int kx_read(const kx_mem *m, uint64_t va, void *dst, uint64_t n);
+
+/* Per-CPU: the address of per-CPU symbol sym on cpu. */
+int kx_percpu(const kx_cpus *c, uint64_t sym, uint32_t cpu, uint64_t *va);
+bool kx_cpu_online(const kx_cpus *c, uint32_t cpu);
+bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
+
+/* A checked walk of a kernel list_head ring: each step verifies that
+ * next->prev points back, and the walk stops with KX_ELOOP after cap nodes. */
+typedef struct kx_list_iter {
+	uint64_t head, cur;
+	uint32_t n, cap;
+} kx_list_iter;
+
+void kx_list_begin(kx_list_iter *it, uint64_t head, uint32_t cap);
+/* 1: *node is the next list_head; 0: back at the head; < 0: error. */
+int kx_list_next(const kx_mem *m, kx_list_iter *it, uint64_t *node);
+
+/* Seqcount: read a u32 sequence; an odd value means a writer is active. */
+int kx_seq_begin(const kx_mem *m, uint64_t seq_va, uint32_t *seq);
+/* 1: the sequence moved (retry the read), 0: the data read is consistent. */
+int kx_seq_retry(const kx_mem *m, uint64_t seq_va, uint32_t seq);
+
+#endif

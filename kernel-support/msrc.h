@@ -1,0 +1,46 @@
+/* msrc.h - where the target's physical memory comes from.
+ *
+ *   ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file
+ *                        (memory-backend-file,share=on); q35 puts RAM above
+ *                        2 GiB of a >= 2.75 GiB guest at 4 GiB: split=auto
+ *   raw:PATH             a raw physical memory image, address 0 first
+ *   vmcore:PATH          an ELF core (QEMU dump-guest-memory, kdump ELF)
+ *   pmem[:PATH]          /dev/sentinel_pmem on bare metal (kernel-support module)
+ *   PATH                 guessed: ELF magic -> vmcore, a device -> pmem, else ramfile
+ *
+ * Every source is a set of physically contiguous ranges mapped read-only into
+ * this process (kx_range: phys, size, host pointer), so the same ranges can be
+ * registered with the GPU.  Ownership: a MemSource owns its mappings and
+ * file descriptor; ms_close() releases them.
+ */
+#ifndef SENTINEL_MSRC_H
+#define SENTINEL_MSRC_H
+
+#include "kx.h"
+
+#include <stddef.h>
+
+typedef enum { MS_RAMFILE, MS_RAW, MS_VMCORE, MS_PMEM } MsKind;
+
+typedef struct MemSource {
+	MsKind kind;
+	char *path;
+	int fd;
+	void *map;            /* the whole file, for file sources */
+	size_t map_len;
+	kx_range r[KX_MAX_RANGES];
+	unsigned nranges;
+	void *pmem_maps[KX_MAX_RANGES];   /* pmem: one mapping per range */
+} MemSource;
+
+/* Open spec; on failure returns -errno and writes a message (with what to do
+ * next) into err. */
+int ms_open(const char *spec, MemSource **out, char *err, size_t errlen);
+void ms_close(MemSource *s);
+const char *ms_kind_name(MsKind k);
+/* Total bytes of RAM the source maps. */
+unsigned long long ms_total(const MemSource *s);
+/* Fill a kx_mem's ranges from the source. */
+void ms_fill(const MemSource *s, kx_mem *m);
+
+#endif
