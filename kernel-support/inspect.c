@@ -168,17 +168,68 @@ static int cmd_tasks(const KTarget *t, bool value)
 	return rc;
 }
 
+static int run(const char *source, const KtOptions *ko, const char *cmd, int argc, char **argv,
+	       int cpu, bool sum, bool value)
+{
+	char err[512];
+	MemSource *s = NULL;
+	KTarget *t = NULL;
+	int rc = 2;
+	struct timespec t0, t1;
+	if (ms_open(source, &s, err, sizeof err)) {
+		fprintf(stderr, "sentinel-inspect: %s\n", err);
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (kt_open(s, ko, &t, err, sizeof err)) {
+		fprintf(stderr, "sentinel-inspect: %s: %s\n", source, err);
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!strcmp(cmd, "info")) {
+		rc = cmd_info(t, s, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	} else if (!strcmp(cmd, "read")) {
+		if (!argc)
+			fprintf(stderr, "sentinel-inspect: read needs a PATH, e.g. jiffies_64\n");
+		else
+			rc = cmd_read(t, argc, argv, cpu, sum, value);
+	} else if (!strcmp(cmd, "tasks")) {
+		rc = cmd_tasks(t, value);
+	} else {
+		rc = 0;
+		for (int i = 0; i < argc; i++) {
+			uint64_t a;
+			if (kt_sym(t, argv[i], &a)) {
+				fprintf(stderr, "sentinel-inspect: no symbol '%s'\n", argv[i]);
+				rc = 1;
+			} else {
+				printf("%016llx %s\n", (unsigned long long)a, argv[i]);
+			}
+		}
+	}
+out:
+	kt_close(t);
+	ms_close(s);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *source = getenv("SENTINEL_SOURCE");
 	KtOptions ko = {0};
-	int cpu = -1, i;
+	int cpu = -1, npos = 0, rc = 2;
 	bool sum = false, value = false;
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+	char **pos = calloc((size_t)argc + 1, sizeof *pos);   /* operands, in order */
+	if (!pos)
+		return 2;
+	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (a[0] != '-' || !a[1]) {
+			pos[npos++] = argv[i];
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			return 0;
+			rc = 0;
+			goto out;
 		} else if ((!strcmp(a, "-s") || !strcmp(a, "--source")) && i + 1 < argc) {
 			source = argv[++i];
 		} else if (!strncmp(a, "--source=", 9)) {
@@ -195,64 +246,20 @@ int main(int argc, char **argv)
 			value = true;
 		} else {
 			fprintf(stderr, "sentinel-inspect: unknown option '%s'; see --help\n", a);
-			return 2;
+			goto out;
 		}
 	}
-	if (i >= argc) {
+	if (!npos) {
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
-		return 2;
-	}
-	const char *cmd = argv[i++];
-	if (strcmp(cmd, "info") && strcmp(cmd, "read") && strcmp(cmd, "tasks") && strcmp(cmd, "sym")) {
-		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym\n", cmd);
-		return 2;
-	}
-	if (!source) {
+	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym")) {
+		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym\n", pos[0]);
+	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");
-		return 2;
-	}
-	char err[512];
-	MemSource *s;
-	int e = ms_open(source, &s, err, sizeof err);
-	if (e) {
-		fprintf(stderr, "sentinel-inspect: %s\n", err);
-		return 2;
-	}
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	KTarget *t;
-	e = kt_open(s, &ko, &t, err, sizeof err);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (e) {
-		fprintf(stderr, "sentinel-inspect: %s: %s\n", source, err);
-		ms_close(s);
-		return 2;
-	}
-	int rc = 0;
-	if (!strcmp(cmd, "info")) {
-		rc = cmd_info(t, s, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	} else if (!strcmp(cmd, "read")) {
-		if (i >= argc) {
-			fprintf(stderr, "sentinel-inspect: read needs a PATH, e.g. jiffies_64\n");
-			rc = 2;
-		} else {
-			rc = cmd_read(t, argc - i, argv + i, cpu, sum, value);
-		}
-	} else if (!strcmp(cmd, "tasks")) {
-		rc = cmd_tasks(t, value);
 	} else {
-		for (; i < argc; i++) {
-			uint64_t a;
-			if (kt_sym(t, argv[i], &a)) {
-				fprintf(stderr, "sentinel-inspect: no symbol '%s'\n", argv[i]);
-				rc = 1;
-			} else {
-				printf("%016llx %s\n", (unsigned long long)a, argv[i]);
-			}
-		}
+		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value);
 	}
-	kt_close(t);
-	ms_close(s);
+out:
+	free(pos);
 	return rc;
 }

@@ -272,6 +272,19 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 		} else if (*p == '[') {
 			char *end;
 			long idx = strtol(p + 1, &end, 0);
+			if (end == p + 1) {                 /* an enum constant: [NR_FREE_PAGES] */
+				char en[96];
+				size_t el = strcspn(p + 1, "]");
+				int64_t ev;
+				if (el >= sizeof en || p[1 + el] != ']')
+					return kb_fail(err, n, -EINVAL, "bad index in '%s'", path);
+				memcpy(en, p + 1, el);
+				en[el] = 0;
+				if (!kb_enum_value(b, en, &ev))
+					return kb_fail(err, n, -ENOENT, "index '%s' is not an enum constant in this kernel's BTF", en);
+				idx = (long)ev;
+				end = (char *)p + 1 + el;
+			}
 			if (*end != ']' || idx < 0)
 				return kb_fail(err, n, -EINVAL, "bad index in '%s'", path);
 			uint32_t et, cnt;

@@ -28,9 +28,20 @@ unit() {
 }
 
 run_suite "unit tests (ASan/UBSan)" unit
+
+kx_unit() {
+	"$B/san/test_kx" > /tmp/sentinel-kx.out 2>&1
+	rc=$?
+	cat /tmp/sentinel-kx.out
+	grep -c '^PASS' /tmp/sentinel-kx.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
+	grep -c '^FAIL' /tmp/sentinel-kx.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
+	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-kx.out || fail "kx/exit-status" "test_kx exited $rc"
+}
 run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
 run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
 run_suite "JSON Schema for rule files" sh tests/schema/run.sh "$B/rulec"
+run_suite "kernel model: robustness (ASan/UBSan)" kx_unit
+run_suite "kernel model: live Debian guests (QEMU)" sh tests/guest/run.sh "$B/san/sentinel-inspect"
 run_suite "valgrind" sh tests/valgrind.sh "$B/rulec"
 run_suite "fuzz smoke (libFuzzer)" sh tests/fuzz/run.sh smoke
 

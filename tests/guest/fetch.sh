@@ -6,6 +6,7 @@
 #
 #   sh tests/guest/fetch.sh            -> prints one line per kernel: NAME DIR
 set -eu
+PATH=$PATH:/sbin:/usr/sbin   # depmod
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${SENTINEL_GUEST_CACHE:-$top/.cache/guest}
 mkdir -p "$cache"

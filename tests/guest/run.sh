@@ -1,0 +1,16 @@
+#!/bin/sh
+# Guest tests: boot real Debian kernels under QEMU and compare what
+# sentinel-inspect reads from their RAM with their own /proc.
+set -u
+. "$(dirname "$0")/../lib.sh"
+inspect=$1
+py=${PYTHON:-python3}
+if [ "${SENTINEL_SKIP_GUEST:-0}" = 1 ]; then
+	skip "guest/*" "SENTINEL_SKIP_GUEST=1"
+	exit 0
+fi
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
+	skip "guest/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+	exit 0
+fi
+"$py" tests/guest/test_kernel_model.py "$inspect"

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The kernel model against real kernels: what sentinel-inspect reads from a
+live guest's RAM must agree with the guest's own /proc.
+
+    python3 tests/guest/test_kernel_model.py build/san/sentinel-inspect
+
+Four boots cover both kernels (Debian 6.1 and 6.12), KASLR on and off, and
+4- and 5-level paging; each is checked idle, under CPU load, and under memory
+pressure that pushes pages to swap.
+
+The guest reads its truth with shell builtins only (no fork, so reading does
+not move the counters it reads).  A comparison is made inside one jiffies
+window: guest truth, then the host's read of RAM, then guest truth again.
+Counters must lie between the two guest reads (and equal them exactly when
+the two agree); gauges must lie between the smaller and the larger.
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import guest  # noqa: E402
+
+INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-inspect")
+RESULTS = os.environ.get("RESULTS")
+failures = 0
+
+CONFIGS = [
+    # (kernel, kaslr, la57)
+    ("debian-6.1", True, False),
+    ("debian-6.1", False, True),
+    ("debian-6.12", True, True),
+    ("debian-6.12", False, False),
+]
+
+# guest truth: one line per value, builtins only
+TRUTH = ("jiffies; kv /proc/stat processes; read -r a b c d e < /proc/loadavg; echo ${d#*/}; "
+         "kv /proc/meminfo MemTotal:; kv /proc/stat ctxt; kv /proc/meminfo MemFree:; "
+         "kv /proc/meminfo SwapFree:; kv /proc/meminfo SwapTotal:; jiffies")
+TRUTH_KEYS = ["jiffies", "forks", "threads", "memtotal_kb", "ctxt", "memfree_kb", "swapfree_kb",
+              "swaptotal_kb", "jiffies_end"]
+HOST_PATHS = ["jiffies_64", "total_forks", "nr_threads", "_totalram_pages", "runqueues.nr_switches",
+              "vm_zone_stat[NR_FREE_PAGES]", "nr_swap_pages", "total_swap_pages"]
+
+
+def report(ok, name, detail=""):
+    global failures
+    print("%s %s" % ("PASS" if ok else "FAIL", name))
+    if not ok:
+        failures += 1
+        for line in str(detail).splitlines()[:30]:
+            print("     " + line)
+    if RESULTS:
+        with open(RESULTS, "a") as f:
+            f.write("pass\n" if ok else "fail\n")
+
+
+def inspect(ram, *args):
+    p = subprocess.run([INSPECT, "-s", "ramfile:" + ram] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def truth(g):
+    vals = [int(x) for x in g.check(TRUTH).split()]
+    return dict(zip(TRUTH_KEYS, vals))
+
+
+def window(g, name):
+    """Guest truth, host read, guest truth; check every value."""
+    before = truth(g)
+    rc, out, err = inspect(g.ram, "-v", "read", *HOST_PATHS)
+    after = truth(g)
+    if rc != 0:
+        report(False, name + ": read", err)
+        return
+    h = dict(zip(HOST_PATHS, [int(x) for x in out.split()]))
+    checks = [
+        # name, host value, guest before, guest after, kind
+        ("jiffies_64", h["jiffies_64"], before["jiffies_end"], after["jiffies"], "counter"),
+        ("total_forks", h["total_forks"], before["forks"], after["forks"], "counter"),
+        ("nr_threads", h["nr_threads"], before["threads"], after["threads"], "gauge"),
+        ("_totalram_pages", h["_totalram_pages"] * 4, before["memtotal_kb"], after["memtotal_kb"], "gauge"),
+        ("runqueues.nr_switches (sum)", h["runqueues.nr_switches"], before["ctxt"], after["ctxt"], "counter"),
+        ("NR_FREE_PAGES", max(h["vm_zone_stat[NR_FREE_PAGES]"], 0) * 4, before["memfree_kb"], after["memfree_kb"], "gauge"),
+        ("nr_swap_pages", h["nr_swap_pages"] * 4, before["swapfree_kb"], after["swapfree_kb"], "gauge"),
+        ("total_swap_pages", h["total_swap_pages"] * 4, before["swaptotal_kb"], after["swaptotal_kb"], "gauge"),
+    ]
+    for what, hv, b, a, kind in checks:
+        lo, hi = (b, a) if kind == "counter" else (min(b, a), max(b, a))
+        ok = lo <= hv <= hi
+        report(ok, "%s: %s %d within guest [%d, %d]%s" % (name, what, hv, lo, hi, " (exact)" if lo == hi else ""),
+               "jiffies window [%d, %d], host read %d" % (before["jiffies"], after["jiffies_end"], h["jiffies_64"]))
+
+
+def tasks(g, name):
+    """The task list read from RAM equals the guest's /proc PIDs and names."""
+    before = g.check("pids")
+    rc, out, err = inspect(g.ram, "tasks")
+    after = g.check("pids")
+    if rc != 0:
+        report(False, name + ": tasks", err)
+        return
+    host = {}
+    for line in out.splitlines()[1:]:
+        f = line.split(None, 3)
+        host[int(f[0])] = f[3] if len(f) > 3 else ""
+    gs = {}
+    for line in before.splitlines():
+        pid, comm = line.split(" ", 1)
+        gs[int(pid)] = comm
+    ga = {int(l.split(" ", 1)[0]) for l in after.splitlines()}
+    stable = set(gs) & ga                      # present in both guest reads
+    missing = sorted(p for p in stable if p not in host)
+    extra = sorted(p for p in host if p not in gs and p not in ga)
+    # /proc/PID/stat shows a kworker's workqueue after a dash ("kworker/0:1-events")
+    # and a kernel thread's full name where task->comm keeps 15 characters
+    badname = sorted((p, host[p], gs[p]) for p in stable if p in host and
+                     not (gs[p] == host[p] or gs[p].startswith(host[p] + "-") or
+                          (len(host[p]) == 15 and gs[p].startswith(host[p]))))
+    report(not missing and not extra and not badname and len(host) > 10,
+           "%s: task list (%d tasks) equals /proc PIDs and names" % (name, len(host)),
+           "missing from RAM: %s\nnot in /proc: %s\nnames: %s" % (missing, extra, badname[:10]))
+
+
+def main():
+    if not os.access(INSPECT, os.X_OK):
+        report(False, "guest: %s is not built" % INSPECT)
+        return 1
+    try:
+        ks = guest.kernels()
+    except subprocess.CalledProcessError as e:
+        report(False, "guest: fetching kernels failed", str(e))
+        return 1
+    only = os.environ.get("SENTINEL_GUEST_ONLY")
+    for kname, kaslr, la57 in CONFIGS:
+        if only and only not in "%s-%s-%s" % (kname, kaslr, la57):
+            continue
+        name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
+        t0 = time.time()
+        try:
+            with guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km") as g:
+                boot = time.time() - t0
+                rc, out, err = inspect(g.ram, "info")
+                rel = g.check("read -r r < /proc/sys/kernel/osrelease; echo $r")
+                info = dict(l.split(":", 1) for l in out.splitlines() if ":" in l)
+                ok = (rc == 0 and info.get("kernel", "").strip() == "Linux " + rel and
+                      ("5-level" in info.get("paging", "")) == la57 and
+                      ("KASLR off" in info.get("KASLR offset", "")) == (not kaslr))
+                report(ok, "%s: discovery from RAM alone (boot %.1fs): %s, %s" %
+                       (name, boot, rel, info.get("paging", "?").split(",")[0].strip()), out + err)
+                if not ok:
+                    continue
+                window(g, name + " idle")
+                tasks(g, name + " idle")
+                # CPU load: one busy loop per CPU
+                g.check("(while :; do :; done) & (while :; do :; done) &")
+                time.sleep(1.5)
+                window(g, name + " cpu-load")
+                tasks(g, name + " cpu-load")
+                g.check("kill %1 %2")
+                # memory pressure: fill a tmpfs past RAM so pages go to swap
+                g.check("mkdir -p /mnt && mount -t tmpfs -o size=1G tmpfs /mnt && "
+                        "dd if=/dev/zero of=/mnt/fill bs=1M count=480 2>/dev/null", timeout=300)
+                sw = truth(g)
+                report(sw["swapfree_kb"] < sw["swaptotal_kb"],
+                       "%s: memory pressure reached swap (%d of %d KiB free)" %
+                       (name, sw["swapfree_kb"], sw["swaptotal_kb"]))
+                window(g, name + " memory-pressure")
+                tasks(g, name + " memory-pressure")
+        except guest.GuestError as e:
+            report(False, "%s: guest" % name, e)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
