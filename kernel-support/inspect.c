@@ -31,6 +31,7 @@ static void usage(FILE *out)
 "                       runqueues.nr_switches   (per-CPU: each CPU and the sum)\n"
 "                       SYMBOL:TYPE.field       (name a type BTF does not give)\n"
 "  sym NAME...        print symbol addresses\n"
+"  xlate ADDR...      translate kernel virtual addresses (hex) to physical\n"
 "\n"
 "Sources (--source, or $SENTINEL_SOURCE):\n"
 "  ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file (share=on)\n"
@@ -65,6 +66,8 @@ static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 	printf("phys_base:       0x%llx\n", (unsigned long long)t->mem.phys_base);
 	printf("page_offset_base:0x%llx\n", (unsigned long long)t->mem.page_offset_base);
 	printf("paging:          %s, init_top_pgt at phys 0x%llx\n", levels_name(t), (unsigned long long)t->mem.pgd);
+	printf("kernel image:    %llu MiB mapped at 0x%llx\n", (unsigned long long)(t->mem.image_size >> 20),
+	       (unsigned long long)KX_START_KERNEL_MAP);
 	printf("CPUs:            %u online, %u possible ids\n", kt_online_cpus(t), t->cpus.nr_cpu_ids);
 	printf("symbols:         %zu from %s\n", t->nsyms, t->sym_origin);
 	printf("types:           BTF from %s%s\n", t->btf_origin, t->btf_size ? "" : "");
@@ -195,6 +198,23 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 			rc = cmd_read(t, argc, argv, cpu, sum, value);
 	} else if (!strcmp(cmd, "tasks")) {
 		rc = cmd_tasks(t, value);
+	} else if (!strcmp(cmd, "xlate")) {
+		rc = 0;
+		for (int i = 0; i < argc; i++) {
+			char *end;
+			uint64_t va = strtoull(argv[i], &end, 16), pa;
+			uint64_t ptr;
+			int e = *end ? KX_EINVAL : kx_translate(&t->mem, va, &pa);
+			if (!e)
+				e = kx_phys_ptr(&t->mem, pa, 1, &ptr);
+			if (e) {
+				fprintf(stderr, "sentinel-inspect: %s: %s\n", argv[i],
+					e == KX_ENOENT ? "not mapped" : e == KX_EFAULT ? "outside RAM" : "not an address");
+				rc = 1;
+			} else {
+				printf("%016llx -> phys %#llx\n", (unsigned long long)va, (unsigned long long)pa);
+			}
+		}
 	} else {
 		rc = 0;
 		for (int i = 0; i < argc; i++) {
@@ -251,8 +271,9 @@ int main(int argc, char **argv)
 	}
 	if (!npos) {
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
-	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym")) {
-		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym\n", pos[0]);
+	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym") &&
+		   strcmp(pos[0], "xlate")) {
+		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, xlate\n", pos[0]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");

@@ -137,6 +137,11 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 	t->mem.pgd = pgt - KX_START_KERNEL_MAP + phys_base;
 	t->mem.pte_mask = 0x000ffffffffff000ull & ~sme;
 	t->mem.page_offset_base = UINT64_MAX;   /* unknown until kallsyms */
+	/* the image mapping ends at KERNEL_IMAGE_SIZE; modules come after it and
+	 * are walked.  512 MiB (the smallest the kernel uses) when not given. */
+	if (!kt_info_u64(t, "NUMBER(KERNEL_IMAGE_SIZE)", 10, &t->mem.image_size) ||
+	    t->mem.image_size == 0 || t->mem.image_size > (1ull << 31))
+		t->mem.image_size = 512ull << 20;
 	if (!kt_info_u64(t, "SYMBOL(init_uts_ns)", 16, &uts))
 		return kt_fail(err, n, -EINVAL, "VMCOREINFO has no SYMBOL(init_uts_ns)");
 	kt_info_u64(t, "OFFSET(uts_namespace.name)", 10, &uts_off);

@@ -71,7 +71,7 @@ int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa)
 
 int kx_translate(const kx_mem *m, uint64_t va, uint64_t *pa)
 {
-	if (va >= KX_START_KERNEL_MAP) {             /* kernel image: text, data, bss */
+	if (va >= KX_START_KERNEL_MAP && va - KX_START_KERNEL_MAP < m->image_size) {  /* the kernel image */
 		*pa = va - KX_START_KERNEL_MAP + m->phys_base;
 		return KX_OK;
 	}

@@ -47,6 +47,7 @@ typedef struct kx_mem {
 	uint64_t page_offset_base;  /* start of the direct map */
 	uint64_t phys_base;         /* physical address the kernel image was loaded at, minus its link offset */
 	uint64_t pgd;               /* physical address of init_top_pgt */
+	uint64_t image_size;        /* KERNEL_IMAGE_SIZE: the image mapping's length; modules follow it */
 	uint64_t pte_mask;          /* physical-address bits of a page-table entry (SME bit cleared) */
 } kx_mem;
 

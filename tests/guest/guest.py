@@ -56,6 +56,7 @@ class Guest:
         self.ram = os.path.join(shm, "sentinel-%s-%d.ram" % (tag, int(time.time() * 1000) % 100000))
         self.ctl = os.path.join(self.tmp, "ctl.sock")
         self.console = os.path.join(self.tmp, "console.log")
+        self.monitor = os.path.join(self.tmp, "monitor.sock")
         self.proc = None
         self.sock = None
         self.buf = b""
@@ -85,6 +86,7 @@ class Guest:
             "-display", "none", "-nic", "none", "-no-reboot",
             "-serial", "file:" + self.console,
             "-serial", "unix:%s,server=on,wait=off" % self.ctl,
+            "-monitor", "unix:%s,server=on,wait=off" % self.monitor,
         ]
         if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
             cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
@@ -111,7 +113,8 @@ class Guest:
         while marker not in self.buf:
             left = deadline - time.time()
             if left <= 0:
-                raise GuestError("timed out waiting for %r; console tail:\n%s" % (marker, self.console_tail()))
+                raise GuestError("timed out waiting for %r; control channel holds %r; console tail:\n%s" %
+                                 (marker, self.buf[-300:], self.console_tail()))
             self.sock.settimeout(min(left, 1.0))
             try:
                 chunk = self.sock.recv(65536)
@@ -127,20 +130,61 @@ class Guest:
         return before
 
     def run(self, cmd, timeout=60):
-        """Run one shell command in the guest; returns (status, output)."""
-        self.seq += 1
-        self.sock.sendall(("%d %s\n" % (self.seq, cmd)).encode())
-        marker = ("@@END %d " % self.seq).encode()
-        out = self._wait_for(marker, time.time() + timeout)
-        rest = self._wait_for(b"\n", time.time() + timeout)
-        status = int(rest.strip() or b"0")
-        return status, out.decode(errors="replace").replace("\r\n", "\n").strip("\n")
+        """Run one shell command in the guest; returns (status, output).
+
+        The guest checks each line's length.  A line it received garbled (a
+        signal can interrupt its `read` mid-line) is answered with status 254
+        under whatever ID it parsed; the command is then sent again."""
+        if "\n" in cmd:
+            raise GuestError("commands are one line: %r" % cmd)
+        deadline = time.time() + timeout
+        for attempt in range(3):
+            self.seq += 1
+            self.sock.sendall(("%d %d %s\n" % (self.seq, len(cmd.encode()), cmd)).encode())
+            out = b""
+            while True:
+                out += self._wait_for(b"@@END ", deadline)
+                rest = self._wait_for(b"\n", deadline).split()
+                rid, status = (rest + [b"", b""])[:2]
+                if rid == str(self.seq).encode() and status != b"254":
+                    return int(status or b"0"), out.decode(errors="replace").replace("\r\n", "\n").strip("\n")
+                if status == b"254":
+                    break                     # garbled: send again
+        raise GuestError("the guest received %r garbled three times" % cmd)
 
     def check(self, cmd, timeout=60):
         status, out = self.run(cmd, timeout)
         if status != 0:
             raise GuestError("guest command failed (%d): %s\n%s" % (status, cmd, out))
         return out
+
+    def hmp(self, command, timeout=120):
+        """Run a QEMU human-monitor command; returns its output."""
+        m = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        m.settimeout(timeout)
+        m.connect(self.monitor)
+        buf = b""
+        while not buf.endswith(b"(qemu) "):
+            buf += m.recv(4096)
+        m.sendall(command.encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"(qemu) "):
+            chunk = m.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        m.close()
+        return buf.decode(errors="replace")
+
+    def dump(self, path):
+        """Write an ELF core of the guest's memory (QEMU dump-guest-memory);
+        the guest is paused while it is written."""
+        if os.path.exists(path):
+            os.unlink(path)
+        out = self.hmp("dump-guest-memory %s" % path)
+        if not os.path.exists(path):
+            raise GuestError("dump-guest-memory failed: %s" % out)
+        return path
 
     def console_tail(self, n=30):
         try:

@@ -38,7 +38,7 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in $(cat /lib/modules/order); do insmod /lib/modules/$m 2>/dev/null; done
 if [ -e /sys/block/zram0/disksize ]; then
-	echo 128M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+	echo 256M > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
 fi
 # Helpers for the driver.  They use shell builtins only, so reading the
 # truth does not fork and does not change the counters it reads.
@@ -66,8 +66,19 @@ pids() {
 exec 0</dev/ttyS1 1>/dev/ttyS1 2>&1
 stty raw -echo 2>/dev/null
 echo "@@READY"
-while read -r id cmd; do
-	eval "$cmd"
+# Each line is "ID LENGTH COMMAND".  A line whose length does not match was
+# garbled on the wire: answer 254 so the driver resends.  `command eval`
+# keeps a syntax error from ending this shell, which is PID 1.
+while :; do
+	if ! read -r id len cmd; then
+		sleep 1
+		continue
+	fi
+	if [ "${#cmd}" != "$len" ]; then
+		echo "@@END $id 254"
+		continue
+	fi
+	command eval "$cmd"
 	echo "@@END $id $?"
 done
 INIT

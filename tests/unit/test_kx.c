@@ -40,6 +40,7 @@ static void setup(uint32_t levels)
 	M.phys_base = PHYS_BASE;
 	M.pgd = 0x1000;
 	M.pte_mask = 0x000ffffffffff000ull;
+	M.image_size = 1ull << 30;
 }
 
 /* Map va to pa with a page of the given size (4K, 2M or 1G), building the
@@ -76,12 +77,15 @@ static void test_paths(uint32_t levels)
 	map(vm + 0x5000, 0x300000, 4096);             /* 4 KiB page */
 	map(vm + 0x40000000ull, 0x400000, 2u << 20);  /* 2 MiB page */
 	map(vm + 0x80000000ull, 0x40000000ull, 1u << 30); /* 1 GiB page, beyond RAM */
+	map(0xffffffffc0001000ull, 0x500000, 4096);   /* a module page, above the image */
 	put64(0x300008, 0x1122334455667788ull);
+	put64(0x500010, 77);
 	put64(0x400000 + 0x1234 * 8, 42);
 #define NAME(s) (snprintf(name, sizeof name, "%d-level %s", levels, s), name)
 	CHECK(NAME("direct map"), kx_translate(&M, POB + 0x3008, &pa) == 0 && pa == 0x3008);
 	CHECK(NAME("kernel text"), kx_translate(&M, 0xffffffff81000010ull, &pa) == 0 &&
 	      pa == 0x1000010 + PHYS_BASE);
+	CHECK(NAME("module area is walked, not offset"), kx_read64(&M, 0xffffffffc0001010ull, &v) == 0 && v == 77);
 	CHECK(NAME("4K walk"), kx_read64(&M, vm + 0x5008, &v) == 0 && v == 0x1122334455667788ull);
 	uint32_t w32;
 	uint16_t w16;
