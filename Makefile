@@ -115,8 +115,12 @@ check: $(PROGRAMS) $(TEST_PROGRAMS)
 fuzz: $(B)/fuzz_rules
 	sh tests/fuzz/run.sh long
 
-bench: $(B)/rulec
+$(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)
+
+bench: $(B)/rulec $(B)/kmodel_bench
 	sh bench/rulec_check.sh
+	$(PYTHON) bench/kernel_model.py
 
 # The main job.  Until the engine lands this checks the shipped rules and
 # prints the metric catalog the detector will evaluate them against.

@@ -32,6 +32,8 @@ static void usage(FILE *out)
 "                       SYMBOL:TYPE.field       (name a type BTF does not give)\n"
 "  sym NAME...        print symbol addresses\n"
 "  xlate ADDR...      translate kernel virtual addresses (hex) to physical\n"
+"  kallsyms           print the symbol table in /proc/kallsyms format\n"
+"  btf FILE           save the kernel's BTF (raw) to FILE\n"
 "\n"
 "Sources (--source, or $SENTINEL_SOURCE):\n"
 "  ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file (share=on)\n"
@@ -198,6 +200,23 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 			rc = cmd_read(t, argc, argv, cpu, sum, value);
 	} else if (!strcmp(cmd, "tasks")) {
 		rc = cmd_tasks(t, value);
+	} else if (!strcmp(cmd, "kallsyms")) {
+		for (size_t i = 0; i < t->nsyms; i++)
+			printf("%016llx %c %s\n", (unsigned long long)t->syms[i].addr, t->syms[i].type, t->syms[i].name);
+		rc = 0;
+	} else if (!strcmp(cmd, "btf")) {
+		uint32_t size;
+		const void *raw = btf__raw_data(t->btf, &size);
+		FILE *f = argc ? fopen(argv[0], "wb") : NULL;
+		if (!f || !raw || fwrite(raw, 1, size, f) != size) {
+			fprintf(stderr, "sentinel-inspect: btf: %s\n", argc ? strerror(errno) : "give a FILE to write");
+			rc = 1;
+		} else {
+			printf("%u bytes of BTF written to %s\n", size, argv[0]);
+			rc = 0;
+		}
+		if (f)
+			fclose(f);
 	} else if (!strcmp(cmd, "xlate")) {
 		rc = 0;
 		for (int i = 0; i < argc; i++) {
@@ -272,8 +291,9 @@ int main(int argc, char **argv)
 	if (!npos) {
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
 	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym") &&
-		   strcmp(pos[0], "xlate")) {
-		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, xlate\n", pos[0]);
+		   strcmp(pos[0], "xlate") && strcmp(pos[0], "kallsyms") && strcmp(pos[0], "btf")) {
+		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, "
+				"xlate, kallsyms, btf\n", pos[0]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");

@@ -453,7 +453,8 @@ static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
 	t->btf = btf__new(buf, (uint32_t)(z - a));
 	free(buf);
 	if (!t->btf)
-		return kt_fail(err, n, -EINVAL, "the kernel's BTF (%llu bytes) does not parse",
+		return kt_fail(err, n, -EINVAL, "the kernel's BTF (%llu bytes) does not parse; "
+			       "give one with --btf FILE (/sys/kernel/btf/vmlinux of the same kernel)",
 			       (unsigned long long)(z - a));
 	t->btf_size = (uint32_t)(z - a);
 	t->btf_origin = "memory (__start_BTF)";

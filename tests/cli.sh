@@ -90,3 +90,31 @@ else
 	fail "cli/make-install-destdir" "$(cat "$inst.log"; find "$inst" | head -20)"
 fi
 rm -rf "$inst" "$inst.log"
+
+# sentinel-inspect: usage and bad inputs, each one clear message and exit 2.
+insp=$(dirname "$rulec")/sentinel-inspect
+expect inspect-help 0 "$insp" --help
+expect inspect-no-command 2 "$insp"
+expect inspect-no-source 2 env -u SENTINEL_SOURCE "$insp" info
+expect inspect-unknown-command 2 "$insp" -s raw:/dev/null frobnicate
+expect inspect-missing-file 2 "$insp" -s ramfile:/nonexistent.ram info
+expect inspect-not-an-image 2 "$insp" -s raw:tests/check/types.yaml info
+zero=$(mktemp /tmp/sentinel-zero.XXXXXX)
+dd if=/dev/zero of="$zero" bs=1M count=8 2>/dev/null
+out=$("$insp" -s "raw:$zero" info 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "no Linux kernel found.*OSRELEASE"; then
+	pass "cli/inspect-no-kernel-in-image"
+else
+	fail "cli/inspect-no-kernel-in-image" "rc $rc: $out"
+fi
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000' > "$zero.elf"
+dd if=/dev/zero bs=4096 count=1 >> "$zero.elf" 2>/dev/null
+out=$("$insp" -s "$zero.elf" info 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "not a core dump"; then
+	pass "cli/inspect-elf-not-a-core"
+else
+	fail "cli/inspect-elf-not-a-core" "rc $rc: $out"
+fi
+rm -f "$zero" "$zero.elf"

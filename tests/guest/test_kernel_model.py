@@ -181,6 +181,39 @@ def corrupted_images(g, name):
         report(rc == 2 and clean(rc, err) and err.strip(),
                "%s: garbage kernel page tables: clean error" % name, "rc %d\n%s" % (rc, err))
         patch(pgd, orig)
+        # an "unsupported" kernel: VMCOREINFO without the kallsyms entries (as
+        # before Linux 6.0); then the --kallsyms override brings it back
+        syms = img + ".kallsyms"
+        btf = img + ".btf"
+        rc, out, err = run("kallsyms")
+        open(syms, "w").write(out)
+        rc2, out2, err2 = run("btf", btf)
+        rc, out, err = run("sym", "__start_BTF")
+        bpa = xlate(int(out.split()[0], 16))
+        data = bytearray(open(img, "rb").read())
+        hidden = 0
+        for key in (b"SYMBOL(kallsyms_names)=", b"SYMBOL(kallsyms_offsets)="):
+            i = data.find(key)
+            while i >= 0:
+                data[i:i + 6] = b"HIDDEN"
+                hidden += 1
+                i = data.find(key, i)
+        open(img, "wb").write(data)
+        rc, out, err = run("info")
+        report(hidden and rc == 2 and "kallsyms" in err and "--kallsyms" in err,
+               "%s: a kernel without kallsyms in VMCOREINFO: clear error naming --kallsyms" % name, err)
+        rc, out, err = run("--kallsyms", syms, "tasks")
+        report(rc == 0 and len(out.splitlines()) > 10 and rc2 == 0,
+               "%s: --kallsyms FILE overrides memory" % name, err)
+        # missing BTF: break its magic in memory; --btf FILE overrides
+        patch(bpa, b"\0\0")
+        rc, out, err = run("--kallsyms", syms, "tasks")
+        report(rc == 2 and "BTF" in err and "--btf" in err,
+               "%s: unreadable BTF is a clear error" % name, err)
+        rc, out, err = run("--kallsyms", syms, "--btf", btf, "tasks")
+        report(rc == 0 and len(out.splitlines()) > 10, "%s: --btf FILE overrides memory" % name, err)
+        os.unlink(syms)
+        os.unlink(btf)
         # random garbage in 2000 random pages: whatever happens, no crash
         rnd = random.Random(7)
         size = os.path.getsize(img)
