@@ -69,6 +69,104 @@ int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa)
 	return KX_ENOENT;
 }
 
+void kx_tlb_init(kx_tlb *t)
+{
+	for (uint32_t i = 0; i < KX_TLB_WAYS; i++)
+		t->e[i].tag = 0;
+	t->hits = t->misses = t->stale = 0;
+}
+
+/* A full walk that also reports where the PUD and PMD entries were. */
+static int kx_walk_record(const kx_mem *m, uint64_t va, uint64_t *pa, kx_tlb_entry *rec)
+{
+	uint64_t table = m->pgd;
+	uint32_t levels = m->levels == 5 ? 5 : 4;
+	static const uint32_t shift5[5] = {48, 39, 30, 21, 12};
+	const uint32_t *shift = levels == 5 ? shift5 : shift5 + 1;
+	rec->pud_pa = rec->pmd_pa = 0;
+	for (uint32_t l = 0; l < levels; l++) {
+		uint64_t slot = table + ((va >> shift[l]) & 511) * 8, e;
+		int err = kx_phys_read64(m, slot, &e);
+		if (err)
+			return err;
+		if (!(e & PTE_PRESENT))
+			return KX_ENOENT;
+		uint32_t left = levels - 1 - l;
+		if (left == 2) {
+			rec->pud_pa = slot;
+			rec->pud = e;
+		} else if (left == 1) {
+			rec->pmd_pa = slot;
+			rec->pmd = e;
+		}
+		uint64_t next = e & m->pte_mask;
+		if ((left == 2 || left == 1) && (e & PTE_PSE)) {
+			uint64_t size = 1ull << shift[l];
+			*pa = (next & ~(size - 1)) | (va & (size - 1));
+			return KX_OK;
+		}
+		if (left == 0) {
+			*pa = next | (va & (KX_PAGE_SIZE - 1));
+			return KX_OK;
+		}
+		table = next;
+	}
+	return KX_ENOENT;
+}
+
+int kx_translate_cached(const kx_mem *m, kx_tlb *t, uint64_t va, uint64_t *pa)
+{
+	if (!t || (va >= KX_START_KERNEL_MAP && va - KX_START_KERNEL_MAP < m->image_size) ||
+	    (va >= m->page_offset_base && va - m->page_offset_base < m->phys_end))
+		return kx_translate(m, va, pa);          /* no walk to save */
+	uint64_t tag = (va >> 21) + 1;
+	kx_tlb_entry *e = &t->e[(va >> 21) % KX_TLB_WAYS];
+	if (e->tag == tag) {
+		uint64_t pud, pmd, pte;
+		/* the cached entries must still hold what they held */
+		if (kx_phys_read64(m, e->pud_pa, &pud) == KX_OK && pud == e->pud) {
+			if (pud & PTE_PSE) {                  /* 1 GiB page */
+				t->hits++;
+				*pa = (pud & m->pte_mask & ~((1ull << 30) - 1)) | (va & ((1ull << 30) - 1));
+				return KX_OK;
+			}
+			if (kx_phys_read64(m, e->pmd_pa, &pmd) == KX_OK && pmd == e->pmd) {
+				t->hits++;
+				if (pmd & PTE_PSE) {          /* 2 MiB page */
+					*pa = (pmd & m->pte_mask & ~((1ull << 21) - 1)) | (va & ((1ull << 21) - 1));
+					return KX_OK;
+				}
+				int err = kx_phys_read64(m, (pmd & m->pte_mask) + ((va >> 12) & 511) * 8, &pte);
+				if (err)
+					return err;
+				if (!(pte & PTE_PRESENT))
+					return KX_ENOENT;
+				*pa = (pte & m->pte_mask) | (va & (KX_PAGE_SIZE - 1));
+				return KX_OK;
+			}
+		}
+		t->stale++;
+		e->tag = 0;
+	}
+	t->misses++;
+	kx_tlb_entry rec;
+	int err = kx_walk_record(m, va, pa, &rec);
+	if (err == KX_OK && rec.pud_pa && (rec.pmd_pa || (rec.pud & PTE_PSE))) {
+		*e = rec;
+		e->tag = tag;
+	}
+	return err;
+}
+
+int kx_read64_cached(const kx_mem *m, kx_tlb *t, uint64_t va, uint64_t *v)
+{
+	uint64_t pa;
+	if (va & 7)
+		return KX_EINVAL;
+	int err = kx_translate_cached(m, t, va, &pa);
+	return err ? err : kx_phys_read64(m, pa, v);
+}
+
 int kx_translate(const kx_mem *m, uint64_t va, uint64_t *pa)
 {
 	if (va >= KX_START_KERNEL_MAP && va - KX_START_KERNEL_MAP < m->image_size) {  /* the kernel image */

@@ -69,6 +69,37 @@ int kx_translate(const kx_mem *m, uint64_t va, uint64_t *pa);
 /* The same through the page tables only (no direct-map or text shortcut). */
 int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa);
 
+/* A translation cache that cannot serve stale data.
+ *
+ * It remembers, per 2 MiB region, where the kernel's PUD and PMD entries for
+ * that region live and what they held.  A hit re-reads those entries and
+ * uses the cache only if both still hold the same values; then it reads the
+ * PTE (or not, for a 2 MiB page).  So a hit costs 1-3 dependent loads
+ * instead of 4-5, and any change the kernel makes to the mapping -- a PTE
+ * rewritten, a PTE or PMD page freed and its entry cleared or pointed
+ * elsewhere -- is seen on the next read.  What makes the entry locations
+ * safe to keep: x86-64 never frees the PUD pages of the kernel half (their
+ * P4D/PUD pages are preallocated or kept for the kernel's lifetime); PMD and
+ * PTE pages can be freed (huge ioremap), which the value checks catch.
+ * One kx_tlb per reader (a CPU thread, a GPU warp); it holds no pointers. */
+#define KX_TLB_WAYS 64
+
+typedef struct kx_tlb_entry {
+	uint64_t tag;          /* va >> 21, plus 1 (0 = empty) */
+	uint64_t pud_pa, pud;  /* where the PUD entry is and what it held */
+	uint64_t pmd_pa, pmd;  /* same for the PMD entry (pmd_pa 0: 1 GiB page) */
+} kx_tlb_entry;
+
+typedef struct kx_tlb {
+	kx_tlb_entry e[KX_TLB_WAYS];
+	uint64_t hits, misses, stale;
+} kx_tlb;
+
+void kx_tlb_init(kx_tlb *t);
+/* kx_translate through the cache (t may be NULL: no cache). */
+int kx_translate_cached(const kx_mem *m, kx_tlb *t, uint64_t va, uint64_t *pa);
+int kx_read64_cached(const kx_mem *m, kx_tlb *t, uint64_t va, uint64_t *v);
+
 /* Naturally aligned scalar reads of kernel virtual addresses. */
 int kx_read64(const kx_mem *m, uint64_t va, uint64_t *v);
 int kx_read32(const kx_mem *m, uint64_t va, uint32_t *v);

@@ -232,6 +232,61 @@ static void test_tasks(void)
 	      kw_state_letter(4, 0) == 'T' && kw_state_letter(8, 0) == 't' && kw_state_letter(0x40, 0) == 'P');
 }
 
+/* Physical address of the page-table entry that maps va, `up` levels above
+ * the PTE (0: the PTE, 1: the PMD entry). */
+static uint64_t slot(uint64_t va, uint32_t up)
+{
+	static const uint32_t sh5[5] = {48, 39, 30, 21, 12};
+	const uint32_t *sh = M.levels == 5 ? sh5 : sh5 + 1;
+	uint64_t tbl = M.pgd, e;
+	for (uint32_t l = 0; l + 1 + up < M.levels; l++) {
+		memcpy(&e, ram + tbl + ((va >> sh[l]) & 511) * 8, 8);
+		tbl = e & M.pte_mask;
+	}
+	return tbl + ((va >> sh[M.levels - 1 - up]) & 511) * 8;
+}
+
+/* The cache must never serve a translation the kernel has changed. */
+static void test_tlb(uint32_t levels)
+{
+	char name[80];
+	uint64_t v;
+	kx_tlb *t = malloc(sizeof *t);
+	setup(levels);
+	next_table = 0x2000;
+	kx_tlb_init(t);
+	const uint64_t vm = levels == 5 ? 0xffa0000000000000ull : 0xffffc90000000000ull;
+	map(vm + 0x5000, 0x300000, 4096);
+	map(vm + 0x6000, 0x301000, 4096);
+	map(vm + 0x40000000ull, 0x400000, 2u << 20);
+	put64(0x300000, 1);
+	put64(0x301000, 2);
+	put64(0x302000, 3);
+	put64(0x400000, 4);
+	put64(0x600000, 5);
+#define NAME(s) (snprintf(name, sizeof name, "%d-level tlb: %s", levels, s), name)
+	CHECK(NAME("miss then hit"), kx_read64_cached(&M, t, vm + 0x5000, &v) == 0 && v == 1 &&
+	      kx_read64_cached(&M, t, vm + 0x6000, &v) == 0 && v == 2 && t->hits == 1 && t->misses == 1);
+	CHECK(NAME("2M page hit"), kx_read64_cached(&M, t, vm + 0x40000000ull, &v) == 0 && v == 4 &&
+	      kx_read64_cached(&M, t, vm + 0x40000000ull, &v) == 0 && v == 4 && t->hits == 2);
+	/* the kernel remaps the 4K page: the PTE is always re-read */
+	uint64_t pte_slot = slot(vm + 0x5000, 0), pmd_slot = slot(vm + 0x5000, 1);
+	put64(pte_slot, 0x302000 | P);
+	CHECK(NAME("remapped PTE is seen"), kx_read64_cached(&M, t, vm + 0x5000, &v) == 0 && v == 3);
+	put64(pte_slot, 0);
+	CHECK(NAME("unmapped PTE is seen"), kx_read64_cached(&M, t, vm + 0x5000, &v) == KX_ENOENT);
+	/* the PTE page is freed and the PMD entry points elsewhere: stale, rewalked */
+	put64(pmd_slot, 0x600000 | P | PS);            /* now a 2 MiB page at 0x600000 */
+	uint64_t before = t->stale;
+	CHECK(NAME("replaced PMD is detected"), kx_read64_cached(&M, t, vm, &v) == 0 &&
+	      v == 5 && t->stale == before + 1);
+	put64(pmd_slot, 0);
+	CHECK(NAME("cleared PMD is ENOENT, not a cached answer"), kx_read64_cached(&M, t, vm, &v) == KX_ENOENT);
+	CHECK(NAME("direct map bypasses the cache"), kx_read64_cached(&M, t, POB + 0x302000, &v) == 0 && v == 3);
+#undef NAME
+	free(t);
+}
+
 int main(void)
 {
 	ram = aligned_alloc(4096, RAM_SIZE);
@@ -239,6 +294,8 @@ int main(void)
 		return 2;
 	test_paths(4);
 	test_paths(5);
+	test_tlb(4);
+	test_tlb(5);
 	test_garbage();
 	test_lists();
 	test_seqcount();
