@@ -4,9 +4,9 @@ live guest's RAM must agree with the guest's own /proc.
 
     python3 tests/guest/test_kernel_model.py build/san/sentinel-inspect
 
-Four boots cover both kernels (Debian 6.1 and 6.12), KASLR on and off, and
-4- and 5-level paging; each is checked idle, under CPU load, and under memory
-pressure that pushes pages to swap.
+Eight boots cover both kernels (Debian 6.1 and 6.12) with KASLR on and off
+and 4- and 5-level paging, every combination; each is checked idle, under
+CPU load, and under memory pressure that pushes pages to swap.
 
 The guest reads its truth with shell builtins only (no fork, so reading does
 not move the counters it reads).  A comparison is made inside one jiffies
@@ -26,13 +26,8 @@ INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-
 RESULTS = os.environ.get("RESULTS")
 failures = 0
 
-CONFIGS = [
-    # (kernel, kaslr, la57)
-    ("debian-6.1", True, False),
-    ("debian-6.1", False, True),
-    ("debian-6.12", True, True),
-    ("debian-6.12", False, False),
-]
+CONFIGS = [(k, kaslr, la57)          # (kernel, KASLR on, 5-level paging): every combination
+           for k in ("debian-6.1", "debian-6.12") for kaslr in (True, False) for la57 in (False, True)]
 
 # guest truth: one line per value, builtins only
 TRUTH = ("jiffies; kv /proc/stat processes; read -r a b c d e < /proc/loadavg; echo ${d#*/}; "
