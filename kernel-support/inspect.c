@@ -64,7 +64,8 @@ static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 	printf("kernel:          Linux %s\n", t->release);
 	printf("source:          %s %s, %llu MiB in %u range%s\n", ms_kind_name(s->kind), s->path,
 	       ms_total(s) >> 20, s->nranges, s->nranges == 1 ? "" : "s");
-	printf("KASLR offset:    0x%llx%s\n", (unsigned long long)t->kaslr_offset, t->kaslr_offset ? "" : " (KASLR off)");
+	printf("KASLR:           %s, virtual offset 0x%llx\n", t->kaslr < 0 ? "unknown" : t->kaslr ? "on" : "off",
+	       (unsigned long long)t->kaslr_offset);
 	printf("phys_base:       0x%llx\n", (unsigned long long)t->mem.phys_base);
 	printf("page_offset_base:0x%llx\n", (unsigned long long)t->mem.page_offset_base);
 	printf("paging:          %s, init_top_pgt at phys 0x%llx\n", levels_name(t), (unsigned long long)t->mem.pgd);

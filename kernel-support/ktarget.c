@@ -1,6 +1,7 @@
 /* ktarget.c - target discovery (see ktarget.h). */
 #define _GNU_SOURCE 1   /* memmem */
 #include "ktarget.h"
+#include "kbtf.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
@@ -461,6 +462,21 @@ static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
 	return 0;
 }
 
+/* KASLR as the kernel itself decides it (kaslr_enabled()): the boot
+ * loader's KASLR_FLAG in boot_params.hdr.loadflags.  A zero KERNELOFFSET
+ * does not mean KASLR is off: the random slot can be the first one. */
+static void kt_setup_kaslr(KTarget *t)
+{
+	uint64_t bp;
+	uint32_t off;
+	uint8_t flags;
+	t->kaslr = -1;
+	if (kt_sym(t, "boot_params", &bp) || kb_field_offset(t->btf, "boot_params", "hdr.loadflags", &off, NULL) ||
+	    kx_read8(&t->mem, bp + off, &flags))
+		return;
+	t->kaslr = (flags & 0x2) != 0;     /* KASLR_FLAG, arch/x86/include/uapi/asm/bootparam.h */
+}
+
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
 {
 	KtOptions none = {0};
@@ -493,6 +509,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	if ((e = kt_setup_direct_map(t, err, n)) || (e = kt_setup_cpus(t, err, n)) ||
 	    (e = kt_setup_btf(t, o->btf_file, err, n)))
 		goto fail;
+	kt_setup_kaslr(t);
 	*out = t;
 	return 0;
 fail:

@@ -37,7 +37,8 @@ typedef struct KTarget {
 	char release[65];
 	char *vmcoreinfo;           /* the key=value text */
 	uint64_t vmcoreinfo_pa;
-	uint64_t kaslr_offset;
+	uint64_t kaslr_offset;      /* virtual slide (KERNELOFFSET); may be 0 with KASLR on */
+	int kaslr;                  /* the kernel's kaslr_enabled(): 1, 0, or -1 unknown */
 	KSym *syms;
 	size_t nsyms;
 	size_t *sym_hash;           /* open addressing: index + 1, 0 = empty */
