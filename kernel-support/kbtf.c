@@ -9,15 +9,6 @@
 #include <stddef.h>
 #include <string.h>
 
-static int kb_fail(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int kb_fail(char *err, size_t n, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, n, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* Types of common globals: BTF describes per-CPU variables but not others. */
 static const struct { const char *sym, *type; } kb_known[] = {
@@ -84,7 +75,7 @@ static int kb_parse_type(const struct btf *b, const char *spec, uint32_t *id, ui
 	const char *br = strchr(spec, '[');
 	size_t len = br ? (size_t)(br - spec) : strlen(spec);
 	if (len >= sizeof name)
-		return kb_fail(err, n, -EINVAL, "type name too long");
+		return ks_fail(err, n, -EINVAL, "type name too long");
 	memcpy(name, spec, len);
 	name[len] = 0;
 	while (len && name[len - 1] == ' ')
@@ -112,14 +103,14 @@ static int kb_parse_type(const struct btf *b, const char *spec, uint32_t *id, ui
 		if (r < 0) r = btf__find_by_name_kind(b, nm, BTF_KIND_STRUCT);
 	}
 	if (r < 0)
-		return kb_fail(err, n, -ENOENT, "the kernel's BTF has no type '%s'", name);
+		return ks_fail(err, n, -ENOENT, "the kernel's BTF has no type '%s'", name);
 	*id = (uint32_t)r;
 	*nelem = 0;
 	if (br) {
 		char cnt[64];
 		const char *end = strchr(br, ']');
 		if (!end || end - br - 1 >= (long)sizeof cnt)
-			return kb_fail(err, n, -EINVAL, "bad array length in '%s'", spec);
+			return ks_fail(err, n, -EINVAL, "bad array length in '%s'", spec);
 		memcpy(cnt, br + 1, (size_t)(end - br - 1));
 		cnt[end - br - 1] = 0;
 		char *e;
@@ -130,9 +121,9 @@ static int kb_parse_type(const struct btf *b, const char *spec, uint32_t *id, ui
 		else if (*e && kb_enum_value(b, cnt, &ev))
 			v = (long)ev;
 		else if (*e)
-			return kb_fail(err, n, -ENOENT, "array length '%s' is neither a number nor an enum constant in BTF", cnt);
+			return ks_fail(err, n, -ENOENT, "array length '%s' is neither a number nor an enum constant in BTF", cnt);
 		if (v <= 0 || v > 1 << 20)
-			return kb_fail(err, n, -ERANGE, "array length %ld is implausible", v);
+			return ks_fail(err, n, -ERANGE, "array length %ld is implausible", v);
 		*nelem = (uint32_t)v;
 	}
 	return 0;
@@ -211,19 +202,19 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 	char sym[128];
 	size_t sl = strcspn(path, ".[:");
 	if (sl == 0 || sl >= sizeof sym)
-		return kb_fail(err, n, -EINVAL, "'%s' does not start with a symbol name", path);
+		return ks_fail(err, n, -EINVAL, "'%s' does not start with a symbol name", path);
 	memcpy(sym, path, sl);
 	sym[sl] = 0;
 	const char *p = path + sl;
 	KbPlace pl = {0};
 	if (kt_sym(t, sym, &pl.addr))
-		return kb_fail(err, n, -ENOENT, "the kernel has no symbol '%s'", sym);
+		return ks_fail(err, n, -ENOENT, "the kernel has no symbol '%s'", sym);
 	char typespec[160] = "";
 	if (*p == ':') {
 		size_t tl = strcspn(p + 1, ".");
 		/* a '[' right after the type name is part of the type */
 		if (tl >= sizeof typespec)
-			return kb_fail(err, n, -EINVAL, "type too long");
+			return ks_fail(err, n, -EINVAL, "type too long");
 		memcpy(typespec, p + 1, tl);
 		typespec[tl] = 0;
 		p += 1 + tl;
@@ -240,7 +231,7 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 			if (!strcmp(kb_known[i].sym, sym))
 				known = kb_known[i].type;
 		if (!known)
-			return kb_fail(err, n, -ENOENT, "BTF describes per-CPU variables only, and '%s' is not one: "
+			return ks_fail(err, n, -ENOENT, "BTF describes per-CPU variables only, and '%s' is not one: "
 				       "name its type, e.g. %s:u64 or %s:struct task_struct", sym, sym, sym);
 		if ((e = kb_parse_type(b, known, &pl.type, &pl.nelem, err, n)))
 			return e;
@@ -251,17 +242,17 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 			char f[128];
 			size_t fl = strcspn(p + 1, ".[");
 			if (!fl || fl >= sizeof f)
-				return kb_fail(err, n, -EINVAL, "empty or long field name in '%s'", path);
+				return ks_fail(err, n, -EINVAL, "empty or long field name in '%s'", path);
 			memcpy(f, p + 1, fl);
 			f[fl] = 0;
 			uint32_t bit, mt, bs;
 			if (pl.nelem)
-				return kb_fail(err, n, -EINVAL, "'.%s' applied to an array; index it first: [0]", f);
+				return ks_fail(err, n, -EINVAL, "'.%s' applied to an array; index it first: [0]", f);
 			const struct btf_type *ty = btf__type_by_id(b, kb_skip(b, pl.type));
 			if (!ty || !btf_is_composite(ty))
-				return kb_fail(err, n, -EINVAL, "'.%s' applied to something that is not a struct or union", f);
+				return ks_fail(err, n, -EINVAL, "'.%s' applied to something that is not a struct or union", f);
 			if (!kb_member(b, pl.type, f, &bit, &mt, &bs))
-				return kb_fail(err, n, -ENOENT, "%s %s has no field '%s' in this kernel",
+				return ks_fail(err, n, -ENOENT, "%s %s has no field '%s' in this kernel",
 					       btf_is_struct(ty) ? "struct" : "union",
 					       btf__name_by_offset(b, ty->name_off), f);
 			pl.addr += bit / 8;
@@ -277,16 +268,16 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 				size_t el = strcspn(p + 1, "]");
 				int64_t ev;
 				if (el >= sizeof en || p[1 + el] != ']')
-					return kb_fail(err, n, -EINVAL, "bad index in '%s'", path);
+					return ks_fail(err, n, -EINVAL, "bad index in '%s'", path);
 				memcpy(en, p + 1, el);
 				en[el] = 0;
 				if (!kb_enum_value(b, en, &ev))
-					return kb_fail(err, n, -ENOENT, "index '%s' is not an enum constant in this kernel's BTF", en);
+					return ks_fail(err, n, -ENOENT, "index '%s' is not an enum constant in this kernel's BTF", en);
 				idx = (long)ev;
 				end = (char *)p + 1 + el;
 			}
 			if (*end != ']' || idx < 0)
-				return kb_fail(err, n, -EINVAL, "bad index in '%s'", path);
+				return ks_fail(err, n, -EINVAL, "bad index in '%s'", path);
 			uint32_t et, cnt;
 			if (pl.nelem) {
 				et = pl.type;
@@ -294,21 +285,21 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 			} else {
 				const struct btf_type *ty = btf__type_by_id(b, kb_skip(b, pl.type));
 				if (!ty || !btf_is_array(ty))
-					return kb_fail(err, n, -EINVAL, "[%ld] applied to something that is not an array", idx);
+					return ks_fail(err, n, -EINVAL, "[%ld] applied to something that is not an array", idx);
 				et = btf_array(ty)->type;
 				cnt = btf_array(ty)->nelems;
 			}
 			if ((uint32_t)idx >= cnt)
-				return kb_fail(err, n, -ERANGE, "index %ld is past the end of an array of %u", idx, cnt);
+				return ks_fail(err, n, -ERANGE, "index %ld is past the end of an array of %u", idx, cnt);
 			int64_t es = btf__resolve_size(b, et);
 			if (es <= 0)
-				return kb_fail(err, n, -EINVAL, "array element of unknown size");
+				return ks_fail(err, n, -EINVAL, "array element of unknown size");
 			pl.addr += (uint64_t)idx * (uint64_t)es;
 			pl.type = et;
 			pl.nelem = 0;
 			p = end + 1;
 		} else {
-			return kb_fail(err, n, -EINVAL, "unexpected '%c' in '%s'", *p, path);
+			return ks_fail(err, n, -EINVAL, "unexpected '%c' in '%s'", *p, path);
 		}
 	}
 	*out = pl;
@@ -465,10 +456,10 @@ int kw_task_layout(const struct btf *b, KwTaskLayout *L, char *err, size_t n)
 	};
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		if (kb_field_offset(b, "task_struct", f[i].field, (uint32_t *)((char *)L + f[i].off), NULL))
-			return kb_fail(err, n, -ENOENT, "struct task_struct has no field '%s' in this kernel's BTF", f[i].field);
+			return ks_fail(err, n, -ENOENT, "struct task_struct has no field '%s' in this kernel's BTF", f[i].field);
 	/* the state field was renamed in 5.14: detect by field, not by version */
 	if (kb_field_offset(b, "task_struct", "__state", &L->state, &L->state_size) &&
 	    kb_field_offset(b, "task_struct", "state", &L->state, &L->state_size))
-		return kb_fail(err, n, -ENOENT, "struct task_struct has neither __state nor state");
+		return ks_fail(err, n, -ENOENT, "struct task_struct has neither __state nor state");
 	return 0;
 }

@@ -14,15 +14,6 @@
 #define KALLSYMS_MAX_SYMS 2000000u
 #define BTF_MAX_SIZE (64u << 20)
 
-static int kt_fail(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int kt_fail(char *err, size_t n, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, n, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 const char *kt_info(const KTarget *t, const char *key, size_t *len)
 {
@@ -118,12 +109,12 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 	size_t rl;
 	const char *rel = kt_info(t, "OSRELEASE", &rl);
 	if (!rel || rl == 0 || rl >= sizeof t->release)
-		return kt_fail(err, n, -EINVAL, "VMCOREINFO has no OSRELEASE");
+		return ks_fail(err, n, -EINVAL, "VMCOREINFO has no OSRELEASE");
 	memcpy(t->release, rel, rl);
 	t->release[rl] = 0;
 	if (!kt_info_u64(t, "NUMBER(phys_base)", 10, &phys_base) ||
 	    !kt_info_u64(t, "SYMBOL(init_top_pgt)", 16, &pgt))
-		return kt_fail(err, n, -ENOTSUP,
+		return ks_fail(err, n, -ENOTSUP,
 			       "VMCOREINFO of %s lacks NUMBER(phys_base) or SYMBOL(init_top_pgt): "
 			       "only x86-64 kernels are supported", t->release);
 	if (!kt_info_u64(t, "KERNELOFFSET", 16, &t->kaslr_offset))
@@ -131,7 +122,7 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 	kt_info_u64(t, "NUMBER(pgtable_l5_enabled)", 10, &l5);
 	kt_info_u64(t, "NUMBER(sme_mask)", 10, &sme);
 	if (pgt < KX_START_KERNEL_MAP)
-		return kt_fail(err, n, -EINVAL, "SYMBOL(init_top_pgt)=%#llx is not a kernel-image address",
+		return ks_fail(err, n, -EINVAL, "SYMBOL(init_top_pgt)=%#llx is not a kernel-image address",
 			       (unsigned long long)pgt);
 	t->mem.phys_base = phys_base;      /* two's complement: a "negative" phys_base wraps */
 	t->mem.levels = l5 ? 5 : 4;
@@ -144,15 +135,15 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 	    t->mem.image_size == 0 || t->mem.image_size > (1ull << 31))
 		t->mem.image_size = 512ull << 20;
 	if (!kt_info_u64(t, "SYMBOL(init_uts_ns)", 16, &uts))
-		return kt_fail(err, n, -EINVAL, "VMCOREINFO has no SYMBOL(init_uts_ns)");
+		return ks_fail(err, n, -EINVAL, "VMCOREINFO has no SYMBOL(init_uts_ns)");
 	kt_info_u64(t, "OFFSET(uts_namespace.name)", 10, &uts_off);
 	char name[6] = {0}, release[65] = {0};
 	if (kx_read(&t->mem, uts + uts_off, name, 5) || kx_read(&t->mem, uts + uts_off + 130, release, 64))
-		return kt_fail(err, n, -EFAULT, "init_uts_ns at %#llx is outside the image: phys_base or the "
+		return ks_fail(err, n, -EFAULT, "init_uts_ns at %#llx is outside the image: phys_base or the "
 			       "memory layout is wrong (a q35 guest above 2.75 GiB needs ramfile:PATH,split=auto)",
 			       (unsigned long long)uts);
 	if (strcmp(name, "Linux") || strcmp(release, t->release))
-		return kt_fail(err, n, -EINVAL, "init_uts_ns reads '%.5s' '%.64s', not 'Linux' '%s': "
+		return ks_fail(err, n, -EINVAL, "init_uts_ns reads '%.5s' '%.64s', not 'Linux' '%s': "
 			       "a stale VMCOREINFO copy", name, release, t->release);
 	return 0;
 }
@@ -240,27 +231,27 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 	    !kt_info_u64(t, "SYMBOL(kallsyms_token_index)", 16, &a_tidx) ||
 	    !kt_info_u64(t, "SYMBOL(kallsyms_offsets)", 16, &a_offs) ||
 	    !kt_info_u64(t, "SYMBOL(kallsyms_relative_base)", 16, &a_base))
-		return kt_fail(err, n, -ENOTSUP, "VMCOREINFO of %s has no kallsyms symbols (Linux 6.0 added "
+		return ks_fail(err, n, -ENOTSUP, "VMCOREINFO of %s has no kallsyms symbols (Linux 6.0 added "
 			       "them); give the symbols with --kallsyms FILE (a copy of /proc/kallsyms)", t->release);
 	if (kx_read32(&t->mem, a_num, &num) || kx_read64(&t->mem, a_base, &rel_base))
-		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_num_syms at %#llx", (unsigned long long)a_num);
+		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_num_syms at %#llx", (unsigned long long)a_num);
 	if (num == 0 || num > KALLSYMS_MAX_SYMS)
-		return kt_fail(err, n, -ERANGE, "kallsyms_num_syms = %u is implausible", num);
+		return ks_fail(err, n, -ERANGE, "kallsyms_num_syms = %u is implausible", num);
 	static char ttab[65536];
 	uint16_t tidx[256];
 	if (kx_read(&t->mem, a_ttab, ttab, sizeof ttab - 1) || kx_read(&t->mem, a_tidx, tidx, sizeof tidx))
-		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_token_table");
+		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_token_table");
 	ttab[sizeof ttab - 1] = 0;
 	int32_t *offs = malloc((size_t)num * 4);
 	t->syms = calloc(num, sizeof *t->syms);
 	t->sym_pool = malloc((size_t)num * 48);
 	if (!offs || !t->syms || !t->sym_pool) {
 		free(offs);
-		return kt_fail(err, n, -ENOMEM, "out of memory for %u symbols", num);
+		return ks_fail(err, n, -ENOMEM, "out of memory for %u symbols", num);
 	}
 	if (kx_read(&t->mem, a_offs, offs, (uint64_t)num * 4)) {
 		free(offs);
-		return kt_fail(err, n, -EFAULT, "cannot read kallsyms_offsets");
+		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_offsets");
 	}
 	KtReader *rd = malloc(sizeof *rd);
 	if (!rd) {
@@ -313,7 +304,7 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 	free(rd);
 	if (e) {
 		free(offs);
-		return kt_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
+		return ks_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
 	}
 	t->nsyms = num;
 	/* Without ABSOLUTE_PERCPU every offset is relative: check against _stext. */
@@ -327,7 +318,7 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		t->sym_hash_cap = 0;
 		if (kt_index_syms(t) || kt_sym(t, "_stext", &stext) || stext != stext_vm) {
 			free(offs);
-			return kt_fail(err, n, -EINVAL, "kallsyms decoded from memory disagrees with VMCOREINFO "
+			return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory disagrees with VMCOREINFO "
 				       "on _stext; give --kallsyms FILE");
 		}
 	}
@@ -340,7 +331,7 @@ static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return kt_fail(err, n, -errno, "%s: %s", path, strerror(errno));
+		return ks_fail(err, n, -errno, "%s: %s", path, strerror(errno));
 	size_t cap = 1 << 16, pool_cap = 1 << 22, pool = 0;
 	t->syms = malloc(cap * sizeof *t->syms);
 	t->sym_pool = malloc(pool_cap);
@@ -372,18 +363,18 @@ static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
 	fclose(f);
 	if (e || !t->syms || !t->sym_pool || !name_off) {
 		free(name_off);
-		return kt_fail(err, n, -ENOMEM, "out of memory reading %s", path);
+		return ks_fail(err, n, -ENOMEM, "out of memory reading %s", path);
 	}
 	for (size_t i = 0; i < t->nsyms; i++)
 		t->syms[i].name = t->sym_pool + name_off[i];
 	free(name_off);
 	uint64_t stext;
 	if (!t->nsyms)
-		return kt_fail(err, n, -EINVAL, "%s holds no symbols (expected /proc/kallsyms format: ADDRESS TYPE NAME)", path);
+		return ks_fail(err, n, -EINVAL, "%s holds no symbols (expected /proc/kallsyms format: ADDRESS TYPE NAME)", path);
 	t->sym_origin = path;
 	e = kt_index_syms(t);
 	if (!e && !kt_sym(t, "_stext", &stext) && stext == 0)
-		return kt_fail(err, n, -EPERM, "%s has zero addresses: copy /proc/kallsyms as root", path);
+		return ks_fail(err, n, -EPERM, "%s has zero addresses: copy /proc/kallsyms as root", path);
 	return e;
 }
 
@@ -394,14 +385,14 @@ static int kt_setup_direct_map(KTarget *t, char *err, size_t n)
 	uint64_t sym, pob, pa;
 	if (!kt_sym(t, "page_offset_base", &sym)) {
 		if (kx_read64(&t->mem, sym, &pob))
-			return kt_fail(err, n, -EFAULT, "cannot read page_offset_base");
+			return ks_fail(err, n, -EFAULT, "cannot read page_offset_base");
 	} else {
 		/* CONFIG_RANDOMIZE_MEMORY=n: the fixed bases */
 		pob = t->mem.levels == 5 ? 0xff11000000000000ull : 0xffff888000000000ull;
 	}
 	/* the direct map must map physical 0 */
 	if (kx_walk(&t->mem, pob, &pa) || pa != 0)
-		return kt_fail(err, n, -EINVAL, "page_offset_base %#llx does not map physical address 0",
+		return ks_fail(err, n, -EINVAL, "page_offset_base %#llx does not map physical address 0",
 			       (unsigned long long)pob);
 	t->mem.page_offset_base = pob;
 	return 0;
@@ -413,19 +404,19 @@ static int kt_setup_cpus(KTarget *t, char *err, size_t n)
 	uint32_t nr;
 	if (kt_sym(t, "nr_cpu_ids", &a_nr) || kt_sym(t, "__per_cpu_offset", &a_off) ||
 	    kt_sym(t, "__cpu_online_mask", &a_on) || kt_sym(t, "__cpu_possible_mask", &a_pos))
-		return kt_fail(err, n, -ENOENT, "the kernel has no nr_cpu_ids, __per_cpu_offset or cpu masks");
+		return ks_fail(err, n, -ENOENT, "the kernel has no nr_cpu_ids, __per_cpu_offset or cpu masks");
 	if (kx_read32(&t->mem, a_nr, &nr) || nr == 0)
-		return kt_fail(err, n, -EFAULT, "cannot read nr_cpu_ids");
+		return ks_fail(err, n, -EFAULT, "cannot read nr_cpu_ids");
 	if (nr > KX_MAX_CPUS)
-		return kt_fail(err, n, -E2BIG, "the target has %u CPU ids; this build handles %d", nr, KX_MAX_CPUS);
+		return ks_fail(err, n, -E2BIG, "the target has %u CPU ids; this build handles %d", nr, KX_MAX_CPUS);
 	t->cpus.nr_cpu_ids = nr;
 	size_t words = (nr + 63) / 64;
 	if (kx_read(&t->mem, a_off, t->cpus.offset, (uint64_t)nr * 8) ||
 	    kx_read(&t->mem, a_on, t->cpus.online, words * 8) ||
 	    kx_read(&t->mem, a_pos, t->cpus.possible, words * 8))
-		return kt_fail(err, n, -EFAULT, "cannot read the per-CPU offsets or CPU masks");
+		return ks_fail(err, n, -EFAULT, "cannot read the per-CPU offsets or CPU masks");
 	if (!kx_cpu_online(&t->cpus, 0))
-		return kt_fail(err, n, -EINVAL, "CPU 0 is not online: the CPU masks read wrong");
+		return ks_fail(err, n, -EINVAL, "CPU 0 is not online: the CPU masks read wrong");
 	return 0;
 }
 
@@ -434,27 +425,27 @@ static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
 	if (file) {
 		t->btf = btf__parse(file, NULL);
 		if (!t->btf)
-			return kt_fail(err, n, -errno ? -errno : -EINVAL, "%s: not BTF or an ELF file with BTF", file);
+			return ks_fail(err, n, -errno ? -errno : -EINVAL, "%s: not BTF or an ELF file with BTF", file);
 		t->btf_origin = file;
 		return 0;
 	}
 	uint64_t a, z;
 	if (kt_sym(t, "__start_BTF", &a) || kt_sym(t, "__stop_BTF", &z))
-		return kt_fail(err, n, -ENOENT, "the kernel %s has no BTF (__start_BTF): it was built without "
+		return ks_fail(err, n, -ENOENT, "the kernel %s has no BTF (__start_BTF): it was built without "
 			       "CONFIG_DEBUG_INFO_BTF; give one with --btf FILE", t->release);
 	if (z <= a || z - a > BTF_MAX_SIZE)
-		return kt_fail(err, n, -ERANGE, "BTF size %llu is implausible", (unsigned long long)(z - a));
+		return ks_fail(err, n, -ERANGE, "BTF size %llu is implausible", (unsigned long long)(z - a));
 	void *buf = malloc(z - a);
 	if (!buf)
 		return -ENOMEM;
 	if (kx_read(&t->mem, a, buf, z - a)) {
 		free(buf);
-		return kt_fail(err, n, -EFAULT, "cannot read the kernel's BTF at %#llx", (unsigned long long)a);
+		return ks_fail(err, n, -EFAULT, "cannot read the kernel's BTF at %#llx", (unsigned long long)a);
 	}
 	t->btf = btf__new(buf, (uint32_t)(z - a));
 	free(buf);
 	if (!t->btf)
-		return kt_fail(err, n, -EINVAL, "the kernel's BTF (%llu bytes) does not parse; "
+		return ks_fail(err, n, -EINVAL, "the kernel's BTF (%llu bytes) does not parse; "
 			       "give one with --btf FILE (/sys/kernel/btf/vmlinux of the same kernel)",
 			       (unsigned long long)(z - a));
 	t->btf_size = (uint32_t)(z - a);
@@ -483,7 +474,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	KTarget *t = calloc(1, sizeof *t);
 	int e;
 	if (!t)
-		return kt_fail(err, n, -ENOMEM, "out of memory");
+		return ks_fail(err, n, -ENOMEM, "out of memory");
 	if (!o)
 		o = &none;
 	t->src = src;
@@ -497,7 +488,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 		pa++;
 	}
 	if (e == -ENOENT && !t->vmcoreinfo) {
-		e = kt_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
+		e = ks_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
 			    "for 'OSRELEASE='). Is this the RAM of a running x86-64 Linux >= 6.0?",
 			    ms_total(src) >> 20);
 		goto fail;

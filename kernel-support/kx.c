@@ -38,36 +38,6 @@ int kx_phys_read64(const kx_mem *m, uint64_t pa, uint64_t *v)
 	return KX_OK;
 }
 
-int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa)
-{
-	uint64_t table = m->pgd;
-	uint32_t levels = m->levels == 5 ? 5 : 4;
-	/* shift of the index at each level, top first */
-	static const uint32_t shift5[5] = {48, 39, 30, 21, 12};
-	const uint32_t *shift = levels == 5 ? shift5 : shift5 + 1;
-	for (uint32_t l = 0; l < levels; l++) {
-		uint64_t idx = (va >> shift[l]) & 511, e;
-		int err = kx_phys_read64(m, table + idx * 8, &e);
-		if (err)
-			return err;
-		if (!(e & PTE_PRESENT))
-			return KX_ENOENT;
-		uint64_t next = e & m->pte_mask;
-		uint32_t left = levels - 1 - l;   /* levels below this one */
-		/* a large page: 1 GiB at the PUD (2 levels left), 2 MiB at the PMD (1 left) */
-		if ((left == 2 || left == 1) && (e & PTE_PSE)) {
-			uint64_t size = 1ull << shift[l];
-			*pa = (next & ~(size - 1)) | (va & (size - 1));
-			return KX_OK;
-		}
-		if (left == 0) {
-			*pa = next | (va & (KX_PAGE_SIZE - 1));
-			return KX_OK;
-		}
-		table = next;
-	}
-	return KX_ENOENT;
-}
 
 void kx_tlb_init(kx_tlb *t)
 {
@@ -76,7 +46,8 @@ void kx_tlb_init(kx_tlb *t)
 	t->hits = t->misses = t->stale = 0;
 }
 
-/* A full walk that also reports where the PUD and PMD entries were. */
+/* The page-table walk, 4 or 5 levels, with 2 MiB and 1 GiB pages; it also
+ * reports where the PUD and PMD entries were, for the cache. */
 static int kx_walk_record(const kx_mem *m, uint64_t va, uint64_t *pa, kx_tlb_entry *rec)
 {
 	uint64_t table = m->pgd;
@@ -112,6 +83,12 @@ static int kx_walk_record(const kx_mem *m, uint64_t va, uint64_t *pa, kx_tlb_ent
 		table = next;
 	}
 	return KX_ENOENT;
+}
+
+int kx_walk(const kx_mem *m, uint64_t va, uint64_t *pa)
+{
+	kx_tlb_entry rec;
+	return kx_walk_record(m, va, pa, &rec);
 }
 
 int kx_translate_cached(const kx_mem *m, kx_tlb *t, uint64_t va, uint64_t *pa)

@@ -16,8 +16,7 @@
 #define Q35_LOWMEM    0x80000000ull   /* ... keep 2 GiB below the PCI hole */
 #define FOUR_GIB      0x100000000ull
 
-static int ms_fail(char *err, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int ms_fail(char *err, size_t n, int code, const char *fmt, ...)
+int ks_fail(char *err, size_t n, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -43,17 +42,17 @@ static int ms_map_file(MemSource *s, char *err, size_t n)
 	struct stat st;
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0)
-		return ms_fail(err, n, -errno, "%s: %s", s->path, strerror(errno));
+		return ks_fail(err, n, -errno, "%s: %s", s->path, strerror(errno));
 	if (fstat(s->fd, &st) < 0)
-		return ms_fail(err, n, -errno, "%s: %s", s->path, strerror(errno));
+		return ks_fail(err, n, -errno, "%s: %s", s->path, strerror(errno));
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)KX_PAGE_SIZE)
-		return ms_fail(err, n, -EINVAL, "%s: not a memory image (a regular file of at least 4 KiB)", s->path);
+		return ks_fail(err, n, -EINVAL, "%s: not a memory image (a regular file of at least 4 KiB)", s->path);
 	s->map_len = (size_t)st.st_size;
 	/* MAP_SHARED: a live guest's RAM file changes under us, and we must see it */
 	s->map = mmap(NULL, s->map_len, PROT_READ, MAP_SHARED, s->fd, 0);
 	if (s->map == MAP_FAILED) {
 		s->map = NULL;
-		return ms_fail(err, n, -errno, "%s: mmap: %s", s->path, strerror(errno));
+		return ks_fail(err, n, -errno, "%s: mmap: %s", s->path, strerror(errno));
 	}
 	return 0;
 }
@@ -73,11 +72,11 @@ static int ms_open_flat(MemSource *s, const char *opts, char *err, size_t n)
 			char *end;
 			low = strtoull(v, &end, 0);
 			if (*end || low == 0 || low > size || low % KX_PAGE_SIZE)
-				return ms_fail(err, n, -EINVAL, "split=%s: give the bytes below 4 GiB, a multiple of 4096", v);
+				return ks_fail(err, n, -EINVAL, "split=%s: give the bytes below 4 GiB, a multiple of 4096", v);
 		} else if (size >= Q35_SPLIT_MIN)
 			low = Q35_LOWMEM;
 	} else if (opts && *opts) {
-		return ms_fail(err, n, -EINVAL, "unknown option '%s' (ramfile takes split=auto|none|BYTES)", opts);
+		return ks_fail(err, n, -EINVAL, "unknown option '%s' (ramfile takes split=auto|none|BYTES)", opts);
 	} else if (s->kind == MS_RAMFILE && size >= Q35_SPLIT_MIN) {
 		low = Q35_LOWMEM;
 	}
@@ -95,27 +94,27 @@ static int ms_open_vmcore(MemSource *s, char *err, size_t n)
 		return e;
 	const unsigned char *b = s->map;
 	if (s->map_len < sizeof(Elf64_Ehdr) || memcmp(b, ELFMAG, SELFMAG))
-		return ms_fail(err, n, -EINVAL, "%s: not an ELF file", s->path);
+		return ks_fail(err, n, -EINVAL, "%s: not an ELF file", s->path);
 	if (b[EI_CLASS] != ELFCLASS64 || b[EI_DATA] != ELFDATA2LSB)
-		return ms_fail(err, n, -EINVAL, "%s: only 64-bit little-endian cores are supported", s->path);
+		return ks_fail(err, n, -EINVAL, "%s: only 64-bit little-endian cores are supported", s->path);
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)b;
 	if (eh->e_type != ET_CORE)
-		return ms_fail(err, n, -EINVAL, "%s: an ELF file but not a core dump (e_type %u)", s->path, eh->e_type);
+		return ks_fail(err, n, -EINVAL, "%s: an ELF file but not a core dump (e_type %u)", s->path, eh->e_type);
 	if (eh->e_phoff > s->map_len || eh->e_phentsize != sizeof(Elf64_Phdr) ||
 	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > s->map_len - eh->e_phoff)
-		return ms_fail(err, n, -EINVAL, "%s: program headers lie outside the file (truncated?)", s->path);
+		return ks_fail(err, n, -EINVAL, "%s: program headers lie outside the file (truncated?)", s->path);
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(b + eh->e_phoff);
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		if (ph[i].p_type != PT_LOAD || !ph[i].p_filesz)
 			continue;
 		if (ph[i].p_offset > s->map_len || ph[i].p_filesz > s->map_len - ph[i].p_offset)
-			return ms_fail(err, n, -EINVAL, "%s: segment %u lies outside the file (truncated?)", s->path, i);
+			return ks_fail(err, n, -EINVAL, "%s: segment %u lies outside the file (truncated?)", s->path, i);
 		if (s->nranges == KX_MAX_RANGES)
-			return ms_fail(err, n, -E2BIG, "%s: more than %d memory segments", s->path, KX_MAX_RANGES);
+			return ks_fail(err, n, -E2BIG, "%s: more than %d memory segments", s->path, KX_MAX_RANGES);
 		ms_add(s, ph[i].p_paddr, ph[i].p_filesz, b + ph[i].p_offset);
 	}
 	if (!s->nranges)
-		return ms_fail(err, n, -EINVAL, "%s: a core dump with no memory segments", s->path);
+		return ks_fail(err, n, -EINVAL, "%s: a core dump with no memory segments", s->path);
 	return 0;
 }
 
@@ -126,13 +125,13 @@ static int ms_open_pmem(MemSource *s, char *err, size_t n)
 	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (s->fd < 0) {
 		if (errno == ENOENT)
-			return ms_fail(err, n, -ENOENT, "%s does not exist: load the kernel-support module "
+			return ks_fail(err, n, -ENOENT, "%s does not exist: load the kernel-support module "
 				       "(sentinel_pmem.ko) first, or point --source at a VM's RAM file", s->path);
-		return ms_fail(err, n, -errno, "%s: %s (it needs root)", s->path, strerror(errno));
+		return ks_fail(err, n, -errno, "%s: %s (it needs root)", s->path, strerror(errno));
 	}
 	FILE *f = fopen("/proc/iomem", "r");
 	if (!f)
-		return ms_fail(err, n, -errno, "/proc/iomem: %s", strerror(errno));
+		return ks_fail(err, n, -errno, "/proc/iomem: %s", strerror(errno));
 	char line[256];
 	int e = 0;
 	while (fgets(line, sizeof line, f)) {
@@ -140,12 +139,12 @@ static int ms_open_pmem(MemSource *s, char *err, size_t n)
 		if (line[0] == ' ' || !strstr(line, ": System RAM") || sscanf(line, "%llx-%llx", &a, &z) != 2)
 			continue;
 		if (a == 0 && z == 0) {
-			e = ms_fail(err, n, -EPERM, "/proc/iomem shows zero addresses: run as root");
+			e = ks_fail(err, n, -EPERM, "/proc/iomem shows zero addresses: run as root");
 			break;
 		}
 		void *p = mmap(NULL, z + 1 - a, PROT_READ, MAP_SHARED, s->fd, (off_t)a);
 		if (p == MAP_FAILED) {
-			e = ms_fail(err, n, -errno, "%s: mmap of %#llx-%#llx: %s", s->path, a, z, strerror(errno));
+			e = ks_fail(err, n, -errno, "%s: mmap of %#llx-%#llx: %s", s->path, a, z, strerror(errno));
 			break;
 		}
 		s->pmem_maps[s->nranges] = p;
@@ -159,7 +158,7 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 {
 	MemSource *s = calloc(1, sizeof *s);
 	if (!s)
-		return ms_fail(err, errlen, -ENOMEM, "out of memory");
+		return ks_fail(err, errlen, -ENOMEM, "out of memory");
 	s->fd = -1;
 	const char *colon = strchr(spec, ':'), *path = spec;
 	char *opts = NULL;
@@ -195,7 +194,7 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 		opts = comma + 1;
 	}
 	if (!*s->path) {
-		e = ms_fail(err, errlen, -EINVAL, "'%s': no file given (e.g. ramfile:/dev/shm/vm.ram)", spec);
+		e = ks_fail(err, errlen, -EINVAL, "'%s': no file given (e.g. ramfile:/dev/shm/vm.ram)", spec);
 		goto out;
 	}
 	switch (s->kind) {

@@ -33,6 +33,10 @@ typedef struct MemSource {
 	void *pmem_maps[KX_MAX_RANGES];   /* pmem: one mapping per range */
 } MemSource;
 
+/* Write a message into err (errlen bytes) and return code: the one error
+ * formatter of kernel-support's host side. */
+int ks_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Open spec; on failure returns -errno and writes a message (with what to do
  * next) into err. */
 int ms_open(const char *spec, MemSource **out, char *err, size_t errlen);

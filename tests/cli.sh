@@ -15,6 +15,19 @@ expect() {
 $out"; fi
 }
 
+# expect_msg NAME WANT_RC PATTERN CMD... : exit status and a message matching PATTERN
+expect_msg() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq "$want" ] && printf '%s' "$out" | grep -q "$pat"; then
+		pass "cli/$name"
+	else
+		fail "cli/$name" "exit $rc (wanted $want), output: $out"
+	fi
+}
+
 # The shipped rule set and the examples: clean, not even a warning.
 out=$("$rulec" --check --Werror rules/ examples/ 2>&1)
 rc=$?
@@ -101,20 +114,8 @@ expect inspect-missing-file 2 "$insp" -s ramfile:/nonexistent.ram info
 expect inspect-not-an-image 2 "$insp" -s raw:tests/check/types.yaml info
 zero=$(mktemp /tmp/sentinel-zero.XXXXXX)
 dd if=/dev/zero of="$zero" bs=1M count=8 2>/dev/null
-out=$("$insp" -s "raw:$zero" info 2>&1)
-rc=$?
-if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "no Linux kernel found.*OSRELEASE"; then
-	pass "cli/inspect-no-kernel-in-image"
-else
-	fail "cli/inspect-no-kernel-in-image" "rc $rc: $out"
-fi
+expect_msg inspect-no-kernel-in-image 2 "no Linux kernel found.*OSRELEASE" "$insp" -s "raw:$zero" info
 printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000' > "$zero.elf"
 dd if=/dev/zero bs=4096 count=1 >> "$zero.elf" 2>/dev/null
-out=$("$insp" -s "$zero.elf" info 2>&1)
-rc=$?
-if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "not a core dump"; then
-	pass "cli/inspect-elf-not-a-core"
-else
-	fail "cli/inspect-elf-not-a-core" "rc $rc: $out"
-fi
+expect_msg inspect-elf-not-a-core 2 "not a core dump" "$insp" -s "$zero.elf" info
 rm -f "$zero" "$zero.elf"

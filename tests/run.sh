@@ -17,30 +17,25 @@ run_suite() {
 	"$@"
 }
 
-# Unit tests (C, under ASan/UBSan): they print PASS/FAIL lines themselves.
-unit() {
-	"$B/san/test_unit" > /tmp/sentinel-unit.out 2>&1
+# C test programs (under ASan/UBSan) print PASS/FAIL lines themselves.
+c_tests() {
+	"$1" > /tmp/sentinel-ctest.out 2>&1
 	rc=$?
-	cat /tmp/sentinel-unit.out
-	grep -c '^PASS' /tmp/sentinel-unit.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
-	grep -c '^FAIL' /tmp/sentinel-unit.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
-	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-unit.out || fail "unit/exit-status" "test_unit exited $rc"
+	cat /tmp/sentinel-ctest.out
+	grep -c '^PASS' /tmp/sentinel-ctest.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
+	grep -c '^FAIL' /tmp/sentinel-ctest.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
+	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-ctest.out || fail "$(basename "$1")/exit-status" "exited $rc"
 }
 
-run_suite "unit tests (ASan/UBSan)" unit
-
-kx_unit() {
-	"$B/san/test_kx" > /tmp/sentinel-kx.out 2>&1
-	rc=$?
-	cat /tmp/sentinel-kx.out
-	grep -c '^PASS' /tmp/sentinel-kx.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
+run_suite "unit tests (ASan/UBSan)" c_tests "$B/san/test_unit"
+ >> "$RESULTS"
 	grep -c '^FAIL' /tmp/sentinel-kx.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
 	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-kx.out || fail "kx/exit-status" "test_kx exited $rc"
 }
 run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
 run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
 run_suite "JSON Schema for rule files" sh tests/schema/run.sh "$B/rulec"
-run_suite "kernel model: robustness (ASan/UBSan)" kx_unit
+run_suite "kernel model: robustness (ASan/UBSan)" c_tests "$B/san/test_kx"
 run_suite "kernel model: live Debian guests (QEMU)" sh tests/guest/run.sh "$B/san/sentinel-inspect"
 run_suite "valgrind" sh tests/valgrind.sh "$B/rulec"
 run_suite "fuzz smoke (libFuzzer)" sh tests/fuzz/run.sh smoke
