@@ -23,14 +23,14 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
-	rulec/parse.c rulec/check.c rulec/rulefile.c
-RULEC_HDR := $(wildcard rulec/*.h rulec/*.def)
+	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c
+RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
 
-# The kernel model: freestanding translation and walks (kx.c, kwalk.c, built
-# for the host here and for NVPTX below) and the host-side discovery.
+# The kernel model: freestanding translation and walks (kx.c, kwalk.c, also
+# built for NVPTX in the runtime library below) and the host-side discovery.
 KS_FREE_SRC := kernel-support/kx.c kernel-support/kwalk.c
 KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c
 KS_HDR := $(wildcard kernel-support/*.h)
@@ -38,7 +38,27 @@ KS_OBJ := $(KS_SRC:%.c=$(B)/obj/%.o)
 KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
 KS_LIBS := $(LIBBPF_LIBS)
 
-PROGRAMS := $(B)/rulec $(B)/sentinel-inspect $(B)/kx.nvptx.bc
+# The compiler back end (LLVM) and the engine's loader.
+CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
+ENG_SRC :=
+CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
+CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
+ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
+ENG_SAN_OBJ := $(ENG_SRC:%.c=$(B)/san/obj/%.o)
+ENG_HDR := $(wildcard engine/*.h)
+ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(LLVM_LIBS) -lpthread -ldl
+
+# The runtime library: metric library, translation runtime, evaluation
+# runtime; compiled by clang to bitcode for the host and for NVPTX, built
+# into rulec (rulec/libbc.c) and linked with every rule set it compiles.
+RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c engine/snrt.c
+RT_HDR := kernel-support/kcore.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
+RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
+	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g \
+	-fno-vectorize -fno-slp-vectorize -emit-llvm
+RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
+
+PROGRAMS := $(B)/rulec $(B)/sentinel-inspect
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules
@@ -49,23 +69,32 @@ endif
 
 all: $(PROGRAMS)
 
-$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) config.mk
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(LIBBPF_CFLAGS) -Irulec -Ikernel-support -c -o $@ $<
+ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(LLVM_CFLAGS) $(CUDA_CFLAGS) -Irulec -Ikernel-support -Iengine \
+	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
-$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) config.mk
+$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(LIBBPF_CFLAGS) -Irulec -Ikernel-support -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
-# The freestanding part must build with no libc for the GPU: prove it.
-$(B)/kx.nvptx.bc: $(KS_FREE_SRC) $(KS_HDR) config.mk
-	@mkdir -p $(B)/nvptx
-	for f in $(KS_FREE_SRC); do \
-		$(CLANG) -target nvptx64-nvidia-cuda -march=sm_70 -ffreestanding -nostdlib -nostdinc \
-			-isystem $$($(CLANG) -print-resource-dir)/include -DKX_FREESTANDING \
-			-std=c11 $(WARN) -O2 -emit-llvm -c -o $(B)/nvptx/$$(basename $$f .c).bc $$f || exit 1; \
+$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/obj/rulec/libbc.o $(B)/san/obj/rulec/libbc.o: $(RT_BC)
+
+$(B)/lib/sentinel.host.bc: $(RT_SRC) $(RT_HDR) config.mk
+	@mkdir -p $(B)/lib/host
+	for f in $(RT_SRC); do \
+		$(CLANG) -target x86_64-unknown-linux-gnu $(RT_FLAGS) -c -o $(B)/lib/host/$$(basename $$f .c).bc $$f || exit 1; \
 	done
-	$$($(LLVM_CONFIG) --bindir)/llvm-link -o $@ $(B)/nvptx/*.bc
+	$(LLVM_BINDIR)/llvm-link -o $@ $(addprefix $(B)/lib/host/,$(notdir $(RT_SRC:.c=.bc)))
+
+$(B)/lib/sentinel.nvptx.bc: $(RT_SRC) $(RT_HDR) config.mk
+	@mkdir -p $(B)/lib/nvptx
+	for f in $(RT_SRC); do \
+		$(CLANG) -target nvptx64-nvidia-cuda -march=sm_70 $(RT_FLAGS) -c -o $(B)/lib/nvptx/$$(basename $$f .c).bc $$f || exit 1; \
+	done
+	$(LLVM_BINDIR)/llvm-link -o $@ $(addprefix $(B)/lib/nvptx/,$(notdir $(RT_SRC:.c=.bc)))
 
 $(B)/libkernel.a: $(KS_OBJ)
 	@rm -f $@
@@ -75,11 +104,11 @@ $(B)/san/libkernel.a: $(KS_SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS) $(LDFLAGS_USER)
+$(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentinel-inspect: $(B)/san/obj/kernel-support/inspect.o $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
+$(B)/san/sentinel-inspect: $(B)/san/obj/kernel-support/inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
 
 $(B)/san/test_kx: $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
@@ -92,21 +121,21 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS_USER)
+$(B)/rulec: $(B)/obj/rulec/rulec.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
+$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
 
 $(B)/san/test_unit: $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
 # libFuzzer target: the rule parser and checker, built with clang.
 $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk
 	@mkdir -p $(B)
 	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		$(YAML_CFLAGS) -Irulec -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS)
+		$(YAML_CFLAGS) $(JANSSON_CFLAGS) -Irulec -Iengine -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS) $(JANSSON_LIBS)
 
 check: $(PROGRAMS) $(TEST_PROGRAMS)
 	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" \

@@ -1,6 +1,11 @@
 /* rulec - check (and, with the compiler, compile) Sentinel rule files. */
 #include "catalog.h"
+#include "cg.h"
+#include "compile.h"
+#include "core.h"
 #include "diag.h"
+#include "llview.h"
+#include "lvm.h"
 #include "rules.h"
 #include "units.h"
 
@@ -20,18 +25,29 @@ static void usage(FILE *out)
 {
 	fputs(
 "Usage: rulec --check [OPTION]... FILE|DIR...\n"
+"       rulec -o BUNDLE [OPTION]... FILE|DIR...\n"
+"       rulec --emit=WHAT [OPTION]... FILE|DIR...\n"
 "       rulec --list-metrics[=text|markdown|json]\n"
 "       rulec --list-functions | --list-diagnostics\n"
+"       rulec --pass=core,llview FILE.ll    (compiler tests)\n"
 "\n"
 "Check Sentinel rule files: YAML syntax, schema, metric names, types, units,\n"
 "windows and durations.  Every problem in every file is reported as\n"
 "FILE:LINE:COL: error|warning: MESSAGE [code], with the source line and a caret.\n"
 "A directory stands for the *.yaml and *.yml files in it.  '-' reads stdin.\n"
+"With -o, compile them into one bundle: PTX for the GPU and x86-64 code for\n"
+"the CPU backend, relocated for the target kernel when sentineld loads it.\n"
 "\n"
 "Options:\n"
 "  -c, --check            check the files (the default when files are given)\n"
-"  -o FILE                compile to a bundle (comes with the rule compiler;\n"
-"                         not available in this version)\n"
+"  -o FILE                compile the rules into the bundle FILE\n"
+"      --emit=WHAT        print what the rules became instead: llvm (GPU IR\n"
+"                         after LLView), llvm-opt, llvm-host, ptx, manifest,\n"
+"                         llview-stats\n"
+"      --gpu-arch=LIST    PTX architectures to include (default " COMP_DEFAULT_ARCHS ")\n"
+"      --all-metrics      compile a program that reads every catalog metric\n"
+"                         (no rule files; what sentinel-inspect metrics runs)\n"
+"  -v, --verbose          report each compilation phase and its time\n"
 "      --format=FMT       text (default) or json (diagnostics on stdout)\n"
 "      --tick=DURATION    the engine tick the rules will run at (default 100ms);\n"
 "                         used to warn about windows and for: shorter than it\n"
@@ -148,9 +164,95 @@ static int read_stdin(char **out, size_t *len)
 	return 0;
 }
 
+/* rulec -o / --emit: plan, compile, write. */
+static int compile(const RuleSet *rs, const char *output, const char *emit, const char *archs, bool verbose)
+{
+	DiagCtx d = {0};
+	CgProg plan;
+	if (!cg_analyse(&plan, rs, &d)) {       /* reported by the check already */
+		cg_free(&plan);
+		diag_free(&d);
+		return 1;
+	}
+	diag_free(&d);
+	if (!output && !emit) {
+		fprintf(stderr, "rulec: --all-metrics needs -o FILE or --emit=WHAT\n");
+		cg_free(&plan);
+		return 2;
+	}
+	CompOpts o = {.archs = archs, .emit = emit, .progress = verbose ? stderr : NULL, .version = SENTINEL_VERSION};
+	Bundle *b = NULL;
+	char err[1024] = "";
+	int e = comp_build(&plan, &o, &b, err, sizeof err);
+	cg_free(&plan);
+	if (e) {
+		fprintf(stderr, "rulec: %s\n", err);
+		return 2;
+	}
+	if (!b)
+		return 0;
+	e = bd_write(b, output, err, sizeof err);
+	if (e)
+		fprintf(stderr, "rulec: %s\n", err);
+	else
+		fprintf(stderr, "rulec: %zu rule%s compiled into %s (x86-64 %zu KiB, PTX %zu arch%s)\n", b->nrules,
+			b->nrules == 1 ? "" : "s", output, (b->host_len + 1023) / 1024, b->nptx, b->nptx == 1 ? "" : "s");
+	bd_free(b);
+	return e ? 2 : 0;
+}
+
+/* rulec --pass=core,llview FILE.ll: run compiler passes on IR, print it. */
+static int run_passes(const char *passes, char **paths, size_t npaths)
+{
+	if (npaths != 1) {
+		fprintf(stderr, "rulec: --pass takes one LLVM IR file\n");
+		return 2;
+	}
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef m;
+	char err[1024] = "";
+	int e = lvm_load_file(ctx, paths[0], &m, err, sizeof err), rc = 0;
+	if (e) {
+		fprintf(stderr, "rulec: %s\n", err);
+		LLVMContextDispose(ctx);
+		return 2;
+	}
+	ReloSet r = {0};
+	if (strstr(passes, "core")) {
+		e = core_relocate(m, &r, err, sizeof err);
+		if (!e)
+			e = core_finish(m, &r);
+	}
+	LvStats st;
+	if (!e && strstr(passes, "llview"))
+		e = lv_rewrite(m, &st, err, sizeof err);
+	if (e) {
+		fprintf(stderr, "%s\n", err);
+		rc = 1;
+	} else {
+		char *s = lvm_print(m);
+		fputs(s, stdout);
+		free(s);
+		for (size_t i = 0; i < r.n; i++) {
+			char d[256];
+			relo_describe(&r.v[i], d, sizeof d);
+			printf("; relocation %zu: %s%s\n", i, d, r.v[i].weak ? " (weak)" : "");
+		}
+		for (size_t i = 0; i < r.nuse; i++)
+			for (size_t k = 0; k < r.use[i].n; k++)
+				printf("; %s needs relocation %u%s\n", r.use[i].fn, r.use[i].idx[k],
+				       r.use[i].required[k] ? "" : " (optional)");
+	}
+	relo_free(&r);
+	LLVMDisposeModule(m);
+	LLVMContextDispose(ctx);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	const char *format = "text", *color = "auto", *output = NULL;
+	const char *format = "text", *color = "auto", *output = NULL, *emit = NULL, *archs = NULL, *passes = NULL;
+	bool all_metrics = false, verbose = false;
 	CheckOpts opts = {.tick = 0.1};
 	DiagCtx d = {.max_errors = 1000};
 	bool quiet = false;
@@ -221,6 +323,28 @@ int main(int argc, char **argv)
 				fprintf(stderr, "rulec: -o needs a file name\n");
 				return 2;
 			}
+		} else if (OPT("--emit")) {
+			emit = ARG();
+			if (!emit) {
+				fprintf(stderr, "rulec: --emit takes llvm, llvm-opt, llvm-host, ptx, manifest or llview-stats\n");
+				return 2;
+			}
+		} else if (OPT("--gpu-arch")) {
+			archs = ARG();
+			if (!archs) {
+				fprintf(stderr, "rulec: --gpu-arch takes a list such as sm_70,sm_90\n");
+				return 2;
+			}
+		} else if (OPT("--pass")) {
+			passes = ARG();
+			if (!passes) {
+				fprintf(stderr, "rulec: --pass takes core, llview or core,llview\n");
+				return 2;
+			}
+		} else if (!strcmp(a, "--all-metrics")) {
+			all_metrics = true;
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = true;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "rulec: unknown option '%s'; see rulec --help\n", a);
 			return 2;
@@ -238,10 +362,12 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	if (output) {
-		fprintf(stderr, "rulec: compiling to a bundle (-o) is not in this version yet; "
-				"use 'rulec --check' to validate rules\n");
-		rc = 2;
+	if (passes) {
+		rc = run_passes(passes, paths, npaths);
+		goto out;
+	}
+	if (all_metrics) {
+		rc = compile(NULL, output, emit, archs, verbose);
 		goto out;
 	}
 	if (!npaths && !ioerr) {
@@ -266,6 +392,11 @@ int main(int argc, char **argv)
 		}
 	}
 	rs_check_all(&rs, &d);
+	if (!d.nerr) {             /* what the compiler cannot build */
+		CgProg plan;
+		cg_analyse(&plan, &rs, &d);
+		cg_free(&plan);
+	}
 	diag_sort(&d);
 	bool tty = isatty(2);
 	if (!strcmp(format, "json"))
@@ -283,6 +414,8 @@ int main(int argc, char **argv)
 				rs.nfiles, rs.nfiles == 1 ? "" : "s");
 	}
 	rc = ioerr ? 2 : (d.nerr || (d.werror && d.nwarn)) ? 1 : 0;
+	if (rc == 0 && (output || emit))
+		rc = compile(&rs, output, emit, archs, verbose);
 	rs_free(&rs);
 out:
 	for (size_t i = 0; i < npaths; i++)

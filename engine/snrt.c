@@ -1,0 +1,494 @@
+/* snrt.c - the evaluation runtime (see snrt.h).
+ *
+ * Freestanding: compiled by clang for nvptx64 and for the host, linked into
+ * every bundle with the metric library and the generated rule code.
+ */
+#include "snrt.h"
+#include "../kernel-support/simt.h"
+
+#define SN_NAN __builtin_nan("")
+#define sn_isnan(x) ((x) != (x))
+
+static uint64_t sn_load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
+
+static void sn_fence_system(void)
+{
+#ifdef __NVPTX__
+	__nvvm_membar_sys();
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+static void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)
+{
+	if (h < 0 || (uint32_t)h >= w->nhist)
+		return;
+	sn_hist *H = &w->hist[h];
+	if (entity >= H->entities)
+		return;
+	uint32_t p = H->pos[entity];
+	H->ring[(uint64_t)entity * H->cap + p] = (sn_sample){w->now, v};
+	H->pos[entity] = p + 1 == H->cap ? 0 : p + 1;
+	if (H->len[entity] < H->cap)
+		H->len[entity]++;
+}
+
+static void sn_count_error(sn_world *w, double v)
+{
+	if (sn_isnan(v))
+		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+}
+
+void sn_put_host(sn_world *w, uint32_t slot, int32_t hist, double v)
+{
+	if (simt_lane() != 0 || slot >= w->nhost)
+		return;
+	w->host[slot] = v;
+	sn_count_error(w, v);
+	sn_hist_push(w, hist, 0, v);
+}
+
+void sn_put_cpu(sn_world *w, uint32_t slot, int32_t hist, uint32_t cpu, double v)
+{
+	if (slot >= w->ncpuslots || cpu >= w->max_cpus)
+		return;
+	w->cpu[(uint64_t)slot * w->max_cpus + cpu] = v;
+	if (w->cpu_on[cpu])
+		sn_count_error(w, v);
+	sn_hist_push(w, hist, cpu, v);
+}
+
+void sn_put_task(sn_world *w, uint32_t slot, int32_t hist, uint32_t row, double v)
+{
+	if (slot >= w->ntaskslots || row >= w->tasks.n)
+		return;
+	w->tasks.val[(uint64_t)slot * w->tasks.cap + row] = v;
+	sn_count_error(w, v);
+	sn_hist_push(w, hist, w->tasks.slot[row], v);
+}
+
+void sn_cpus_set(sn_world *w, uint32_t ids)
+{
+	if (simt_lane() == 0)
+		w->ncpus = ids < w->max_cpus ? ids : w->max_cpus;
+}
+
+void sn_cpu_set_online(sn_world *w, uint32_t cpu, int online)
+{
+	if (cpu < w->max_cpus)
+		w->cpu_on[cpu] = online > 0;
+}
+
+/* ---- the task table ------------------------------------------------------------- */
+
+#define SN_TAKEN 0x80000000u
+
+static uint32_t sn_hash(uint64_t k, uint32_t mask)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (uint32_t)k & mask;
+}
+
+/* Rows for this tick from the walk; slots carried over from the last tick
+ * by task address; new tasks get a free slot with empty histories. */
+static void sn_tasks_rebuild(sn_world *w, uint32_t n)
+{
+	sn_tasks *T = &w->tasks;
+	uint32_t mask = T->map_cap - 1, cur = T->cur ^ 1, prev = T->cur;
+	uint64_t *key = T->key[cur], *pkey = T->key[prev];
+	uint32_t *ms = T->mslot[cur], *pms = T->mslot[prev];
+	for (uint32_t i = 0; i < T->map_cap; i++)
+		key[i] = 0;
+	uint32_t rows = 0;
+	for (uint32_t r = 0; r < n && rows < T->cap; r++) {
+		uint64_t a = w->scratch[r];
+		if (!a)
+			continue;
+		uint32_t slot = 0xffffffffu;
+		for (uint32_t i = sn_hash(a, mask), k = 0; k < T->map_cap && pkey[i]; i = (i + 1) & mask, k++) {
+			if (pkey[i] == a && !(pms[i] & SN_TAKEN)) {
+				slot = pms[i];
+				pms[i] |= SN_TAKEN;
+				break;
+			}
+		}
+		if (slot == 0xffffffffu) {
+			if (!T->nfree)
+				break;
+			slot = T->free_slots[--T->nfree];
+			for (uint32_t h = 0; h < w->nhist; h++)
+				if (w->hist[h].kind == SN_ENT_TASK && slot < w->hist[h].entities)
+					w->hist[h].len[slot] = w->hist[h].pos[slot] = 0;
+		}
+		uint32_t i = sn_hash(a, mask);
+		while (key[i])
+			i = (i + 1) & mask;
+		key[i] = a;
+		ms[i] = slot;
+		T->ptr[rows] = a;
+		T->slot[rows] = slot;
+		T->comm[rows][0] = 0;
+		rows++;
+	}
+	/* tasks of the last tick not seen now: their slots are free again */
+	for (uint32_t i = 0; i < T->map_cap; i++) {
+		if (pkey[i] && !(pms[i] & SN_TAKEN) && T->nfree < T->cap)
+			T->free_slots[T->nfree++] = pms[i];
+		pkey[i] = 0;
+	}
+	T->cur = cur;
+	T->n = rows;
+}
+
+uint32_t sn_tasks_begin(sn_world *w, int walked)
+{
+	if (simt_lane() == 0) {
+		if (walked < 0) {
+			w->tasks.err = walked;
+			w->tasks.n = 0;
+			__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+		} else {
+			w->tasks.err = 0;
+			sn_tasks_rebuild(w, (uint32_t)walked);
+		}
+	}
+	simt_sync();
+	return *(volatile uint32_t *)&w->tasks.n;
+}
+
+uint64_t *sn_scratch(sn_world *w) { return w->scratch; }
+uint32_t sn_task_cap(const sn_world *w) { return w->tasks.cap; }
+uint64_t sn_task_ptr(const sn_world *w, uint32_t row) { return row < w->tasks.n ? w->tasks.ptr[row] : 0; }
+char *sn_task_comm_buf(sn_world *w, uint32_t row) { return w->tasks.comm[row < w->tasks.cap ? row : 0]; }
+
+/* ---- reading the tables ------------------------------------------------------------ */
+
+double sn_host(const sn_world *w, uint32_t slot) { return slot < w->nhost ? w->host[slot] : SN_NAN; }
+
+double sn_cpu(const sn_world *w, uint32_t slot, uint32_t cpu)
+{
+	return slot < w->ncpuslots && cpu < w->max_cpus ? w->cpu[(uint64_t)slot * w->max_cpus + cpu] : SN_NAN;
+}
+
+double sn_task(const sn_world *w, uint32_t slot, uint32_t row)
+{
+	return slot < w->ntaskslots && row < w->tasks.n ? w->tasks.val[(uint64_t)slot * w->tasks.cap + row] : SN_NAN;
+}
+
+int sn_cpu_on(const sn_world *w, uint32_t cpu) { return cpu < w->ncpus && w->cpu_on[cpu]; }
+uint32_t sn_ncpus(const sn_world *w) { return w->ncpus; }
+uint32_t sn_ntasks(const sn_world *w) { return w->tasks.n; }
+
+int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot)
+{
+	double p = sn_task(w, pid_slot, row);
+	return sn_isnan(p) ? -1 : (int64_t)p;
+}
+
+int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len)
+{
+	if (row >= w->tasks.n || len > 15)
+		return 0;
+	const char *c = w->tasks.comm[row];
+	for (uint32_t i = 0; i < len; i++)
+		if (c[i] != s[i])
+			return 0;
+	return c[len] == 0;
+}
+
+/* ---- windows ----------------------------------------------------------------------- */
+
+double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, double window_s)
+{
+	if (h >= w->nhist)
+		return SN_NAN;
+	const sn_hist *H = &w->hist[h];
+	if (H->kind == SN_ENT_TASK) {
+		if (entity >= w->tasks.n)
+			return SN_NAN;
+		entity = w->tasks.slot[entity];
+	}
+	if (entity >= H->entities)
+		return SN_NAN;
+	uint32_t len = H->len[entity], cap = H->cap;
+	if (len < 2)
+		return SN_NAN;
+	const sn_sample *ring = H->ring + (uint64_t)entity * cap;
+	uint32_t i = H->pos[entity] == 0 ? cap - 1 : H->pos[entity] - 1;
+	const sn_sample newest = ring[i];
+	uint64_t win = (uint64_t)(window_s * 1e9), slack = w->tick_ns / 2;
+	sn_sample oldest = newest, prev = newest;
+	double sum = sn_isnan(newest.v) ? 0 : newest.v, mx = newest.v, mn = newest.v, changes = 0;
+	uint32_t n = sn_isnan(newest.v) ? 0 : 1;
+	for (uint32_t k = 1; k < len; k++) {
+		i = i == 0 ? cap - 1 : i - 1;
+		sn_sample s = ring[i];
+		if (newest.t - s.t > win + slack)
+			break;
+		if (s.v != prev.v)
+			changes++;
+		if (!sn_isnan(s.v)) {
+			sum += s.v;
+			n++;
+			mx = __builtin_fmax(mx, s.v);
+			mn = __builtin_fmin(mn, s.v);
+		}
+		prev = s;
+		oldest = s;
+	}
+	/* a window is known only once the history covers it */
+	if (newest.t - oldest.t + slack < win || oldest.t == newest.t)
+		return SN_NAN;
+	switch (fn) {
+	case SN_W_RATE:
+		if (newest.v < oldest.v)          /* a counter went back: the target rebooted */
+			return SN_NAN;
+		return (newest.v - oldest.v) / ((double)(newest.t - oldest.t) * 1e-9);
+	case SN_W_DELTA:
+		return newest.v - oldest.v;
+	case SN_W_CHANGES:
+		return changes;
+	case SN_W_AVG:
+		return n ? sum / n : SN_NAN;
+	case SN_W_MAX:
+		return mx;
+	case SN_W_MIN:
+		return mn;
+	default:
+		return SN_NAN;
+	}
+}
+
+/* ---- alerts ---------------------------------------------------------------------------- */
+
+static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, int64_t entity)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	uint64_t h = __atomic_load_n(&R->head, __ATOMIC_RELAXED);
+	for (;;) {
+		uint64_t tail = sn_load_volatile(&R->tail);
+		if (h - tail >= R->cap) {
+			__atomic_fetch_add(&R->dropped, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		if (__atomic_compare_exchange_n(&R->head, &h, h + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+	}
+	sn_alert *a = &R->rec[h & (R->cap - 1)];
+	a->time_ns = w->now;
+	a->rule = rule;
+	a->kind = kind;
+	a->value = value;
+	a->entity = entity;
+	a->tick = w->tick;
+	sn_fence_system();
+	*(volatile uint64_t *)&a->seq = h + 1;
+}
+
+static int sn_mofn(sn_rstate *st, const sn_rdesc *d, int c)
+{
+	uint32_t n = d->n_of > 1024 ? 1024 : d->n_of, p = st->mofn_pos;
+	uint64_t bit = 1ull << (p % 64);
+	if (st->mofn[p / 64] & bit)
+		st->mofn_count--;
+	if (c) {
+		st->mofn[p / 64] |= bit;
+		st->mofn_count++;
+	} else {
+		st->mofn[p / 64] &= ~bit;
+	}
+	st->mofn_pos = p + 1 >= n ? 0 : p + 1;
+	return st->mofn_count >= d->m_of;
+}
+
+void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
+	     int64_t entity)
+{
+	if (simt_lane() != 0 || rule >= w->nrules)
+		return;
+	sn_rstate *st = &w->rstate[rule];
+	uint64_t now = w->now;
+	if (st->phase == SN_DISABLED)
+		return;
+	st->evals++;
+	if (sn_isnan(cond)) {            /* unknown: hold every timer and the phase */
+		st->unknown++;
+		st->cond = cond;
+		return;
+	}
+	int c = cond != 0;
+	st->cond = c;
+	st->value = value;
+	st->entity = entity;
+	int sat;
+	if (d->n_of) {
+		sat = sn_mofn(st, d, c);
+	} else {
+		if (c && !st->true_since)
+			st->true_since = now;
+		if (!c)
+			st->true_since = 0;
+		sat = c && now - st->true_since >= d->for_ns;
+	}
+	switch (st->phase) {
+	case SN_INACTIVE:
+	case SN_PENDING:
+		if (sat) {
+			st->phase = SN_FIRING;
+			st->fired_at = now;
+			st->clear_since = 0;
+			sn_emit(w, rule, SN_EV_FIRING, value, entity);
+		} else if (st->phase == SN_INACTIVE && c) {
+			st->phase = SN_PENDING;
+			sn_emit(w, rule, SN_EV_PENDING, value, entity);
+		} else if (st->phase == SN_PENDING && (d->n_of ? st->mofn_count == 0 : !c)) {
+			st->phase = SN_INACTIVE;
+			sn_emit(w, rule, SN_EV_CANCELLED, value, entity);
+		}
+		break;
+	case SN_FIRING: {
+		/* with clear: resolved when clear held for clear_for; without:
+		 * when the firing criterion stopped holding for clear_for */
+		double cl = d->has_clear ? clear : (sat ? 0.0 : 1.0);
+		if (sn_isnan(cl))
+			break;
+		if (cl != 0) {
+			if (!st->clear_since)
+				st->clear_since = now;
+			if (now - st->clear_since >= d->clear_for_ns) {
+				st->phase = SN_INACTIVE;
+				st->clear_since = 0;
+				st->true_since = c ? now : 0;
+				sn_emit(w, rule, SN_EV_RESOLVED, value, entity);
+			}
+		} else {
+			st->clear_since = 0;
+		}
+		break;
+	}
+	default:
+		st->phase = SN_INACTIVE;
+	}
+}
+
+/* ---- ticks --------------------------------------------------------------------------------- */
+
+static void sn_collect_all(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	for (uint32_t j = warp; j < w->njobs; j += nwarps)
+		if (!w->job_off || !w->job_off[j])
+			rules_collect(w, j);
+}
+
+static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	for (uint32_t r = warp; r < w->nrules; r += nwarps)
+		if (w->rstate[r].phase != SN_DISABLED)
+			rules_eval(w, r);
+}
+
+void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
+{
+	if (warp == 0 && simt_lane() == 0) {
+		w->now = now;
+		w->tick++;
+	}
+	simt_sync();
+	sn_collect_all(w, warp, nwarps);
+	sn_eval_all(w, warp, nwarps);
+}
+
+#ifdef __NVPTX__
+/* ---- the persistent kernel ---------------------------------------------------------------------- */
+
+static uint64_t sn_clock(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
+
+/* All warps of the grid meet here (all blocks are resident: the loader
+ * sizes the grid by occupancy).  Lane 0 of each warp takes part. */
+static void sn_grid_sync(sn_world *w, uint32_t nwarps)
+{
+	simt_sync();
+	if (simt_lane() == 0) {
+		uint64_t *count = &w->sync[0], *gen = &w->sync[1];
+		__nvvm_membar_gl();
+		uint64_t g = sn_load_volatile(gen);
+		if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) == nwarps - 1) {
+			*(volatile uint64_t *)count = 0;
+			__nvvm_membar_gl();
+			__atomic_fetch_add(gen, 1, __ATOMIC_RELAXED);
+		} else {
+			while (sn_load_volatile(gen) == g)
+				__nvvm_nanosleep(200);
+		}
+		__nvvm_membar_gl();
+	}
+	simt_sync();
+}
+
+__attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
+{
+	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
+	uint32_t warp = __nvvm_read_ptx_sreg_ctaid_x() * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
+	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
+	sn_stats *S = w->stats;
+	uint64_t next = sn_clock();
+	for (;;) {
+		if (warp == 0 && simt_lane() == 0) {
+			uint64_t t;
+			while ((t = sn_clock()) < next && !*(volatile uint32_t *)&S->stop)
+				__nvvm_nanosleep(1000);
+			if (t - next > w->tick_ns)
+				S->late++;
+			w->now = t;
+			w->tick++;
+			next += w->tick_ns;
+			if (next < t)              /* far behind: skip, do not burst */
+				next = t + w->tick_ns;
+			S->heartbeat++;
+		}
+		sn_grid_sync(w, nwarps);
+		if (*(volatile uint32_t *)&S->stop)
+			break;
+		sn_collect_all(w, warp, nwarps);
+		sn_grid_sync(w, nwarps);
+		sn_eval_all(w, warp, nwarps);
+		sn_grid_sync(w, nwarps);
+		if (warp == 0 && simt_lane() == 0) {
+			uint64_t len = sn_clock() - w->now;
+			S->last_tick_ns = w->now;
+			S->last_tick_len_ns = len;
+			if (len > S->max_tick_len_ns)
+				S->max_tick_len_ns = len;
+			sn_fence_system();
+			*(volatile uint64_t *)&S->ticks = w->tick;
+		}
+	}
+	if (warp == 0 && simt_lane() == 0) {
+		sn_fence_system();
+		*(volatile uint32_t *)&S->stopped = 1;
+	}
+}
+
+/* One tick on demand (tests and `sentinel-inspect metrics --backend cuda`). */
+__attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
+{
+	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
+	uint32_t warp = __nvvm_read_ptx_sreg_ctaid_x() * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
+	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
+	if (warp == 0 && simt_lane() == 0) {
+		w->now = now ? now : sn_clock();
+		w->tick++;
+	}
+	sn_grid_sync(w, nwarps);
+	sn_collect_all(w, warp, nwarps);
+	sn_grid_sync(w, nwarps);
+	sn_eval_all(w, warp, nwarps);
+}
+#endif

@@ -1,0 +1,223 @@
+/* snrt.h - the evaluation runtime shared by the GPU, the CPU backend and
+ * the host loader.
+ *
+ * A compiled rule set (a bundle) is the metric library, this runtime and
+ * the code rulec generates for the rules, linked into one module.  The
+ * engine runs it tick by tick:
+ *
+ *   collect   job j computes one metric (for the host, for every CPU) or
+ *             walks the task list, writes the value tables and pushes the
+ *             samples that windows need into their history rings;
+ *   evaluate  rule i computes its condition, its clear condition and its
+ *             value from the tables, and steps its alert state machine,
+ *             which writes alert records into the ring buffer.
+ *
+ * On the GPU one persistent kernel does this forever on the GPU's own clock,
+ * one warp per job and per rule (sn_gpu_main); on the host one thread calls
+ * sn_tick.  Everything the runtime touches hangs off one sn_world, laid out
+ * by the host (engine/world.c) in memory both sides can address.
+ *
+ * Layout rules: fixed-width fields only, pointers are 8 bytes on both
+ * targets, so the struct is the same for x86-64 and nvptx64.
+ * Freestanding C.
+ */
+#ifndef SENTINEL_SNRT_H
+#define SENTINEL_SNRT_H
+
+#include <stdint.h>
+
+#define SN_ABI_VERSION 1u
+
+/* ---- alert records: the ring buffer -------------------------------------- */
+
+typedef enum {
+	SN_EV_PENDING = 1,    /* the condition holds, `for` not yet met */
+	SN_EV_FIRING = 2,
+	SN_EV_RESOLVED = 3,
+	SN_EV_CANCELLED = 4,  /* pending, then the condition stopped holding */
+} SnEventKind;
+
+/* One record: 64 bytes.  `seq` is written last (after a system fence): the
+ * reader takes a record whose seq is its position + 1, and re-reads seq
+ * after copying it to catch a record being overwritten. */
+typedef struct sn_alert {
+	uint64_t seq;
+	uint64_t time_ns;     /* engine clock (GPU globaltimer or host monotonic) */
+	uint32_t rule;
+	uint32_t kind;        /* SnEventKind */
+	double value;         /* the rule's value when the event happened */
+	int64_t entity;       /* CPU number or PID that gave the value; -1: the host */
+	uint64_t tick;        /* tick number */
+	uint64_t _pad[2];
+} sn_alert;
+
+typedef struct sn_ring {
+	uint64_t head;        /* next record to reserve (producers, atomically) */
+	uint64_t tail;        /* next record the host will read (host writes) */
+	uint64_t dropped;     /* records lost because the ring was full */
+	uint32_t cap;         /* records; a power of two */
+	uint32_t _pad;
+	sn_alert rec[];
+} sn_ring;
+
+/* ---- per-tick statistics, read by the host ---------------------------------- */
+
+typedef struct sn_stats {
+	uint64_t ticks;            /* ticks completed */
+	uint64_t late;             /* ticks that started more than one tick late */
+	uint64_t last_tick_ns;     /* when the last tick started */
+	uint64_t last_tick_len_ns; /* how long it took */
+	uint64_t max_tick_len_ns;
+	uint64_t read_errors;      /* metric values that could not be read */
+	uint64_t heartbeat;        /* the persistent kernel is alive */
+	uint32_t stop;             /* host -> GPU: leave the loop */
+	uint32_t stopped;          /* GPU -> host: left it */
+	uint64_t handoff_tick;     /* reload: the old kernel stops after this tick */
+	uint64_t _pad[7];
+} sn_stats;
+
+/* ---- alert state of one rule ----------------------------------------------- */
+
+typedef enum { SN_INACTIVE = 0, SN_PENDING = 1, SN_FIRING = 2,
+	       SN_DISABLED = 3 /* a metric it reads is unavailable on this target */ } SnPhase;
+
+typedef struct sn_rstate {
+	uint32_t phase;
+	uint32_t mofn_count;       /* true ticks among the last n */
+	uint64_t true_since;       /* the condition has held since (0: it does not) */
+	uint64_t clear_since;      /* the clear condition has held since */
+	uint64_t fired_at;
+	uint64_t evals, unknown;   /* ticks evaluated; of them, unknown (a read error) */
+	double value;              /* last value */
+	double cond;               /* last condition: 1, 0, or NaN (unknown) */
+	int64_t entity;
+	uint32_t mofn_pos, _pad;
+	uint64_t mofn[16];         /* the last n (<= 1024) ticks, one bit each */
+} sn_rstate;
+
+/* A rule's constants; rulec bakes them into the rule's code. */
+typedef struct sn_rdesc {
+	uint64_t for_ns;
+	uint64_t clear_for_ns;
+	uint32_t m_of, n_of;       /* n_of > 0: fire when true in m_of of the last n_of ticks */
+	uint32_t has_clear;
+	uint32_t _pad;
+} sn_rdesc;
+
+/* ---- history rings for windowed functions ------------------------------------ */
+
+typedef struct sn_sample {
+	uint64_t t;
+	double v;
+} sn_sample;
+
+/* History slot h keeps, for each entity, `cap` samples of one metric. */
+typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK } SnEntity;
+
+typedef struct sn_hist {
+	uint32_t cap;
+	uint32_t entities;         /* 1 (host), max CPUs, or task slots */
+	uint32_t kind;             /* SnEntity */
+	uint32_t _pad;
+	sn_sample *ring;           /* [entities][cap] */
+	uint32_t *pos;             /* [entities]: next write index */
+	uint32_t *len;             /* [entities]: samples held */
+} sn_hist;
+
+/* The task table: rows in walk order for this tick, and a stable slot per
+ * task (keyed by its task_struct address) for histories.  The address ->
+ * slot map is rebuilt each tick from the last one (two maps, alternating). */
+typedef struct sn_tasks {
+	uint32_t cap;              /* rows, and slots */
+	uint32_t n;                /* rows this tick */
+	int32_t err;               /* walk error this tick (KX_*), 0 if none */
+	uint32_t map_cap;          /* each map's size: a power of two >= 2 cap */
+	uint64_t *ptr;             /* [cap] task_struct address of row r */
+	uint32_t *slot;            /* [cap] stable slot of row r */
+	char (*comm)[16];          /* [cap] */
+	double *val;               /* [ntaskslots][cap] task metric values */
+	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
+	uint32_t *mslot[2];        /* [map_cap] its slot (top bit: taken this tick) */
+	uint32_t *free_slots;      /* [cap] stack of free slots */
+	uint32_t nfree;
+	uint32_t cur;              /* which map is this tick's */
+} sn_tasks;
+
+/* Everything one running bundle uses.  The host allocates and fills it;
+ * the counts come from the bundle's manifest and the target. */
+typedef struct sn_world {
+	uint32_t abi;              /* SN_ABI_VERSION */
+	uint32_t nrules, njobs;
+	uint32_t nhost, ncpuslots, ntaskslots, nhist;
+	uint32_t max_cpus;
+	uint64_t tick_ns;
+	uint64_t now;              /* this tick's start */
+	uint64_t tick;             /* this tick's number */
+	uint32_t ncpus;            /* CPU ids read this tick (nr_cpu_ids, capped) */
+	uint32_t _pad;
+	double *host;              /* [nhost] */
+	double *cpu;               /* [ncpuslots][max_cpus] */
+	uint8_t *cpu_on;           /* [max_cpus] online this tick */
+	sn_tasks tasks;
+	sn_hist *hist;             /* [nhist] */
+	sn_rstate *rstate;         /* [nrules] */
+	sn_ring *ring;
+	sn_stats *stats;
+	uint64_t *scratch;         /* [tasks.cap] task_struct addresses from the walk */
+	uint64_t *sync;            /* [2] grid barrier (GPU device memory) */
+	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
+} sn_world;
+
+/* ---- what rulec generates (declared here, defined per bundle) ------------------- */
+
+void rules_collect(sn_world *w, uint32_t job);
+void rules_eval(sn_world *w, uint32_t rule);
+
+/* ---- the runtime: called by the generated code ----------------------------------- */
+
+/* Collection: store values (and feed their history, if any: hist < 0 none). */
+void sn_put_host(sn_world *w, uint32_t slot, int32_t hist, double v);
+void sn_put_cpu(sn_world *w, uint32_t slot, int32_t hist, uint32_t cpu, double v);
+void sn_put_task(sn_world *w, uint32_t slot, int32_t hist, uint32_t row, double v);
+/* The task job: after km_task_walk(w->scratch, cap) returned `walked` on
+ * lane 0, make the rows and their stable slots.  Every lane gets the row
+ * count (0 after a walk error, recorded in tasks.err). */
+uint32_t sn_tasks_begin(sn_world *w, int walked);
+/* The CPU job (job 0 when any rule reads per-CPU metrics): record nr_cpu_ids
+ * and which CPUs are online, from lanes that each checked some CPUs. */
+void sn_cpus_set(sn_world *w, uint32_t ids);
+void sn_cpu_set_online(sn_world *w, uint32_t cpu, int online);
+
+/* The task job's buffers. */
+uint64_t *sn_scratch(sn_world *w);
+uint32_t sn_task_cap(const sn_world *w);
+uint64_t sn_task_ptr(const sn_world *w, uint32_t row);
+char *sn_task_comm_buf(sn_world *w, uint32_t row);
+
+/* Evaluation: read the tables. */
+double sn_host(const sn_world *w, uint32_t slot);
+double sn_cpu(const sn_world *w, uint32_t slot, uint32_t cpu);
+double sn_task(const sn_world *w, uint32_t slot, uint32_t row);
+int sn_cpu_on(const sn_world *w, uint32_t cpu);
+uint32_t sn_ncpus(const sn_world *w);
+uint32_t sn_ntasks(const sn_world *w);
+int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot);
+/* task.comm == s (len bytes) */
+int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len);
+
+/* Windowed functions over the history of (hist, entity).  Entity: 0 for
+ * host metrics, the CPU number, or the task row.  NaN when the window holds
+ * fewer samples than the function needs. */
+typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN } SnWinFn;
+double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
+
+/* The alert state machine of rule `rule`: cond and clear are 1, 0 or NaN
+ * (unknown: a read error); clear is ignored unless d->has_clear. */
+void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
+	     int64_t entity);
+
+/* One tick on one warp of nwarps (the host: 0 of 1).  On the GPU,
+ * barrier() separates the phases; the host passes a no-op. */
+void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);
+
+#endif

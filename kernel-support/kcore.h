@@ -1,0 +1,190 @@
+/* kcore.h - write kernel-reading code the way kernel code is written.
+ *
+ * The metric library (kmetric.c) includes this header and reads the
+ * monitored kernel's data as if it ran inside it: `p->tgid`, `init_task`,
+ * `per_cpu_ptr(&runqueues, cpu)`.  Two compiler passes in rulec make that
+ * true from outside the kernel:
+ *
+ *   CO-RE (rulec/core.c)   every field access written through KR()/KP() is
+ *                          a clang `__builtin_preserve_access_index` chain;
+ *                          its offset, and every kernel symbol, enum value
+ *                          and type size named below, becomes a slot of a
+ *                          relocation table that the loader fills from the
+ *                          target's BTF and kallsyms.  One compiled bundle
+ *                          runs on every kernel and survives a new KASLR
+ *                          slide.  A field or symbol the target lacks gets a
+ *                          poison value that makes every read through it a
+ *                          read error, and the metrics that need it are
+ *                          reported unavailable before any rule runs.
+ *   LLView (rulec/llview.c) every load that may read kernel memory becomes a
+ *                          call into the translation runtime (llview_rt.c,
+ *                          kx.c): kernel virtual address -> physical ->
+ *                          the mapping of the target's RAM, bounds-checked.
+ *
+ * The struct declarations here are *local* views: only the fields we read,
+ * in any order, flattened through the kernel's anonymous members.  They are
+ * matched to the target kernel's types by name (a `___flavour` suffix is
+ * ignored, as libbpf does), never by layout.  Nothing here is the kernel's
+ * own header.
+ *
+ * Freestanding: no libc.  Compiled by clang for nvptx64 and for the host.
+ */
+#ifndef SENTINEL_KCORE_H
+#define SENTINEL_KCORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "simt.h"
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+typedef int64_t s64;
+
+/* ---- CO-RE access ---------------------------------------------------- */
+
+/* KR(p->a.b): read a kernel field; KP(p->a): its address. */
+#define KP(x) __builtin_preserve_access_index(&(x))
+#define KR(x) (*KP(x))
+/* offsetof / container_of with relocated offsets */
+#define koffsetof(T, f) ((unsigned long)__builtin_preserve_access_index(&((T *)0)->f))
+#define kcontainer_of(ptr, T, f) ((T *)((char *)(ptr) - koffsetof(T, f)))
+
+/* Markers the CO-RE pass replaces by relocation-table loads.  They are
+ * extern objects with reserved names (an asm label may hold dots). */
+#define KCORE_MARKER(kind, a, b) ({ \
+	extern const unsigned long __kcore_##kind##_##a##_##b __asm__("__sentinel." #kind "." #a "." #b); \
+	__kcore_##kind##_##a##_##b; })
+/* The value of enumerator N of enum E in the target kernel. */
+#define KENUM(E, N) ((long)KCORE_MARKER(enum, E, N))
+/* 1 when struct T has field F in the target kernel, else 0. */
+#define KFIELD_EXISTS(T, F) ((int)KCORE_MARKER(exists, T, F))
+/* sizeof(struct T) in the target kernel. */
+#define KSIZEOF(T) KCORE_MARKER(size, T, _)
+/* 1 when the target kernel has a struct T. */
+#define KTYPE_EXISTS(T) ((int)KCORE_MARKER(type, T, _))
+
+/* Kernel symbols are plain extern declarations.  A weak one may be missing
+ * from the target: its address is then 0 and the code must test it. */
+#define __kweak __attribute__((weak))
+
+/* ---- the runtime's side ---------------------------------------------- */
+
+/* True when a translated load in the calling metric has failed; the LLView
+ * pass replaces each call by the calling function's error flag. */
+extern int __llview_failed(void);
+
+
+/* ---- kernel types (local views) -------------------------------------- */
+
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+typedef struct { int counter; } atomic_t;
+typedef struct { long counter; } atomic_long_t;
+
+struct cpumask {
+	unsigned long bits[1];
+};
+
+struct signal_struct {
+	int nr_threads;
+};
+
+/* mm_struct.rss_stat: before 6.2 a struct of atomic counters ... */
+struct mm_rss_stat {
+	atomic_long_t count[4];
+};
+struct mm_struct {
+	struct mm_rss_stat rss_stat;
+};
+/* ... from 6.2 an array of per-CPU counters (read as /proc does: the
+ * shared count, clamped at 0). */
+struct percpu_counter {
+	s64 count;
+};
+struct mm_struct___pcp {
+	struct percpu_counter rss_stat[4];
+};
+
+struct task_struct {
+	unsigned int __state;
+	unsigned int flags;
+	int exit_state;
+	int pid;
+	int tgid;
+	struct list_head tasks;
+	struct task_struct *real_parent;
+	struct signal_struct *signal;
+	struct mm_struct *mm;
+	char comm[16];
+	u64 utime, stime;
+	unsigned long nvcsw, nivcsw;
+	u64 start_time;
+};
+/* before 5.14 the state field was a long called `state` */
+struct task_struct___pre514 {
+	long state;
+};
+
+struct rq {
+	unsigned int nr_running;
+	u64 nr_switches;
+	atomic_t nr_iowait;
+};
+
+struct kernel_cpustat {
+	u64 cpustat[16];
+};
+
+typedef s64 ktime_t;
+struct tick_sched {
+	ktime_t idle_sleeptime;
+	ktime_t iowait_sleeptime;
+};
+
+struct vm_event_state {
+	unsigned long event[128];
+};
+
+struct zone {
+	unsigned long _watermark[4];
+	unsigned long watermark_boost;
+};
+struct pglist_data {
+	struct zone node_zones[8];
+};
+
+/* ---- kernel symbols -------------------------------------------------- */
+
+extern struct task_struct init_task;
+extern unsigned long total_forks;
+extern int nr_threads;
+extern unsigned long avenrun[3];
+extern u64 jiffies_64;
+extern atomic_long_t _totalram_pages;
+extern atomic_long_t vm_zone_stat[];
+extern atomic_long_t vm_node_stat[];
+extern atomic_long_t nr_swap_pages;
+extern long total_swap_pages;
+extern unsigned long totalreserve_pages;
+extern unsigned long __per_cpu_offset[];
+extern struct cpumask __cpu_online_mask;
+extern unsigned int nr_cpu_ids;
+extern struct pglist_data *node_data[] __kweak;       /* CONFIG_NUMA */
+extern struct pglist_data contig_page_data __kweak;   /* !CONFIG_NUMA */
+extern unsigned int nr_node_ids __kweak;
+extern bool tick_nohz_active __kweak;                  /* CONFIG_NO_HZ_COMMON */
+/* per-CPU variables: the symbol is an offset into each CPU's area */
+extern struct rq runqueues;
+extern struct kernel_cpustat kernel_cpustat;
+extern struct tick_sched tick_cpu_sched __kweak;
+extern struct vm_event_state vm_event_states;
+
+#define per_cpu_ptr(p, cpu) ((__typeof__(p))((char *)(p) + __per_cpu_offset[(cpu)]))
+
+#endif

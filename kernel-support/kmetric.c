@@ -1,0 +1,405 @@
+/* kmetric.c - every catalog metric, read the way kernel code reads it.
+ *
+ * Written against kcore.h's local views of kernel types and symbols; rulec
+ * relocates it for the target kernel (CO-RE) and turns its loads into
+ * translated reads of the target's RAM (LLView).  clang compiles this one
+ * file for nvptx64 and for the host; see docs/compiler.md.
+ *
+ * The entry points, by kind (the prefix tells rulec and LLView the kind):
+ *
+ *   double km_host_NAME(void)          warp-collective: every lane of the
+ *                                      warp calls it, every lane gets the value
+ *   double km_cpu_NAME(u32 cpu)        one lane, one CPU
+ *   double km_task_NAME(u64 task)      one lane, one task_struct address
+ *   int km_task_walk(u64 *out, u32 cap)  the thread-group leaders
+ *   int km_task_comm(u64 task, char *out16)
+ *   u32 km_cpu_ids(void), int km_cpu_online(u32 cpu)
+ *
+ * A value that cannot be read is NaN (LLView makes a double-returning entry
+ * return NaN when any of its loads failed); an int entry returns a negative
+ * KX_ error.  Values are in base units: seconds, bytes, counts.
+ *
+ * Helpers are static and always inlined into the entry points: LLView sees
+ * each metric as one function.
+ */
+#include "kcore.h"
+
+#define KM_INLINE static inline __attribute__((always_inline))
+#define KM_NAN __builtin_nan("")
+#define KM_PAGE_SIZE 4096.0
+#define NSEC 1e-9
+
+/* task flags and states (include/linux/sched.h; stable since 2.6) */
+#define PF_KTHREAD 0x00200000u
+#define KM_MAX_CPUS 1024u
+#define KM_MAX_NODES 64u
+
+/* ---- helpers ----------------------------------------------------------- */
+
+/* A warp-collective result: NaN on every lane if any lane failed. */
+KM_INLINE double km_collective(double v)
+{
+	return simt_any(__llview_failed()) ? KM_NAN : v;
+}
+
+KM_INLINE u32 km_nr_cpu_ids(void)
+{
+	u32 n = nr_cpu_ids;
+	return n > KM_MAX_CPUS ? KM_MAX_CPUS : n;
+}
+
+KM_INLINE int km_online(u32 cpu)
+{
+	unsigned long w = __cpu_online_mask.bits[cpu / 64];
+	return (int)((w >> (cpu % 64)) & 1);
+}
+
+/* One per-CPU u64 summed over online CPUs, lanes splitting the CPUs.
+ * field(cpu) is an expression of `cpu`. */
+#define KM_SUM_ONLINE(expr) ({ \
+	u64 _s = 0; \
+	u32 _n = km_nr_cpu_ids(); \
+	for (u32 cpu = simt_lane(); cpu < _n; cpu += simt_nlanes()) \
+		if (km_online(cpu)) \
+			_s += (u64)(expr); \
+	simt_sum_u64(_s); })
+
+KM_INLINE long km_clamp0(long v) { return v < 0 ? 0 : v; }
+
+KM_INLINE u64 km_cpustat(u32 cpu, long item)
+{
+	struct kernel_cpustat *kcs = per_cpu_ptr(&kernel_cpustat, cpu);
+	return KR(kcs->cpustat[item]);
+}
+
+/* USER+NICE+SYSTEM+IRQ+SOFTIRQ+STEAL, as /proc/stat's non-idle fields */
+KM_INLINE u64 km_cpu_busy_ns(u32 cpu)
+{
+	struct kernel_cpustat *kcs = per_cpu_ptr(&kernel_cpustat, cpu);
+	return KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_USER)]) +
+	       KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_NICE)]) +
+	       KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_SYSTEM)]) +
+	       KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_IRQ)]) +
+	       KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_SOFTIRQ)]) +
+	       KR(kcs->cpustat[KENUM(cpu_usage_stat, CPUTIME_STEAL)]);
+}
+
+/* Idle and iowait as /proc/stat computes them (get_idle_time()): on a
+ * NO_HZ kernel the tick_sched sleep times, else cpustat.  The current idle
+ * period of a CPU that is idle right now is not in memory until it wakes;
+ * docs/metrics.md says what that means for rules. */
+KM_INLINE u64 km_cpu_idle_ns(u32 cpu, int iowait)
+{
+	if (&tick_nohz_active && &tick_cpu_sched && tick_nohz_active) {
+		struct tick_sched *ts = per_cpu_ptr(&tick_cpu_sched, cpu);
+		return (u64)(iowait ? KR(ts->iowait_sleeptime) : KR(ts->idle_sleeptime));
+	}
+	return km_cpustat(cpu, iowait ? KENUM(cpu_usage_stat, CPUTIME_IOWAIT) : KENUM(cpu_usage_stat, CPUTIME_IDLE));
+}
+
+KM_INLINE u64 km_vm_event(u32 cpu, long item)
+{
+	struct vm_event_state *ev = per_cpu_ptr(&vm_event_states, cpu);
+	return KR(ev->event[item]);
+}
+
+KM_INLINE long km_zone_stat(long item) { return km_clamp0(KR(vm_zone_stat[item].counter)); }
+KM_INLINE long km_node_stat(long item) { return km_clamp0(KR(vm_node_stat[item].counter)); }
+
+/* ---- host: CPU time ----------------------------------------------------- */
+
+double km_host_cpus(void)
+{
+	u64 n = KM_SUM_ONLINE(1);
+	return km_collective((double)n);
+}
+
+double km_host_cpu_busy_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpu_busy_ns(cpu)) * NSEC);
+}
+
+double km_host_cpu_user_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_USER)) +
+						   km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_NICE))) * NSEC);
+}
+
+double km_host_cpu_system_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_SYSTEM))) * NSEC);
+}
+
+double km_host_cpu_idle_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpu_idle_ns(cpu, 0)) * NSEC);
+}
+
+double km_host_cpu_iowait_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpu_idle_ns(cpu, 1)) * NSEC);
+}
+
+double km_host_cpu_irq_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_IRQ)) +
+						   km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_SOFTIRQ))) * NSEC);
+}
+
+double km_host_cpu_steal_time(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_STEAL))) * NSEC);
+}
+
+/* ---- host: scheduler ---------------------------------------------------- */
+
+double km_host_ctx_switches(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(KR(per_cpu_ptr(&runqueues, cpu)->nr_switches)));
+}
+
+double km_host_forks(void) { return km_collective((double)total_forks); }
+
+double km_host_threads(void) { return km_collective((double)nr_threads); }
+
+double km_host_procs_running(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(KR(per_cpu_ptr(&runqueues, cpu)->nr_running)));
+}
+
+double km_host_procs_blocked(void)
+{
+	/* nr_iowait() sums every possible CPU's counter, but offline ones hold 0 */
+	return km_collective((double)KM_SUM_ONLINE((u32)KR(per_cpu_ptr(&runqueues, cpu)->nr_iowait.counter)));
+}
+
+double km_host_load1(void) { return km_collective((double)avenrun[0] / 2048.0); }
+double km_host_load5(void) { return km_collective((double)avenrun[1] / 2048.0); }
+double km_host_load15(void) { return km_collective((double)avenrun[2] / 2048.0); }
+
+double km_host_jiffies(void) { return km_collective((double)jiffies_64); }
+
+/* ---- host: memory --------------------------------------------------------- */
+
+double km_host_mem_total(void) { return km_collective((double)_totalram_pages.counter * KM_PAGE_SIZE); }
+
+double km_host_mem_free(void)
+{
+	return km_collective((double)km_zone_stat(KENUM(zone_stat_item, NR_FREE_PAGES)) * KM_PAGE_SIZE);
+}
+
+/* The low watermarks of every zone (for_each_zone in si_mem_available()). */
+KM_INLINE unsigned long km_wmark_low_zone(struct pglist_data *pg, u32 z)
+{
+	struct zone *zn = (struct zone *)((char *)KP(pg->node_zones[0]) + (unsigned long)z * KSIZEOF(zone));
+	return KR(zn->_watermark[KENUM(zone_watermarks, WMARK_LOW)]) + KR(zn->watermark_boost);
+}
+
+KM_INLINE unsigned long km_wmark_low(void)
+{
+	unsigned long w = 0;
+	u32 zones = (u32)KENUM(zone_type, __MAX_NR_ZONES);
+	if (zones > 8)
+		zones = 8;
+	if (node_data) {
+		u32 nodes = &nr_node_ids ? nr_node_ids : 1;
+		if (nodes > KM_MAX_NODES)
+			nodes = KM_MAX_NODES;
+		for (u32 nid = 0; nid < nodes; nid++) {
+			struct pglist_data *pg = node_data[nid];
+			if (!pg)
+				continue;
+			for (u32 z = 0; z < zones; z++)
+				w += km_wmark_low_zone(pg, z);
+		}
+	} else if (&contig_page_data) {
+		for (u32 z = 0; z < zones; z++)
+			w += km_wmark_low_zone(&contig_page_data, z);
+	}
+	return w;
+}
+
+/* si_mem_available(), mm/show_mem.c (6.1 and 6.12 agree) */
+double km_host_mem_available(void)
+{
+	unsigned long wmark_low = km_wmark_low();
+	long avail = km_zone_stat(KENUM(zone_stat_item, NR_FREE_PAGES)) - (long)totalreserve_pages;
+	unsigned long pagecache = (unsigned long)(km_node_stat(KENUM(node_stat_item, NR_ACTIVE_FILE)) +
+						  km_node_stat(KENUM(node_stat_item, NR_INACTIVE_FILE)));
+	unsigned long half = pagecache / 2;
+	pagecache -= half < wmark_low ? half : wmark_low;
+	avail += (long)pagecache;
+	unsigned long recl = (unsigned long)(km_node_stat(KENUM(node_stat_item, NR_SLAB_RECLAIMABLE_B)) +
+					     km_node_stat(KENUM(node_stat_item, NR_KERNEL_MISC_RECLAIMABLE)));
+	half = recl / 2;
+	avail += (long)(recl - (half < wmark_low ? half : wmark_low));
+	return km_collective((double)km_clamp0(avail) * KM_PAGE_SIZE);
+}
+
+double km_host_swap_total(void) { return km_collective((double)total_swap_pages * KM_PAGE_SIZE); }
+
+double km_host_swap_free(void)
+{
+	return km_collective((double)km_clamp0(nr_swap_pages.counter) * KM_PAGE_SIZE);
+}
+
+double km_host_swap_ins(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_vm_event(cpu, KENUM(vm_event_item, PSWPIN))));
+}
+
+double km_host_swap_outs(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_vm_event(cpu, KENUM(vm_event_item, PSWPOUT))));
+}
+
+double km_host_major_faults(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_vm_event(cpu, KENUM(vm_event_item, PGMAJFAULT))));
+}
+
+double km_host_oom_kills(void)
+{
+	return km_collective((double)KM_SUM_ONLINE(km_vm_event(cpu, KENUM(vm_event_item, OOM_KILL))));
+}
+
+/* ---- per CPU -------------------------------------------------------------- */
+
+u32 km_cpu_ids(void) { return km_nr_cpu_ids(); }
+
+int km_cpu_online(u32 cpu)
+{
+	if (cpu >= km_nr_cpu_ids())
+		return 0;
+	int on = km_online(cpu);
+	return __llview_failed() ? -14 : on;
+}
+
+double km_cpu_busy_time(u32 cpu) { return (double)km_cpu_busy_ns(cpu) * NSEC; }
+
+double km_cpu_user_time(u32 cpu)
+{
+	return (double)(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_USER)) +
+			km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_NICE))) * NSEC;
+}
+
+double km_cpu_system_time(u32 cpu) { return (double)km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_SYSTEM)) * NSEC; }
+double km_cpu_idle_time(u32 cpu) { return (double)km_cpu_idle_ns(cpu, 0) * NSEC; }
+double km_cpu_iowait_time(u32 cpu) { return (double)km_cpu_idle_ns(cpu, 1) * NSEC; }
+
+double km_cpu_irq_time(u32 cpu)
+{
+	return (double)(km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_IRQ)) +
+			km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_SOFTIRQ))) * NSEC;
+}
+
+double km_cpu_steal_time(u32 cpu) { return (double)km_cpustat(cpu, KENUM(cpu_usage_stat, CPUTIME_STEAL)) * NSEC; }
+double km_cpu_ctx_switches(u32 cpu) { return (double)KR(per_cpu_ptr(&runqueues, cpu)->nr_switches); }
+double km_cpu_nr_running(u32 cpu) { return (double)KR(per_cpu_ptr(&runqueues, cpu)->nr_running); }
+
+/* ---- tasks ------------------------------------------------------------------ */
+
+/* The thread-group leaders, as /proc lists them: init_task.tasks, each step
+ * checked (next->prev must point back), at most cap.  Lane 0 walks; the
+ * count (or a negative error) goes to every lane. */
+int km_task_walk(u64 *out, u32 cap)
+{
+	int n = 0;
+	if (simt_lane() == 0) {
+		struct list_head *head = KP(init_task.tasks);
+		struct list_head *cur = head;
+		for (;;) {
+			struct list_head *next = cur->next;
+			if (next == head || __llview_failed())
+				break;
+			if ((u32)n >= cap || next->prev != cur) {
+				n = -40;        /* KX_ELOOP: a corrupt, changing or too long list */
+				break;
+			}
+			out[n++] = (u64)(unsigned long)kcontainer_of(next, struct task_struct, tasks);
+			cur = next;
+		}
+		if (__llview_failed())
+			n = -14;
+	}
+	return n;
+}
+
+KM_INLINE struct task_struct *km_task(u64 t) { return (struct task_struct *)(unsigned long)t; }
+
+double km_task_pid(u64 t) { return (double)KR(km_task(t)->tgid); }
+
+double km_task_ppid(u64 t)
+{
+	struct task_struct *parent = KR(km_task(t)->real_parent);
+	return parent ? (double)KR(parent->tgid) : 0;
+}
+
+/* The /proc/PID/stat state letter as its character code. */
+double km_task_state(u64 t)
+{
+	struct task_struct *p = km_task(t);
+	unsigned int state;
+	if (KFIELD_EXISTS(task_struct, __state))
+		state = KR(p->__state);
+	else
+		state = (unsigned int)KR(((struct task_struct___pre514 *)p)->state);
+	unsigned int s = (state | (unsigned int)KR(p->exit_state)) & 0x7fu;   /* TASK_REPORT */
+	if (state == 0x402u)                                                  /* TASK_IDLE */
+		return 'I';
+	static const char letters[] = "RSDTtXZPI";
+	unsigned i = 0;
+	while (s && i < 8) {               /* fls() */
+		i++;
+		s >>= 1;
+	}
+	return letters[i];
+}
+
+double km_task_kthread(u64 t) { return (KR(km_task(t)->flags) & PF_KTHREAD) ? 1 : 0; }
+double km_task_kernel_time(u64 t) { return (double)KR(km_task(t)->stime) * NSEC; }
+double km_task_user_time(u64 t) { return (double)KR(km_task(t)->utime) * NSEC; }
+
+double km_task_ctx_switches(u64 t)
+{
+	struct task_struct *p = km_task(t);
+	return (double)(KR(p->nvcsw) + KR(p->nivcsw));
+}
+
+double km_task_threads(u64 t)
+{
+	struct signal_struct *sig = KR(km_task(t)->signal);
+	return sig ? (double)KR(sig->nr_threads) : 0;
+}
+
+/* get_mm_rss(): file + anon + shmem pages, each clamped at 0 */
+double km_task_rss(u64 t)
+{
+	struct mm_struct *mm = KR(km_task(t)->mm);
+	if (!mm)
+		return 0;
+	long f = KENUM(mm_counter_type, MM_FILEPAGES), a = KENUM(mm_counter_type, MM_ANONPAGES),
+	     s = KENUM(mm_counter_type, MM_SHMEMPAGES), pages;
+	if (KTYPE_EXISTS(mm_rss_stat)) {
+		pages = km_clamp0(KR(mm->rss_stat.count[f].counter)) + km_clamp0(KR(mm->rss_stat.count[a].counter)) +
+			km_clamp0(KR(mm->rss_stat.count[s].counter));
+	} else {
+		struct mm_struct___pcp *m = (struct mm_struct___pcp *)mm;
+		pages = km_clamp0(KR(m->rss_stat[f].count)) + km_clamp0(KR(m->rss_stat[a].count)) +
+			km_clamp0(KR(m->rss_stat[s].count));
+	}
+	return (double)pages * KM_PAGE_SIZE;
+}
+
+/* task.comm: 16 bytes, NUL-terminated by the reader. */
+int km_task_comm(u64 t, char *out)
+{
+	struct task_struct *p = km_task(t);
+	for (u32 i = 0; i < 16; i += 8) {
+		u64 w = *(u64 *)((char *)KP(p->comm[0]) + i);
+		for (u32 b = 0; b < 8; b++)
+			out[i + b] = (char)(w >> (8 * b));
+	}
+	out[15] = 0;
+	return __llview_failed() ? -14 : 0;
+}

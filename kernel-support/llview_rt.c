@@ -1,0 +1,106 @@
+/* llview_rt.c - what LLView's rewritten loads call, and the SIMT helpers.
+ *
+ * The LLView pass (rulec/llview.c) turns every load that may read kernel
+ * memory into __llview_load(address, size, &err): translate the kernel
+ * virtual address (kx.c), bounds-check it against the mapped RAM, load.  A
+ * failure records the first error in the calling metric's flag and yields
+ * 0; the metric then returns NaN or a negative error (see kcore.h).
+ *
+ * Freestanding; compiled for nvptx64 and the host.  Functions named
+ * __llview_*, kx_*, simt_* and sn_* are the runtime: LLView never rewrites
+ * their loads.
+ */
+#include "kx.h"
+#include "simt.h"
+
+/* The target's RAM as this reader sees it; the loader fills it in. */
+kx_mem __sentinel_mem;
+
+__attribute__((noinline)) uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
+{
+	uint64_t v = 0;
+	int e;
+	if (size == 8 && !(va & 7))
+		e = kx_read64(&__sentinel_mem, va, &v);
+	else if (size <= 8 && (size & (size - 1)) == 0)
+		e = kx_read(&__sentinel_mem, va, &v, size);   /* unaligned or narrow */
+	else
+		e = KX_EINVAL;
+	if (e) {
+		if (!*err)
+			*err = e;
+		return 0;
+	}
+	return v;
+}
+
+__attribute__((noinline)) void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err)
+{
+	int e = kx_read(&__sentinel_mem, va, dst, n);
+	if (e) {
+		uint8_t *d = (uint8_t *)dst;
+		for (uint64_t i = 0; i < n; i++)
+			d[i] = 0;
+		if (!*err)
+			*err = e;
+	}
+}
+
+#ifdef __NVPTX__
+#define FULL 0xffffffffu
+unsigned simt_lane(void) { return __nvvm_read_ptx_sreg_laneid(); }
+unsigned simt_nlanes(void) { return 32; }
+void simt_sync(void) { __nvvm_bar_warp_sync(FULL); }
+int simt_any(int v) { return __nvvm_vote_any_sync(FULL, v != 0); }
+int simt_all(int v) { return __nvvm_vote_all_sync(FULL, v != 0); }
+
+static uint64_t shfl_u64(uint64_t v, int delta)
+{
+	uint32_t lo = __nvvm_shfl_sync_bfly_i32(FULL, (int)(uint32_t)v, delta, 0x1f);
+	uint32_t hi = __nvvm_shfl_sync_bfly_i32(FULL, (int)(uint32_t)(v >> 32), delta, 0x1f);
+	return (uint64_t)hi << 32 | lo;
+}
+
+static double shfl_f64(double v, int delta)
+{
+	return __builtin_bit_cast(double, shfl_u64(__builtin_bit_cast(uint64_t, v), delta));
+}
+
+uint64_t simt_sum_u64(uint64_t v)
+{
+	for (int d = 16; d; d >>= 1)
+		v += shfl_u64(v, d);
+	return v;
+}
+
+double simt_sum_f64(double v)
+{
+	for (int d = 16; d; d >>= 1)
+		v += shfl_f64(v, d);
+	return v;
+}
+
+double simt_min_f64(double v)
+{
+	for (int d = 16; d; d >>= 1)
+		v = __builtin_fmin(v, shfl_f64(v, d));
+	return v;
+}
+
+double simt_max_f64(double v)
+{
+	for (int d = 16; d; d >>= 1)
+		v = __builtin_fmax(v, shfl_f64(v, d));
+	return v;
+}
+#else
+unsigned simt_lane(void) { return 0; }
+unsigned simt_nlanes(void) { return 1; }
+void simt_sync(void) {}
+int simt_any(int v) { return v != 0; }
+int simt_all(int v) { return v != 0; }
+uint64_t simt_sum_u64(uint64_t v) { return v; }
+double simt_sum_f64(double v) { return v; }
+double simt_min_f64(double v) { return v; }
+double simt_max_f64(double v) { return v; }
+#endif

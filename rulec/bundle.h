@@ -1,0 +1,99 @@
+/* bundle.h - the compiled rule set: one versioned, checksummed file.
+ *
+ *   header   "SNTLBNDL", u32 format (BD_FORMAT), u32 sections,
+ *            u64 payload bytes, u64 FNV-1a-64 of the payload
+ *   payload  sections, each: u32 kind, u32 name bytes, u64 data bytes,
+ *            name, data, zero padding to 8 bytes
+ *
+ * Sections: one JSON manifest (what the rules are and what the code needs:
+ * value tables, histories, jobs, relocations, the rules with their labels,
+ * annotations and source locations), one x86-64 ELF object (the CPU
+ * backend) and PTX, one section per GPU architecture.  Little-endian.
+ * docs/compiler.md describes the manifest.
+ *
+ * Ownership: a Bundle owns everything it points to; bd_free().
+ */
+#ifndef SENTINEL_BUNDLE_H
+#define SENTINEL_BUNDLE_H
+
+#include "catalog.h"
+#include "relo.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BD_MAGIC "SNTLBNDL"
+#define BD_FORMAT 1u
+#define BD_MAX_PTX 4
+
+typedef enum { BD_SEC_MANIFEST = 1, BD_SEC_HOST_OBJECT = 2, BD_SEC_PTX = 3 } BdSection;
+
+typedef struct BdKV {
+	char *key, *value;
+} BdKV;
+
+typedef struct BdRule {
+	char *name, *group, *severity, *file;
+	unsigned line, col;
+	char *expr, *clear, *description;
+	double for_s, clear_for_s;
+	unsigned m_of, n_of;
+	BdKV *labels, *annotations;
+	size_t nlabels, nannotations;
+	uint64_t metrics;         /* bit m: reads catalog metric m */
+	uint64_t hash;            /* of everything that decides its alert state */
+} BdRule;
+
+typedef struct BdHist {
+	MetricId metric;
+	double window;            /* the longest window over it, seconds */
+} BdHist;
+
+typedef struct BdJob {
+	int kind;                 /* CgJobKind: 0 cpus, 1 host, 2 cpu, 3 tasks */
+	MetricId metric;
+} BdJob;
+
+typedef struct BdPtx {
+	char arch[16];            /* "sm_70" */
+	char *text;
+	size_t len;
+} BdPtx;
+
+typedef struct Bundle {
+	char *rulec_version, *created;
+	char **sources;
+	size_t nsources;
+	unsigned abi;
+	/* value tables: slot i of each entity's table holds metric *_m[i] */
+	MetricId host_m[64], cpu_m[64], task_m[64];
+	unsigned nhost, ncpu, ntask;
+	bool comm;
+	BdHist *hist;
+	size_t nhist;
+	BdJob *jobs;
+	size_t njobs;
+	ReloSet relos;
+	BdRule *rules;
+	size_t nrules;
+	void *host_obj;
+	size_t host_len;
+	BdPtx ptx[BD_MAX_PTX];
+	size_t nptx;
+} Bundle;
+
+/* Write b to path (atomically: a temporary file, then rename). */
+int bd_write(const Bundle *b, const char *path, char *err, size_t n);
+/* Read and verify a bundle.  A wrong magic, format, checksum or manifest
+ * is an error that says which. */
+int bd_read(const char *path, Bundle **out, char *err, size_t n);
+int bd_parse(const void *data, size_t len, const char *name, Bundle **out, char *err, size_t n);
+void bd_free(Bundle *b);
+/* The manifest as JSON text (malloc'd), for `rulec --emit=manifest`. */
+char *bd_manifest_json(const Bundle *b);
+
+uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h);
+#define BD_FNV_INIT 0xcbf29ce484222325ull
+
+#endif

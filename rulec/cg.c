@@ -1,0 +1,634 @@
+/* cg.c - code generation for rules and collection jobs (see cg.h).
+ *
+ * Loops and accumulators use allocas; the optimiser turns them into SSA.
+ * Every function generated here runs on every lane of a warp: entity loops
+ * stride by simt_nlanes() from simt_lane() and finish with a warp
+ * reduction, so the same IR is right on the GPU (32 lanes) and the host
+ * (one).
+ */
+#include "cg.h"
+#include "../engine/snrt.h"
+
+#include <llvm-c/Core.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- IR building ---------------------------------------------------------------- */
+
+typedef struct Cg {
+	LLVMModuleRef m;
+	LLVMContextRef ctx;
+	LLVMBuilderRef b;
+	const CgProg *p;
+	LLVMTypeRef dbl, i32, i64, i8, i1, ptr, vd;
+	LLVMValueRef fn, w;       /* the function being built and its world argument */
+	char *err;
+	size_t errlen;
+	int nerr;
+} Cg;
+
+/* Which entity an expression ranges over, and the loop index if any. */
+typedef struct Ent {
+	int kind;                 /* -1: none (host), ENT_CPU, ENT_TASK */
+	LLVMValueRef idx;         /* i32 */
+} Ent;
+
+static LLVMValueRef cg_fn(Cg *C, const char *name)
+{
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
+	if (!f && !C->nerr++)
+		snprintf(C->err, C->errlen, "the runtime library has no %s (rulec and its library disagree: rebuild)",
+			 name);
+	return f;
+}
+
+static LLVMValueRef cg_call(Cg *C, const char *name, LLVMValueRef *args, unsigned n)
+{
+	LLVMValueRef f = cg_fn(C, name);
+	if (!f)
+		return LLVMGetUndef(C->dbl);
+	return LLVMBuildCall2(C->b, LLVMGlobalGetValueType(f), f, args, n, "");
+}
+
+static LLVMValueRef cg_real(Cg *C, double v) { return LLVMConstReal(C->dbl, v); }
+static LLVMValueRef cg_u32(Cg *C, unsigned v) { return LLVMConstInt(C->i32, v, 0); }
+static LLVMValueRef cg_s32(Cg *C, int v) { return LLVMConstInt(C->i32, (unsigned long long)(long long)v, 1); }
+
+static LLVMValueRef cg_alloca(Cg *C, LLVMTypeRef t, LLVMValueRef init, const char *name)
+{
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(C->b);
+	LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(C->fn);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry);
+	if (first)
+		LLVMPositionBuilderBefore(C->b, first);
+	else
+		LLVMPositionBuilderAtEnd(C->b, entry);
+	LLVMValueRef a = LLVMBuildAlloca(C->b, t, name);
+	LLVMPositionBuilderAtEnd(C->b, cur);
+	LLVMBuildStore(C->b, init, a);
+	return a;
+}
+
+static LLVMValueRef cg_ld(Cg *C, LLVMValueRef a) { return LLVMBuildLoad2(C->b, LLVMGetAllocatedType(a), a, ""); }
+
+static LLVMValueRef cg_intrinsic(Cg *C, const char *name, LLVMValueRef *args, unsigned n)
+{
+	unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(C->m, id, &C->dbl, 1);
+	return LLVMBuildCall2(C->b, LLVMIntrinsicGetType(C->ctx, id, &C->dbl, 1), f, args, n, "");
+}
+
+static LLVMValueRef cg_sel(Cg *C, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b)
+{
+	return LLVMBuildSelect(C->b, c, a, b, "");
+}
+
+static LLVMValueRef cg_isnan(Cg *C, LLVMValueRef x) { return LLVMBuildFCmp(C->b, LLVMRealUNO, x, x, ""); }
+static LLVMValueRef cg_nan(Cg *C) { return cg_real(C, NAN); }
+static LLVMValueRef cg_b2d(Cg *C, LLVMValueRef c) { return cg_sel(C, c, cg_real(C, 1), cg_real(C, 0)); }
+
+/* A loop `for (i = start; i < end; i += step) body`: returns the body's
+ * block with the builder in it and the index; cg_loop_end closes it. */
+typedef struct Loop {
+	LLVMValueRef iv, var;
+	LLVMBasicBlockRef head, body, latch, exit;
+	LLVMValueRef step;
+} Loop;
+
+static void cg_loop_begin(Cg *C, Loop *L, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
+{
+	L->var = cg_alloca(C, C->i32, start, "i");
+	L->step = step;
+	L->head = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "loop");
+	L->body = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "body");
+	L->latch = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "next");
+	L->exit = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "done");
+	LLVMBuildBr(C->b, L->head);
+	LLVMPositionBuilderAtEnd(C->b, L->head);
+	L->iv = cg_ld(C, L->var);
+	LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntULT, L->iv, end, ""), L->body, L->exit);
+	LLVMPositionBuilderAtEnd(C->b, L->body);
+}
+
+/* Skip to the next iteration unless cond (i1) holds. */
+static void cg_loop_continue_unless(Cg *C, Loop *L, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "keep");
+	LLVMBuildCondBr(C->b, cond, go, L->latch);
+	LLVMPositionBuilderAtEnd(C->b, go);
+}
+
+static void cg_loop_end(Cg *C, Loop *L)
+{
+	LLVMBuildBr(C->b, L->latch);
+	LLVMPositionBuilderAtEnd(C->b, L->latch);
+	LLVMBuildStore(C->b, LLVMBuildAdd(C->b, L->iv, L->step, ""), L->var);
+	LLVMBuildBr(C->b, L->head);
+	LLVMPositionBuilderAtEnd(C->b, L->exit);
+}
+
+static LLVMValueRef cg_lane_loop_start(Cg *C, Loop *L, LLVMValueRef end)
+{
+	LLVMValueRef lane = cg_call(C, "simt_lane", NULL, 0), nl = cg_call(C, "simt_nlanes", NULL, 0);
+	cg_loop_begin(C, L, lane, end, nl);
+	return L->iv;
+}
+
+/* ---- expressions --------------------------------------------------------------------- */
+
+static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent);
+
+static int cg_entity_of(const Expr *e)
+{
+	if (!e)
+		return -1;
+	if (e->kind == N_METRIC && cat_metrics[e->u.metric.id].entity != ENT_HOST)
+		return (int)cat_metrics[e->u.metric.id].entity;
+	int a = cg_entity_of(e->a);
+	return a >= 0 ? a : cg_entity_of(e->b);
+}
+
+static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
+{
+	MetricId m = e->u.metric.id;
+	const Metric *M = &cat_metrics[m];
+	int slot = C->p->slot[m];
+	if (slot < 0)
+		return cg_nan(C);
+	LLVMValueRef a[3] = {C->w, cg_u32(C, (unsigned)slot), ent.idx};
+	switch (M->entity) {
+	case ENT_HOST: return cg_call(C, "sn_host", a, 2);
+	case ENT_CPU: return cg_call(C, "sn_cpu", a, 3);
+	default: return cg_call(C, "sn_task", a, 3);
+	}
+}
+
+static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
+{
+	static const SnWinFn fns[B__COUNT] = {
+		[B_RATE] = SN_W_RATE, [B_DELTA] = SN_W_DELTA, [B_CHANGES] = SN_W_CHANGES,
+		[B_AVG_OVER_TIME] = SN_W_AVG, [B_MAX_OVER_TIME] = SN_W_MAX, [B_MIN_OVER_TIME] = SN_W_MIN,
+	};
+	const Expr *x = e->a;
+	int h = C->p->hist[x->u.metric.id];
+	if (h < 0)
+		return cg_nan(C);
+	LLVMValueRef idx = cat_metrics[x->u.metric.id].entity == ENT_HOST || !ent.idx ? cg_u32(C, 0) : ent.idx;
+	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx, cg_u32(C, fns[e->u.call.id]),
+			     cg_real(C, x->u.metric.window)};
+	return cg_call(C, "sn_window", a, 5);
+}
+
+/* a OP b over numbers: NaN if either is NaN, else 1 or 0 */
+static LLVMValueRef cg_compare(Cg *C, NodeKind k, LLVMValueRef a, LLVMValueRef b)
+{
+	LLVMRealPredicate p = k == N_LT ? LLVMRealOLT : k == N_LE ? LLVMRealOLE : k == N_GT ? LLVMRealOGT :
+			      k == N_GE ? LLVMRealOGE : k == N_EQ ? LLVMRealOEQ : LLVMRealONE;
+	LLVMValueRef uno = LLVMBuildFCmp(C->b, LLVMRealUNO, a, b, "");
+	return cg_sel(C, uno, cg_nan(C), cg_b2d(C, LLVMBuildFCmp(C->b, p, a, b, "")));
+}
+
+static LLVMValueRef cg_string_compare(Cg *C, const Expr *e, Ent ent)
+{
+	const Expr *lit = e->a->kind == N_STR ? e->a : e->b;
+	const Expr *met = lit == e->a ? e->b : e->a;
+	LLVMValueRef eq;
+	if (met->kind == N_STR) {            /* two literals */
+		eq = cg_real(C, lit->u.str.len == met->u.str.len && !memcmp(lit->u.str.s, met->u.str.s, lit->u.str.len));
+	} else if (met->u.metric.id == MET_TASK_COMM) {
+		char tmp[32];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)(lit->u.str.len < 16 ? lit->u.str.len : 16), lit->u.str.s);
+		LLVMValueRef s = LLVMBuildGlobalStringPtr(C->b, tmp, "comm");
+		LLVMValueRef a[4] = {C->w, ent.idx, s, cg_u32(C, (unsigned)strlen(tmp))};
+		LLVMValueRef r = cg_call(C, "sn_task_comm_eq", a, 4);
+		eq = LLVMBuildSIToFP(C->b, r, C->dbl, "");
+	} else {                                 /* task.state == "D": the letter's code */
+		LLVMValueRef v = cg_metric(C, met, ent);
+		eq = cg_compare(C, N_EQ, v, cg_real(C, lit->u.str.len ? (unsigned char)lit->u.str.s[0] : 0));
+	}
+	if (e->kind == N_NE)
+		eq = cg_sel(C, cg_isnan(C, eq), eq, LLVMBuildFSub(C->b, cg_real(C, 1), eq, ""));
+	return eq;
+}
+
+/* Three-valued logic on 1 / 0 / NaN */
+static LLVMValueRef cg_logic(Cg *C, const Expr *e, Ent ent)
+{
+	LLVMValueRef a = cg_expr(C, e->a, ent);
+	if (e->kind == N_NOT)
+		return cg_sel(C, cg_isnan(C, a), a, LLVMBuildFSub(C->b, cg_real(C, 1), a, ""));
+	LLVMValueRef b = cg_expr(C, e->b, ent);
+	LLVMValueRef uno = LLVMBuildFCmp(C->b, LLVMRealUNO, a, b, "");
+	if (e->kind == N_AND) {
+		LLVMValueRef f = LLVMBuildOr(C->b, LLVMBuildFCmp(C->b, LLVMRealOEQ, a, cg_real(C, 0), ""),
+					     LLVMBuildFCmp(C->b, LLVMRealOEQ, b, cg_real(C, 0), ""), "");
+		return cg_sel(C, f, cg_real(C, 0), cg_sel(C, uno, cg_nan(C), cg_real(C, 1)));
+	}
+	LLVMValueRef t = LLVMBuildOr(C->b, LLVMBuildFCmp(C->b, LLVMRealONE, a, cg_real(C, 0), ""),
+				     LLVMBuildFCmp(C->b, LLVMRealONE, b, cg_real(C, 0), ""), "");
+	return cg_sel(C, t, cg_real(C, 1), cg_sel(C, uno, cg_nan(C), cg_real(C, 0)));
+}
+
+static LLVMValueRef cg_reduce(Cg *C, const char *fn, LLVMValueRef v)
+{
+	return cg_call(C, fn, &v, 1);
+}
+
+/* Start an entity loop: the entity count, then per entity the online test
+ * (CPUs) and the where filter. */
+static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
+{
+	Loop L;
+	LLVMValueRef n = cg_call(C, kind == ENT_CPU ? "sn_ncpus" : "sn_ntasks", &C->w, 1);
+	cg_lane_loop_start(C, &L, n);
+	*ent = (Ent){kind, L.iv};
+	if (kind == ENT_CPU) {
+		LLVMValueRef a[2] = {C->w, L.iv};
+		LLVMValueRef on = cg_call(C, "sn_cpu_on", a, 2);
+		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
+	}
+	if (where) {
+		LLVMValueRef f = cg_expr(C, where, *ent);
+		cg_loop_continue_unless(C, &L, LLVMBuildFCmp(C->b, LLVMRealOEQ, f, cg_real(C, 1), ""));
+	}
+	return L;
+}
+
+static LLVMValueRef cg_aggregate(Cg *C, const Expr *e)
+{
+	BuiltinId id = e->u.call.id;
+	int kind = cg_entity_of(e->a);
+	if (kind < 0)
+		kind = cg_entity_of(e->b);
+	LLVMValueRef inf = cg_real(C, INFINITY);
+	LLVMValueRef t = cg_alloca(C, C->dbl, cg_real(C, 0), "n.true"), f = cg_alloca(C, C->dbl, cg_real(C, 0), "n.false");
+	LLVMValueRef u = cg_alloca(C, C->dbl, cg_real(C, 0), "n.unknown"), s = cg_alloca(C, C->dbl, cg_real(C, 0), "sum");
+	LLVMValueRef c = cg_alloca(C, C->dbl, cg_real(C, 0), "n");
+	LLVMValueRef mn = cg_alloca(C, C->dbl, inf, "min"), mx = cg_alloca(C, C->dbl, cg_real(C, -INFINITY), "max");
+	Ent ent;
+	Loop L = cg_entity_loop(C, kind, e->b, &ent);
+	LLVMValueRef x = cg_expr(C, e->a, ent);
+	LLVMValueRef isn = cg_isnan(C, x), one = cg_real(C, 1), zero = cg_real(C, 0);
+	if (id == B_ALL || id == B_ANY || id == B_COUNT) {
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, t), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, one, "")), ""), t);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, f), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, zero, "")), ""), f);
+	} else {
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, s), cg_sel(C, isn, zero, x), ""), s);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, c), cg_sel(C, isn, zero, one), ""), c);
+		LLVMValueRef a1[2] = {cg_ld(C, mn), x}, a2[2] = {cg_ld(C, mx), x};
+		LLVMBuildStore(C->b, cg_intrinsic(C, "llvm.minnum", a1, 2), mn);
+		LLVMBuildStore(C->b, cg_intrinsic(C, "llvm.maxnum", a2, 2), mx);
+	}
+	LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, u), cg_b2d(C, isn), ""), u);
+	cg_loop_end(C, &L);
+	LLVMValueRef T = cg_reduce(C, "simt_sum_f64", cg_ld(C, t)), F = cg_reduce(C, "simt_sum_f64", cg_ld(C, f));
+	LLVMValueRef U = cg_reduce(C, "simt_sum_f64", cg_ld(C, u));
+	LLVMValueRef S = cg_reduce(C, "simt_sum_f64", cg_ld(C, s)), N = cg_reduce(C, "simt_sum_f64", cg_ld(C, c));
+	LLVMValueRef MN = cg_reduce(C, "simt_min_f64", cg_ld(C, mn)), MX = cg_reduce(C, "simt_max_f64", cg_ld(C, mx));
+#define GT0(v) LLVMBuildFCmp(C->b, LLVMRealOGT, v, zero, "")
+	switch (id) {
+	case B_ALL:     /* false if any is false; unknown if any is unknown; false if none */
+		return cg_sel(C, GT0(F), zero, cg_sel(C, GT0(U), cg_nan(C), cg_sel(C, GT0(T), one, zero)));
+	case B_ANY:
+		return cg_sel(C, GT0(T), one, cg_sel(C, GT0(U), cg_nan(C), zero));
+	case B_COUNT:   /* entities known to hold; unknown ones are not counted */
+		return T;
+	case B_SUM:
+		return cg_sel(C, LLVMBuildAnd(C->b, GT0(U), LLVMBuildFCmp(C->b, LLVMRealOEQ, N, zero, ""), ""), cg_nan(C), S);
+	case B_AVG:
+		return cg_sel(C, GT0(N), LLVMBuildFDiv(C->b, S, N, ""), cg_nan(C));
+	case B_MIN:
+		return cg_sel(C, GT0(N), MN, cg_nan(C));
+	case B_MAX:
+		return cg_sel(C, GT0(N), MX, cg_nan(C));
+	default:
+		return cg_nan(C);
+	}
+#undef GT0
+}
+
+static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
+{
+	switch (e->kind) {
+	case N_NUM:
+		return cg_real(C, e->u.num.v);
+	case N_STR:
+		return cg_nan(C);          /* only inside comparisons */
+	case N_METRIC:
+		return cg_metric(C, e, ent);
+	case N_CALL: {
+		const Builtin *bi = &ast_builtins[e->u.call.id];
+		if (bi->cls == BC_WINDOW)
+			return cg_window(C, e, ent);
+		if (bi->cls == BC_AGG)
+			return cg_aggregate(C, e);
+		LLVMValueRef x = cg_expr(C, e->a, ent);       /* abs */
+		return cg_intrinsic(C, "llvm.fabs", &x, 1);
+	}
+	case N_NEG:
+		return LLVMBuildFNeg(C->b, cg_expr(C, e->a, ent), "");
+	case N_ADD: case N_SUB: case N_MUL: case N_DIV: {
+		LLVMValueRef a = cg_expr(C, e->a, ent), b = cg_expr(C, e->b, ent);
+		switch (e->kind) {
+		case N_ADD: return LLVMBuildFAdd(C->b, a, b, "");
+		case N_SUB: return LLVMBuildFSub(C->b, a, b, "");
+		case N_MUL: return LLVMBuildFMul(C->b, a, b, "");
+		default: return LLVMBuildFDiv(C->b, a, b, "");
+		}
+	}
+	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
+		if (cg_is_string(e->a) || cg_is_string(e->b))
+			return cg_string_compare(C, e, ent);
+		return cg_compare(C, e->kind, cg_expr(C, e->a, ent), cg_expr(C, e->b, ent));
+	case N_AND: case N_OR: case N_NOT:
+		return cg_logic(C, e, ent);
+	default:
+		return cg_nan(C);
+	}
+}
+
+/* ---- the rule's value ------------------------------------------------------------------ */
+
+/* The first numeric comparison or all()/any() reached through and/or/not. */
+static const Expr *cg_value_node(const Expr *e)
+{
+	if (!e)
+		return NULL;
+	switch (e->kind) {
+	case N_AND: case N_OR: {
+		const Expr *r = cg_value_node(e->a);
+		return r ? r : cg_value_node(e->b);
+	}
+	case N_NOT:
+		return cg_value_node(e->a);
+	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
+		return cg_is_string(e->a) || cg_is_string(e->b) ? NULL : e;
+	case N_CALL:
+		return e->u.call.id == B_ALL || e->u.call.id == B_ANY ? e : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* A best-entity tracker: key (compared), value, entity. */
+typedef struct Track {
+	LLVMValueRef k, v, e;
+	int dir;                  /* +1 largest key, -1 smallest */
+} Track;
+
+static Track cg_track_new(Cg *C, int dir, const char *name)
+{
+	Track t = {.dir = dir};
+	t.k = cg_alloca(C, C->dbl, cg_real(C, dir > 0 ? -INFINITY : INFINITY), name);
+	t.v = cg_alloca(C, C->dbl, cg_nan(C), name);
+	t.e = cg_alloca(C, C->dbl, cg_real(C, INFINITY), name);
+	return t;
+}
+
+static void cg_track(Cg *C, Track *t, LLVMValueRef k, LLVMValueRef v, LLVMValueRef e, LLVMValueRef when)
+{
+	LLVMValueRef better = LLVMBuildFCmp(C->b, t->dir > 0 ? LLVMRealOGT : LLVMRealOLT, k, cg_ld(C, t->k), "");
+	if (when)
+		better = LLVMBuildAnd(C->b, better, when, "");
+	LLVMBuildStore(C->b, cg_sel(C, better, k, cg_ld(C, t->k)), t->k);
+	LLVMBuildStore(C->b, cg_sel(C, better, v, cg_ld(C, t->v)), t->v);
+	LLVMBuildStore(C->b, cg_sel(C, better, e, cg_ld(C, t->e)), t->e);
+}
+
+/* Across lanes: the best key, then the lowest entity holding it, then its value. */
+static void cg_track_reduce(Cg *C, const Track *t, LLVMValueRef *value, LLVMValueRef *entity, LLVMValueRef *found)
+{
+	LLVMValueRef k = cg_ld(C, t->k), v = cg_ld(C, t->v), e = cg_ld(C, t->e);
+	LLVMValueRef K = cg_reduce(C, t->dir > 0 ? "simt_max_f64" : "simt_min_f64", k);
+	LLVMValueRef mine = LLVMBuildFCmp(C->b, LLVMRealOEQ, k, K, "");
+	LLVMValueRef E = cg_reduce(C, "simt_min_f64", cg_sel(C, mine, e, cg_real(C, INFINITY)));
+	LLVMValueRef it = LLVMBuildAnd(C->b, mine, LLVMBuildFCmp(C->b, LLVMRealOEQ, e, E, ""), "");
+	*value = cg_reduce(C, "simt_max_f64", cg_sel(C, it, v, cg_nan(C)));
+	*found = LLVMBuildFCmp(C->b, LLVMRealOLT, E, cg_real(C, INFINITY), "");
+	*entity = cg_sel(C, *found, E, cg_real(C, -1));
+}
+
+/* all(x OP t) / any(x OP t): which entity decides, and its x.  any():
+ * the extreme entity among those that hold (else among all); all(): the
+ * extreme over all (the closest to breaking it). */
+static void cg_value_agg(Cg *C, const Expr *agg, LLVMValueRef *value, LLVMValueRef *entity)
+{
+	const Expr *cmp = cg_value_node(agg->a);
+	if (!cmp || cmp->kind == N_CALL) {
+		*value = cg_nan(C);
+		*entity = cg_real(C, -1);
+		return;
+	}
+	int kind = cg_entity_of(agg->a);
+	if (kind < 0)
+		kind = cg_entity_of(agg->b);
+	bool any = agg->u.call.id == B_ANY;
+	int dir = cmp->kind == N_GT || cmp->kind == N_GE ? (any ? 1 : -1)
+		: cmp->kind == N_LT || cmp->kind == N_LE ? (any ? -1 : 1) : 0;
+	Track held = cg_track_new(C, dir ? dir : -1, "best.held"), all = cg_track_new(C, dir ? dir : -1, "best");
+	Ent ent;
+	Loop L = cg_entity_loop(C, kind, agg->b, &ent);
+	LLVMValueRef x = cg_expr(C, cmp->a, ent);
+	LLVMValueRef cond = cg_expr(C, agg->a, ent);
+	LLVMValueRef id;
+	if (kind == ENT_TASK) {
+		LLVMValueRef a[3] = {C->w, ent.idx, cg_u32(C, (unsigned)C->p->slot[MET_TASK_PID])};
+		id = LLVMBuildSIToFP(C->b, cg_call(C, "sn_task_pid", a, 3), C->dbl, "");
+	} else {
+		id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
+	}
+	LLVMValueRef key = dir ? x : LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");   /* ==, !=: the first */
+	LLVMValueRef known = LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "");
+	cg_track(C, &held, key, x, id, LLVMBuildAnd(C->b, known, LLVMBuildFCmp(C->b, LLVMRealOEQ, cond, cg_real(C, 1), ""), ""));
+	cg_track(C, &all, key, x, id, known);
+	cg_loop_end(C, &L);
+	LLVMValueRef hv, he, hf, av, ae, af;
+	cg_track_reduce(C, &held, &hv, &he, &hf);
+	cg_track_reduce(C, &all, &av, &ae, &af);
+	LLVMValueRef use_held = any ? hf : LLVMConstInt(C->i1, 0, 0);
+	*value = cg_sel(C, use_held, hv, av);
+	*entity = cg_sel(C, use_held, he, ae);
+}
+
+static void cg_value(Cg *C, const Expr *e, LLVMValueRef *value, LLVMValueRef *entity)
+{
+	const Expr *v = cg_value_node(e);
+	Ent none = {-1, NULL};
+	*entity = cg_real(C, -1);
+	if (!v) {
+		*value = cg_nan(C);
+	} else if (v->kind == N_CALL) {
+		cg_value_agg(C, v, value, entity);
+	} else {
+		*value = cg_expr(C, v->a, none);
+	}
+}
+
+/* ---- functions -------------------------------------------------------------------------- */
+
+static LLVMValueRef cg_begin(Cg *C, const char *name, LLVMTypeRef *params, unsigned n)
+{
+	LLVMTypeRef ft = LLVMFunctionType(C->vd, params, n, 0);
+	C->fn = LLVMAddFunction(C->m, name, ft);
+	LLVMSetLinkage(C->fn, LLVMInternalLinkage);
+	C->w = LLVMGetParam(C->fn, 0);
+	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, C->fn, "entry"));
+	return C->fn;
+}
+
+static LLVMValueRef cg_rule(Cg *C, size_t i)
+{
+	const Rule *r = &C->p->rs->v[i];
+	char name[32];
+	snprintf(name, sizeof name, "rule_%zu", i);
+	LLVMValueRef fn = cg_begin(C, name, &C->ptr, 1);
+	Ent none = {-1, NULL};
+	LLVMValueRef cond = cg_expr(C, r->expr, none);
+	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
+	LLVMValueRef value, entity;
+	cg_value(C, r->expr, &value, &entity);
+	/* the rule's constants: an sn_rdesc */
+	LLVMTypeRef ft[6] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32};
+	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 6, 0);
+	LLVMValueRef fv[6] = {
+		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
+		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
+		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL), cg_u32(C, 0)};
+	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
+	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 6, 0));
+	LLVMSetGlobalConstant(desc, 1);
+	LLVMSetLinkage(desc, LLVMPrivateLinkage);
+	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, cond, clear, value,
+			     LLVMBuildFPToSI(C->b, entity, C->i64, "")};
+	cg_call(C, "sn_step", a, 7);
+	LLVMBuildRetVoid(C->b);
+	return fn;
+}
+
+static void cg_put(Cg *C, const char *put, MetricId m, LLVMValueRef idx, LLVMValueRef v)
+{
+	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)C->p->slot[m]), cg_s32(C, C->p->hist[m]), idx, v};
+	if (idx)
+		cg_call(C, put, a, 5);
+	else {
+		a[3] = v;
+		cg_call(C, put, a, 4);
+	}
+}
+
+static LLVMValueRef cg_job(Cg *C, unsigned j)
+{
+	const CgJob *J = &C->p->jobs[j];
+	char name[32], fn[64];
+	snprintf(name, sizeof name, "job_%u", j);
+	LLVMValueRef f = cg_begin(C, name, &C->ptr, 1);
+	Loop L;
+	switch (J->kind) {
+	case JOB_CPUS: {
+		LLVMValueRef ids = cg_call(C, "km_cpu_ids", NULL, 0);
+		LLVMValueRef a[3] = {C->w, ids};
+		cg_call(C, "sn_cpus_set", a, 2);
+		cg_lane_loop_start(C, &L, ids);
+		a[1] = L.iv;
+		a[2] = cg_call(C, "km_cpu_online", &L.iv, 1);
+		cg_call(C, "sn_cpu_set_online", a, 3);
+		cg_loop_end(C, &L);
+		break;
+	}
+	case JOB_HOST:
+		cg_metric_fn(J->metric, fn, sizeof fn);
+		cg_put(C, "sn_put_host", J->metric, NULL, cg_call(C, fn, NULL, 0));
+		break;
+	case JOB_CPU: {
+		cg_metric_fn(J->metric, fn, sizeof fn);
+		LLVMValueRef ids = cg_call(C, "km_cpu_ids", NULL, 0);
+		cg_lane_loop_start(C, &L, ids);
+		cg_put(C, "sn_put_cpu", J->metric, L.iv, cg_call(C, fn, &L.iv, 1));
+		cg_loop_end(C, &L);
+		break;
+	}
+	case JOB_TASKS: {
+		LLVMValueRef wa[2] = {cg_call(C, "sn_scratch", &C->w, 1), cg_call(C, "sn_task_cap", &C->w, 1)};
+		LLVMValueRef walked = cg_call(C, "km_task_walk", wa, 2);
+		LLVMValueRef ba[2] = {C->w, walked};
+		LLVMValueRef n = cg_call(C, "sn_tasks_begin", ba, 2);
+		cg_lane_loop_start(C, &L, n);
+		LLVMValueRef pa[2] = {C->w, L.iv};
+		LLVMValueRef task = cg_call(C, "sn_task_ptr", pa, 2);
+		for (unsigned s = 0; s < C->p->ntask; s++) {
+			MetricId m = C->p->task_m[s];
+			cg_metric_fn(m, fn, sizeof fn);
+			cg_put(C, "sn_put_task", m, L.iv, cg_call(C, fn, &task, 1));
+		}
+		if (C->p->comm) {
+			LLVMValueRef ca[2] = {task, cg_call(C, "sn_task_comm_buf", pa, 2)};
+			cg_call(C, "km_task_comm", ca, 2);
+		}
+		cg_loop_end(C, &L);
+		break;
+	}
+	}
+	LLVMBuildRetVoid(C->b);
+	return f;
+}
+
+/* name(w, i): switch (i) { case k: fns[k](w); } */
+static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
+{
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
+	if (!f)
+		f = LLVMAddFunction(C->m, name, LLVMFunctionType(C->vd, pt, 2, 0));
+	LLVMGlobalClearMetadata(f);     /* the library's declaration carried debug info */
+	C->fn = f;
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, f, "entry");
+	LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(C->ctx, f, "out");
+	LLVMPositionBuilderAtEnd(C->b, entry);
+	LLVMValueRef sw = LLVMBuildSwitch(C->b, LLVMGetParam(f, 1), out, n);
+	for (unsigned i = 0; i < n; i++) {
+		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(C->ctx, f, "case");
+		LLVMAddCase(sw, cg_u32(C, i), bb);
+		LLVMPositionBuilderAtEnd(C->b, bb);
+		LLVMValueRef w = LLVMGetParam(f, 0);
+		LLVMBuildCall2(C->b, LLVMGlobalGetValueType(fns[i]), fns[i], &w, 1, "");
+		LLVMBuildBr(C->b, out);
+	}
+	LLVMPositionBuilderAtEnd(C->b, out);
+	LLVMBuildRetVoid(C->b);
+}
+
+int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
+{
+	Cg C = {.m = m, .ctx = LLVMGetModuleContext(m), .p = p, .err = err, .errlen = n};
+	C.b = LLVMCreateBuilderInContext(C.ctx);
+	C.dbl = LLVMDoubleTypeInContext(C.ctx);
+	C.i32 = LLVMInt32TypeInContext(C.ctx);
+	C.i64 = LLVMInt64TypeInContext(C.ctx);
+	C.i8 = LLVMInt8TypeInContext(C.ctx);
+	C.i1 = LLVMInt1TypeInContext(C.ctx);
+	C.ptr = LLVMPointerTypeInContext(C.ctx, 0);
+	C.vd = LLVMVoidTypeInContext(C.ctx);
+	size_t nrules = p->rs ? p->rs->n : 0;
+	LLVMValueRef *fns = malloc((nrules > p->njobs ? nrules : p->njobs) * sizeof *fns + 1);
+	if (!fns) {
+		LLVMDisposeBuilder(C.b);
+		snprintf(err, n, "out of memory");
+		return -ENOMEM;
+	}
+	for (unsigned j = 0; j < p->njobs && !C.nerr; j++)
+		fns[j] = cg_job(&C, j);
+	if (!C.nerr)
+		cg_dispatch(&C, "rules_collect", fns, p->njobs);
+	for (size_t i = 0; i < nrules && !C.nerr; i++)
+		fns[i] = cg_rule(&C, i);
+	if (!C.nerr)
+		cg_dispatch(&C, "rules_eval", fns, (unsigned)nrules);
+	free(fns);
+	LLVMDisposeBuilder(C.b);
+	return C.nerr ? -EINVAL : 0;
+}

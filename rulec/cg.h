@@ -1,0 +1,58 @@
+/* cg.h - code generation: a checked rule set becomes LLVM IR.
+ *
+ * cg_analyse() plans a program without LLVM: which metrics are read (one
+ * value-table slot each, shared by every rule), which need a history ring
+ * and how long, and the collection jobs (one per metric; one task walk).
+ * rulec --check runs it too, so its errors (rules the compiler cannot
+ * build) are reported with the checker's.
+ *
+ * cg_emit() adds to a module that already holds the runtime library:
+ *   rules_collect(w, job)   job j of the plan (calls the metric library)
+ *   rules_eval(w, rule)     rule i: condition, clear, value -> sn_step()
+ * through the LLVM-C builder.  Conditions are three-valued doubles: 1, 0,
+ * or NaN when a value could not be read (see docs/compiler.md).
+ */
+#ifndef SENTINEL_CG_H
+#define SENTINEL_CG_H
+
+#include "rules.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum { JOB_CPUS, JOB_HOST, JOB_CPU, JOB_TASKS } CgJobKind;
+
+typedef struct CgJob {
+	CgJobKind kind;
+	MetricId metric;          /* JOB_HOST, JOB_CPU */
+} CgJob;
+
+typedef struct CgProg {
+	const RuleSet *rs;        /* NULL: every catalog metric, no rules */
+	int slot[MET__COUNT];     /* value-table slot in its entity's table, -1 unused */
+	int hist[MET__COUNT];     /* history ring, -1 none */
+	double hist_win[MET__COUNT];  /* the longest window over it (seconds) */
+	MetricId host_m[MET__COUNT], cpu_m[MET__COUNT], task_m[MET__COUNT], hist_m[MET__COUNT];
+	unsigned nhost, ncpu, ntask, nhist;
+	bool comm;                /* task.comm is read */
+	CgJob jobs[MET__COUNT + 2];
+	unsigned njobs;
+	uint64_t *rule_metrics;   /* [rs->n]: bit m set when rule i reads metric m */
+} CgProg;
+
+/* Plan rs (or, with rs NULL, every metric).  Errors go to d with the rule's
+ * location; returns false when there were any. */
+bool cg_analyse(CgProg *p, const RuleSet *rs, DiagCtx *d);
+void cg_free(CgProg *p);
+
+/* Generate rules_collect and rules_eval into m.  Returns 0, or -errno with
+ * a message (a missing runtime function: a rulec bug). */
+struct LLVMOpaqueModule;
+int cg_emit(struct LLVMOpaqueModule *m, const CgProg *p, char *err, size_t n);
+
+/* "km_host_forks" for host.forks */
+void cg_metric_fn(MetricId id, char *buf, size_t n);
+/* a string literal or a string-valued metric (task.comm, task.state) */
+bool cg_is_string(const Expr *e);
+
+#endif

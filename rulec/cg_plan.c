@@ -1,0 +1,143 @@
+/* cg_plan.c - planning a rule set's program, without LLVM (see cg.h).
+ *
+ * rulec --check runs this too, so the rules the compiler cannot build are
+ * reported with the checker's diagnostics.
+ */
+#include "cg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(MET__COUNT <= 64, "rule_metrics is a 64-bit mask");
+
+void cg_metric_fn(MetricId id, char *buf, size_t n)
+{
+	snprintf(buf, n, "km_%s", cat_metrics[id].name);
+	for (char *p = buf; *p; p++)
+		if (*p == '.')
+			*p = '_';
+}
+
+/* ---- the plan ---------------------------------------------------------------- */
+
+typedef struct Plan {
+	CgProg *p;
+	const Rule *r;
+	const ExprSrc *src;
+	DiagCtx *d;
+	bool ok;
+} Plan;
+
+bool cg_is_string(const Expr *e)
+{
+	return e->kind == N_STR ||
+	       (e->kind == N_METRIC && (cat_metrics[e->u.metric.id].type == MT_STR ||
+					cat_metrics[e->u.metric.id].type == MT_STATE));
+}
+
+static void plan_use(CgProg *p, MetricId m)
+{
+	if (p->slot[m] >= 0 || m == MET_TASK_COMM) {
+		if (m == MET_TASK_COMM)
+			p->comm = true;
+		return;
+	}
+	switch (cat_metrics[m].entity) {
+	case ENT_HOST: p->host_m[p->nhost] = m; p->slot[m] = (int)p->nhost++; break;
+	case ENT_CPU: p->cpu_m[p->ncpu] = m; p->slot[m] = (int)p->ncpu++; break;
+	case ENT_TASK: p->task_m[p->ntask] = m; p->slot[m] = (int)p->ntask++; break;
+	}
+}
+
+static void plan_window(CgProg *p, MetricId m, double w)
+{
+	if (p->hist[m] < 0) {
+		p->hist_m[p->nhist] = m;
+		p->hist[m] = (int)p->nhist++;
+		p->hist_win[m] = 0;
+	}
+	if (w > p->hist_win[m])
+		p->hist_win[m] = w;
+}
+
+static void plan_expr(Plan *P, const Expr *e, uint64_t *mask)
+{
+	if (!e)
+		return;
+	switch (e->kind) {
+	case N_METRIC:
+		plan_use(P->p, e->u.metric.id);
+		*mask |= 1ull << e->u.metric.id;
+		if (e->u.metric.wlen)
+			plan_window(P->p, e->u.metric.id, e->u.metric.window);
+		return;
+	case N_EQ: case N_NE:
+		if (cg_is_string(e->a) || cg_is_string(e->b)) {
+			const Expr *lit = e->a->kind == N_STR ? e->a : e->b->kind == N_STR ? e->b : NULL;
+			const Expr *met = lit == e->a ? e->b : e->a;
+			if (!lit && met->kind == N_METRIC) {
+				diag_report(P->d, expr_loc(P->src, e->off, e->len), DIAG_UNSUPPORTED,
+					    "comparing two task names or states with each other is not supported; "
+					    "compare one with a literal, e.g. task.comm == \"postgres\"");
+				P->ok = false;
+			} else if (lit && met->kind == N_METRIC && met->u.metric.id == MET_TASK_COMM &&
+				   lit->u.str.len > 15) {
+				diag_report(P->d, expr_loc(P->src, lit->off, lit->len), DIAG_UNSUPPORTED,
+					    "the kernel keeps 15 characters of a task name; \"%.*s\" never matches: "
+					    "write its first 15 characters", (int)lit->u.str.len, lit->u.str.s);
+				P->ok = false;
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	plan_expr(P, e->a, mask);
+	plan_expr(P, e->b, mask);
+}
+
+bool cg_analyse(CgProg *p, const RuleSet *rs, DiagCtx *d)
+{
+	memset(p, 0, sizeof *p);
+	p->rs = rs;
+	for (int i = 0; i < MET__COUNT; i++)
+		p->slot[i] = p->hist[i] = -1;
+	bool ok = true;
+	if (!rs) {
+		for (int i = 0; i < MET__COUNT; i++)
+			plan_use(p, (MetricId)i);
+	} else {
+		p->rule_metrics = calloc(rs->n ? rs->n : 1, sizeof *p->rule_metrics);
+		if (!p->rule_metrics)
+			return false;
+		for (size_t i = 0; i < rs->n; i++) {
+			const Rule *r = &rs->v[i];
+			Plan P = {.p = p, .r = r, .d = d, .ok = true};
+			P.src = &r->expr_src;
+			plan_expr(&P, r->expr, &p->rule_metrics[i]);
+			P.src = &r->clear_src;
+			plan_expr(&P, r->clear, &p->rule_metrics[i]);
+			ok = ok && P.ok;
+		}
+	}
+	/* a task table always knows each task's PID: alerts name the task */
+	if (p->ntask || p->comm)
+		plan_use(p, MET_TASK_PID);
+	if (p->ncpu)
+		p->jobs[p->njobs++] = (CgJob){JOB_CPUS, 0};
+	for (unsigned i = 0; i < p->nhost; i++)
+		p->jobs[p->njobs++] = (CgJob){JOB_HOST, p->host_m[i]};
+	for (unsigned i = 0; i < p->ncpu; i++)
+		p->jobs[p->njobs++] = (CgJob){JOB_CPU, p->cpu_m[i]};
+	if (p->ntask)
+		p->jobs[p->njobs++] = (CgJob){JOB_TASKS, 0};
+	return ok;
+}
+
+void cg_free(CgProg *p)
+{
+	free(p->rule_metrics);
+	p->rule_metrics = NULL;
+}
+

@@ -1,0 +1,313 @@
+/* compile.c - from a checked rule set to a bundle (see compile.h). */
+#include "compile.h"
+#include "core.h"
+#include "llview.h"
+#include "lvm.h"
+#include "../engine/snrt.h"
+
+#include <llvm-c/DebugInfo.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct Target {
+	LvmTarget t;
+	LLVMContextRef ctx;
+	LLVMModuleRef m;
+	LvStats lv;
+} Target;
+
+static double comp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void comp_phase(const CompOpts *o, const char *what, double *t0)
+{
+	double t = comp_now();
+	if (o->progress)
+		fprintf(o->progress, "rulec: %-28s %7.3f s\n", what, t - *t0);
+	*t0 = t;
+}
+
+/* Everything but the entry points becomes internal, so the optimiser
+ * inlines the library into the rules and drops what no rule reads. */
+static void comp_internalize(LLVMModuleRef m)
+{
+	static const char *const keep[] = {"sn_tick", "sn_gpu_main", "sn_gpu_tick", "__sentinel_mem", CORE_TABLE};
+	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+		size_t len;
+		const char *name = LLVMGetValueName2(f, &len);
+		bool k = false;
+		for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+			k = k || !strcmp(name, keep[i]);
+		if (!LLVMIsDeclaration(f) && !k)
+			LLVMSetLinkage(f, LLVMInternalLinkage);
+		/* the target machine, not the library's build, picks the GPU */
+		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
+		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-features", 15);
+		/* rules and jobs stay functions: readable PTX, and code size per rule */
+		if (!strncmp(name, "rule_", 5) || !strncmp(name, "job_", 4))
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+						LLVMCreateEnumAttribute(LLVMGetModuleContext(m),
+									LLVMGetEnumAttributeKindForName("noinline", 8), 0));
+	}
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
+		size_t len;
+		const char *name = LLVMGetValueName2(g, &len);
+		bool k = false;
+		for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+			k = k || !strcmp(name, keep[i]);
+		if (!LLVMIsDeclaration(g) && !k)
+			LLVMSetLinkage(g, LLVMInternalLinkage);
+	}
+}
+
+static int comp_print(const CompOpts *o, LLVMModuleRef m)
+{
+	char *s = lvm_print(m);
+	if (!s)
+		return -ENOMEM;
+	fputs(s, o->emit_out ? o->emit_out : stdout);
+	free(s);
+	return 0;
+}
+
+static uint64_t comp_rule_hash(const Rule *r)
+{
+	uint64_t h = BD_FNV_INIT;
+	h = bd_fnv1a(r->expr_src.text, r->expr_src.len, h);
+	h = bd_fnv1a("\0", 1, h);
+	if (r->clear)
+		h = bd_fnv1a(r->clear_src.text, r->clear_src.len, h);
+	double nums[3] = {r->for_s, r->clear_for_s, (double)r->m_of * 4096 + r->n_of};
+	return bd_fnv1a(nums, sizeof nums, h);
+}
+
+static char *comp_strndup(const char *s, size_t n)
+{
+	char *r = malloc(n + 1);
+	if (r) {
+		memcpy(r, s, n);
+		r[n] = 0;
+	}
+	return r;
+}
+
+static BdKV *comp_kvs(const KV *kv, size_t n)
+{
+	BdKV *r = calloc(n + 1, sizeof *r);
+	for (size_t i = 0; r && i < n; i++) {
+		r[i].key = strdup(kv[i].key);
+		r[i].value = strdup(kv[i].value ? kv[i].value : "");
+	}
+	return r;
+}
+
+/* The manifest's view of the plan and the rules. */
+static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
+{
+	b->abi = SN_ABI_VERSION;
+	b->rulec_version = strdup(o->version ? o->version : "?");
+	char when[32];
+	time_t now = time(NULL);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	b->created = strdup(when);
+	memcpy(b->host_m, p->host_m, p->nhost * sizeof *p->host_m);
+	memcpy(b->cpu_m, p->cpu_m, p->ncpu * sizeof *p->cpu_m);
+	memcpy(b->task_m, p->task_m, p->ntask * sizeof *p->task_m);
+	b->nhost = p->nhost;
+	b->ncpu = p->ncpu;
+	b->ntask = p->ntask;
+	b->comm = p->comm;
+	b->hist = calloc(p->nhist + 1, sizeof *b->hist);
+	b->jobs = calloc(p->njobs + 1, sizeof *b->jobs);
+	if (!b->hist || !b->jobs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < p->nhist; i++)
+		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]]};
+	for (unsigned i = 0; i < p->njobs; i++)
+		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric};
+	const RuleSet *rs = p->rs;
+	if (!rs)
+		return 0;
+	b->sources = calloc(rs->nfiles + 1, sizeof *b->sources);
+	b->rules = calloc(rs->n + 1, sizeof *b->rules);
+	if (!b->sources || !b->rules)
+		return -ENOMEM;
+	for (size_t i = 0; i < rs->nfiles; i++)
+		b->sources[b->nsources++] = strdup(rs->files[i]->name);
+	for (size_t i = 0; i < rs->n; i++) {
+		const Rule *r = &rs->v[i];
+		BdRule *x = &b->rules[b->nrules++];
+		SrcLoc loc = yt_loc(r->name_node);
+		x->name = strdup(r->name);
+		x->group = r->group ? strdup(r->group) : NULL;
+		x->severity = strdup(severity_name(r->severity));
+		x->file = strdup(loc.file ? loc.file->name : "?");
+		x->line = loc.line;
+		x->col = loc.col;
+		x->expr = comp_strndup(r->expr_src.text, r->expr_src.len);
+		x->clear = r->clear ? comp_strndup(r->clear_src.text, r->clear_src.len) : NULL;
+		x->description = r->description ? strdup(r->description) : NULL;
+		x->for_s = r->for_s;
+		x->clear_for_s = r->clear_for_s;
+		x->m_of = r->m_of;
+		x->n_of = r->n_of;
+		x->labels = comp_kvs(r->labels, r->nlabels);
+		x->nlabels = r->nlabels;
+		x->annotations = comp_kvs(r->annotations, r->nannotations);
+		x->nannotations = r->nannotations;
+		x->metrics = p->rule_metrics[i];
+		x->hash = comp_rule_hash(r);
+	}
+	return 0;
+}
+
+static int comp_front(Target *T, const CgProg *p, ReloSet *relos, char *err, size_t n)
+{
+	T->ctx = LLVMContextCreate();
+	int e = lvm_load_library(T->ctx, T->t, &T->m, err, n);
+	if (!e)
+		e = cg_emit(T->m, p, err, n);
+	if (!e)
+		e = core_relocate(T->m, relos, err, n);
+	return e;
+}
+
+static void comp_dispose(Target *T)
+{
+	if (T->m)
+		LLVMDisposeModule(T->m);
+	if (T->ctx)
+		LLVMContextDispose(T->ctx);
+}
+
+/* One PTX text per architecture; each from its own copy of the module
+ * (code generation may rewrite the IR it is given). */
+static int comp_ptx(const Target *T, const char *archs, Bundle *b, const CompOpts *o, char *err, size_t n)
+{
+	char list[128];
+	snprintf(list, sizeof list, "%s", archs);
+	for (char *save = NULL, *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+		if (strncmp(a, "sm_", 3) || b->nptx == BD_MAX_PTX)
+			return snprintf(err, n, "--gpu-arch: '%s' is not an architecture such as sm_70 "
+				       "(at most %d)", a, BD_MAX_PTX), -EINVAL;
+		LLVMTargetMachineRef tm;
+		int e = lvm_machine(LVM_NVPTX, a, &tm, err, n);
+		if (e)
+			return e;
+		LLVMModuleRef copy = LLVMCloneModule(T->m);
+		BdPtx *x = &b->ptx[b->nptx];
+		void *text;
+		e = lvm_emit(copy, tm, &text, &x->len, err, n);
+		LLVMDisposeModule(copy);
+		LLVMDisposeTargetMachine(tm);
+		if (e)
+			return e;
+		x->text = text;
+		snprintf(x->arch, sizeof x->arch, "%s", a);
+		b->nptx++;
+		if (o->progress)
+			fprintf(o->progress, "rulec: PTX for %-16s %7zu bytes\n", a, x->len);
+	}
+	return 0;
+}
+
+int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n)
+{
+	Target T[2] = {{.t = LVM_HOST}, {.t = LVM_NVPTX}};
+	Bundle *b = calloc(1, sizeof *b);
+	LLVMTargetMachineRef tm_host = NULL, tm_ptx = NULL;
+	double t0 = comp_now();
+	int e = b ? 0 : -ENOMEM;
+	*out = NULL;
+	const char *emit = o->emit;
+	for (int i = 0; i < 2 && !e; i++)
+		e = comp_front(&T[i], p, &b->relos, err, n);
+	if (!e)
+		comp_phase(o, "generate and relocate", &t0);
+	for (int i = 0; i < 2 && !e; i++) {
+		e = core_finish(T[i].m, &b->relos);
+		if (!e)
+			e = lv_rewrite(T[i].m, &T[i].lv, err, n);
+		if (!e)
+			e = lvm_verify(T[i].m, i ? "GPU code" : "host code", err, n);
+	}
+	if (!e)
+		comp_phase(o, "LLView", &t0);
+	if (!e && emit && !strcmp(emit, "llvm")) {
+		e = comp_print(o, T[1].m);
+		goto out;
+	}
+	if (!e && emit && !strcmp(emit, "llview-stats")) {
+		for (int i = 0; i < 2; i++)
+			fprintf(o->emit_out ? o->emit_out : stdout,
+				"%s: %u kernel loads rewritten in %u functions, %u kernel copies, %u loads proved local\n",
+				i ? "nvptx" : "host", T[i].lv.loads_kernel, T[i].lv.functions, T[i].lv.copies_kernel,
+				T[i].lv.loads_local);
+		goto out;
+	}
+	for (int i = 0; i < 2 && !e; i++) {
+		comp_internalize(T[i].m);
+		LLVMStripModuleDebugInfo(T[i].m);
+	}
+	if (!e)
+		e = lvm_machine(LVM_HOST, NULL, &tm_host, err, n);
+	if (!e)
+		e = lvm_machine(LVM_NVPTX, "sm_70", &tm_ptx, err, n);
+	if (!e)
+		e = lvm_optimize(T[0].m, tm_host, err, n);
+	if (!e)
+		e = lvm_optimize(T[1].m, tm_ptx, err, n);
+	if (!e)
+		comp_phase(o, "optimise", &t0);
+	if (!e && emit && (!strcmp(emit, "llvm-opt") || !strcmp(emit, "llvm-host"))) {
+		e = comp_print(o, T[strcmp(emit, "llvm-host") ? 1 : 0].m);
+		goto out;
+	}
+	if (!e)
+		e = lvm_emit(T[0].m, tm_host, &b->host_obj, &b->host_len, err, n);
+	if (!e)
+		comp_phase(o, "host code", &t0);
+	if (!e)
+		e = comp_ptx(&T[1], emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS,
+			     b, o, err, n);
+	if (!e)
+		comp_phase(o, "PTX", &t0);
+	if (!e && emit && !strcmp(emit, "ptx")) {
+		fputs(b->ptx[0].text, o->emit_out ? o->emit_out : stdout);
+		goto out;
+	}
+	if (!e)
+		e = comp_fill(b, p, o);
+	if (!e && emit && !strcmp(emit, "manifest")) {
+		char *s = bd_manifest_json(b);
+		fprintf(o->emit_out ? o->emit_out : stdout, "%s\n", s ? s : "");
+		free(s);
+		goto out;
+	}
+	if (!e && emit) {
+		snprintf(err, n, "--emit takes llvm, llvm-opt, llvm-host, ptx, manifest or llview-stats");
+		e = -EINVAL;
+	}
+	if (!e) {
+		*out = b;
+		b = NULL;
+	}
+out:
+	if (e == -ENOMEM && !*err)
+		snprintf(err, n, "out of memory");
+	if (tm_host)
+		LLVMDisposeTargetMachine(tm_host);
+	if (tm_ptx)
+		LLVMDisposeTargetMachine(tm_ptx);
+	for (int i = 0; i < 2; i++)
+		comp_dispose(&T[i]);
+	bd_free(b);
+	return e;
+}

@@ -1,0 +1,175 @@
+/* lvm.c - rulec's one door to LLVM's infrastructure (see lvm.h). */
+#include "lvm.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The runtime library, built by make (build/lib/sentinel.*.bc) and linked
+ * into rulec (rulec/libbc.c). */
+extern const char lvm_bc_host[], lvm_bc_host_end[];
+extern const char lvm_bc_nvptx[], lvm_bc_nvptx_end[];
+
+static int lvm_msg(char *err, size_t n, int code, const char *what, const char *msg)
+{
+	snprintf(err, n, "%s: %s", what, msg && *msg ? msg : "unknown LLVM error");
+	return code;
+}
+
+int lvm_error(LLVMErrorRef e, const char *what, char *err, size_t n)
+{
+	char *m = LLVMGetErrorMessage(e);       /* consumes e */
+	lvm_msg(err, n, -EINVAL, what, m);
+	LLVMDisposeErrorMessage(m);
+	return -EINVAL;
+}
+
+static pthread_once_t lvm_once = PTHREAD_ONCE_INIT;
+
+static void lvm_init(void)
+{
+	LLVMInitializeX86TargetInfo();
+	LLVMInitializeX86Target();
+	LLVMInitializeX86TargetMC();
+	LLVMInitializeX86AsmPrinter();
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+}
+
+static int lvm_parse(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *what, LLVMModuleRef *out,
+		     char *err, size_t n)
+{
+	/* bitcode first; textual IR (tests) otherwise */
+	const char *start = LLVMGetBufferStart(buf);
+	size_t len = LLVMGetBufferSize(buf);
+	if (len >= 4 && !memcmp(start, "BC\xc0\xde", 4)) {
+		if (LLVMParseBitcodeInContext2(ctx, buf, out)) {
+			LLVMDisposeMemoryBuffer(buf);
+			return lvm_msg(err, n, -EINVAL, what, "not valid LLVM bitcode");
+		}
+		LLVMDisposeMemoryBuffer(buf);
+		return 0;
+	}
+	char *msg = NULL;
+	if (LLVMParseIRInContext(ctx, buf, out, &msg)) {      /* takes buf */
+		lvm_msg(err, n, -EINVAL, what, msg);
+		LLVMDisposeMessage(msg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int lvm_load_library(LLVMContextRef ctx, LvmTarget t, LLVMModuleRef *out, char *err, size_t n)
+{
+	pthread_once(&lvm_once, lvm_init);
+	const char *b = t == LVM_NVPTX ? lvm_bc_nvptx : lvm_bc_host;
+	const char *e = t == LVM_NVPTX ? lvm_bc_nvptx_end : lvm_bc_host_end;
+	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(b, (size_t)(e - b), "sentinel-runtime", 0);
+	return lvm_parse(ctx, buf, "the runtime library built into rulec", out, err, n);
+}
+
+int lvm_load_file(LLVMContextRef ctx, const char *path, LLVMModuleRef *out, char *err, size_t n)
+{
+	pthread_once(&lvm_once, lvm_init);
+	LLVMMemoryBufferRef buf;
+	char *msg = NULL;
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+		lvm_msg(err, n, -ENOENT, path, msg);
+		LLVMDisposeMessage(msg);
+		return -ENOENT;
+	}
+	return lvm_parse(ctx, buf, path, out, err, n);
+}
+
+int lvm_machine(LvmTarget t, const char *cpu, LLVMTargetMachineRef *out, char *err, size_t n)
+{
+	pthread_once(&lvm_once, lvm_init);
+	const char *triple = t == LVM_NVPTX ? LVM_NVPTX_TRIPLE : LVM_HOST_TRIPLE;
+	LLVMTargetRef target;
+	char *msg = NULL;
+	if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+		lvm_msg(err, n, -ENOTSUP, triple, msg);
+		LLVMDisposeMessage(msg);
+		return -ENOTSUP;
+	}
+	if (!cpu)
+		cpu = t == LVM_NVPTX ? "sm_70" : LVM_HOST_CPU;
+	/* PTX 7.8 (CUDA 11.8 drivers and later) has everything we use */
+	const char *features = t == LVM_NVPTX ? "+ptx78" : "";
+	*out = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelDefault,
+				       t == LVM_NVPTX ? LLVMRelocDefault : LLVMRelocPIC, LLVMCodeModelDefault);
+	if (!*out)
+		return lvm_msg(err, n, -ENOTSUP, triple, "LLVM cannot make a target machine for this CPU");
+	return 0;
+}
+
+int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n)
+{
+	char *msg = NULL;
+	if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+		/* the first line is enough: the rest is the offending IR */
+		char *nl = msg && !getenv("SENTINEL_DEBUG_VERIFY") ? strchr(msg, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		snprintf(err, n, "%s: the generated code does not verify (a rulec bug; please report it): %s",
+			 what, msg ? msg : "?");
+		LLVMDisposeMessage(msg);
+		return -EINVAL;
+	}
+	LLVMDisposeMessage(msg);
+	return 0;
+}
+
+int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t n)
+{
+	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+	/* GPU loads of host memory are the cost: keep them scalar and
+	 * independent, never vectorised into wide loads of kernel memory */
+	LLVMPassBuilderOptionsSetLoopVectorization(o, 0);
+	LLVMPassBuilderOptionsSetSLPVectorization(o, 0);
+	LLVMErrorRef e = LLVMRunPasses(m, "default<O2>", tm, o);
+	LLVMDisposePassBuilderOptions(o);
+	return e ? lvm_error(e, "optimiser", err, n) : 0;
+}
+
+int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n)
+{
+	char *triple = LLVMGetTargetMachineTriple(tm);
+	int ptx = strncmp(triple, "nvptx", 5) == 0;
+	LLVMDisposeMessage(triple);
+	LLVMMemoryBufferRef buf;
+	char *msg = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, ptx ? LLVMAssemblyFile : LLVMObjectFile, &msg, &buf)) {
+		lvm_msg(err, n, -EINVAL, ptx ? "PTX code generation" : "host code generation", msg);
+		LLVMDisposeMessage(msg);
+		return -EINVAL;
+	}
+	*len = LLVMGetBufferSize(buf);
+	*out = malloc(*len + 1);
+	if (!*out) {
+		LLVMDisposeMemoryBuffer(buf);
+		return lvm_msg(err, n, -ENOMEM, "code generation", "out of memory");
+	}
+	memcpy(*out, LLVMGetBufferStart(buf), *len);
+	((char *)*out)[*len] = 0;
+	LLVMDisposeMemoryBuffer(buf);
+	return 0;
+}
+
+char *lvm_print(LLVMModuleRef m)
+{
+	char *s = LLVMPrintModuleToString(m);
+	char *r = strdup(s);
+	LLVMDisposeMessage(s);
+	return r;
+}

@@ -1,0 +1,46 @@
+/* lvm.h - rulec's one door to LLVM's infrastructure.
+ *
+ * Targets, target machines, the runtime library bitcode built into rulec,
+ * the optimisation pipeline and code emission.  Every LLVMErrorRef and
+ * every LLVM error message is translated here (lvm_error) and nowhere else.
+ * Errors are negative errno values with a message in the caller's buffer.
+ */
+#ifndef SENTINEL_LVM_H
+#define SENTINEL_LVM_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/TargetMachine.h>
+
+#include <stddef.h>
+
+typedef enum { LVM_HOST, LVM_NVPTX } LvmTarget;
+
+#define LVM_HOST_TRIPLE "x86_64-unknown-linux-gnu"
+#define LVM_NVPTX_TRIPLE "nvptx64-nvidia-cuda"
+#define LVM_HOST_CPU "x86-64"            /* bundles move between hosts: no -march=native */
+
+/* Translate an LLVMErrorRef (consumed) into err; returns -EINVAL. */
+int lvm_error(LLVMErrorRef e, const char *what, char *err, size_t n);
+
+/* The runtime library (metric library, translation runtime, evaluation
+ * runtime) as bitcode for a target, parsed into ctx. */
+int lvm_load_library(LLVMContextRef ctx, LvmTarget t, LLVMModuleRef *out, char *err, size_t n);
+/* The same from a bitcode or textual IR file (tests, --llview). */
+int lvm_load_file(LLVMContextRef ctx, const char *path, LLVMModuleRef *out, char *err, size_t n);
+
+/* A target machine: cpu is e.g. "sm_70" for NVPTX (NULL: LVM_HOST_CPU for
+ * the host). */
+int lvm_machine(LvmTarget t, const char *cpu, LLVMTargetMachineRef *out, char *err, size_t n);
+
+/* Verify, then run `default<O2>`. */
+int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n);
+int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t n);
+
+/* PTX text (NVPTX) or an ELF object (host), malloc'd into *out. */
+int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n);
+
+/* Textual IR of m, malloc'd. */
+char *lvm_print(LLVMModuleRef m);
+
+#endif
