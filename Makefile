@@ -40,7 +40,7 @@ KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
-ENG_SRC :=
+ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)

@@ -29,11 +29,21 @@ static void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)
 	sn_hist *H = &w->hist[h];
 	if (entity >= H->entities)
 		return;
-	uint32_t p = H->pos[entity];
-	H->ring[(uint64_t)entity * H->cap + p] = (sn_sample){w->now, v};
+	sn_sample *ring = H->ring + (uint64_t)entity * H->cap;
+	uint32_t p = H->pos[entity], len = H->len[entity];
+	if (H->stride_ns && len >= 2) {
+		/* the sample before the newest is less than a stride old: the
+		 * newest moves forward instead of a new one being added */
+		uint32_t last = p == 0 ? H->cap - 1 : p - 1, before = last == 0 ? H->cap - 1 : last - 1;
+		if (w->now - ring[before].t < H->stride_ns) {
+			ring[last] = (sn_sample){w->now, v};
+			return;
+		}
+	}
+	ring[p] = (sn_sample){w->now, v};
 	H->pos[entity] = p + 1 == H->cap ? 0 : p + 1;
-	if (H->len[entity] < H->cap)
-		H->len[entity]++;
+	if (len < H->cap)
+		H->len[entity] = len + 1;
 }
 
 static void sn_count_error(sn_world *w, double v)
@@ -221,7 +231,7 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	const sn_sample *ring = H->ring + (uint64_t)entity * cap;
 	uint32_t i = H->pos[entity] == 0 ? cap - 1 : H->pos[entity] - 1;
 	const sn_sample newest = ring[i];
-	uint64_t win = (uint64_t)(window_s * 1e9), slack = w->tick_ns / 2;
+	uint64_t win = (uint64_t)(window_s * 1e9), slack = H->slack_ns;
 	sn_sample oldest = newest, prev = newest;
 	double sum = sn_isnan(newest.v) ? 0 : newest.v, mx = newest.v, mn = newest.v, changes = 0;
 	uint32_t n = sn_isnan(newest.v) ? 0 : 1;

@@ -111,7 +111,9 @@ typedef struct sn_sample {
 	double v;
 } sn_sample;
 
-/* History slot h keeps, for each entity, `cap` samples of one metric. */
+/* History slot h keeps, for each entity, `cap` samples of one metric.
+ * A window longer than cap ticks keeps one sample per `stride_ns` (the
+ * newest is always this tick's): windows are then exact to one stride. */
 typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK } SnEntity;
 
 typedef struct sn_hist {
@@ -119,6 +121,8 @@ typedef struct sn_hist {
 	uint32_t entities;         /* 1 (host), max CPUs, or task slots */
 	uint32_t kind;             /* SnEntity */
 	uint32_t _pad;
+	uint64_t stride_ns;        /* 0: a sample every tick */
+	uint64_t slack_ns;         /* half the spacing of samples: window edges */
 	sn_sample *ring;           /* [entities][cap] */
 	uint32_t *pos;             /* [entities]: next write index */
 	uint32_t *len;             /* [entities]: samples held */

@@ -3,13 +3,18 @@
  * This is how an admin checks that Sentinel sees their kernel correctly
  * before trusting rules on it: the same discovery and translation code the
  * detector uses, printing what it finds. */
+#include "compile.h"
+#include "engine.h"
 #include "kbtf.h"
 #include "ktarget.h"
 #include "kwalk.h"
 #include "msrc.h"
+#include "units.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,8 @@ static void usage(FILE *out)
 "  xlate ADDR...      translate kernel virtual addresses (hex) to physical\n"
 "  kallsyms           print the symbol table in /proc/kallsyms format\n"
 "  btf FILE           save the kernel's BTF (raw) to FILE\n"
+"  metrics            every catalog metric, computed by the compiled metric\n"
+"                     library (the detector's own code) on the CPU or the GPU\n"
 "\n"
 "Sources (--source, or $SENTINEL_SOURCE):\n"
 "  ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file (share=on)\n"
@@ -48,6 +55,13 @@ static void usage(FILE *out)
 "      --cpu N        per-CPU reads: only CPU N\n"
 "      --sum          per-CPU reads: print only the sum over possible CPUs\n"
 "  -v, --value        print values only (for scripts)\n"
+"metrics options:\n"
+"      --every DURATION repeat every DURATION (e.g. 500ms) until --count\n"
+"      --count N        print N times (default 1; with --every, forever)\n"
+"      --json           one JSON object per sample\n"
+"      --backend B      cpu, cuda or auto (default cpu)\n"
+"      --bundle FILE    run a bundle made by rulec --all-metrics -o FILE\n"
+"                       (default: compile one now, about a second)\n"
 "  -h, --help         this help\n"
 "\n"
 "Exit status: 0 ok, 1 a read failed, 2 usage error or no kernel found.\n"
@@ -174,8 +188,180 @@ static int cmd_tasks(const KTarget *t, bool value)
 	return rc;
 }
 
+/* ---- metrics: the compiled metric library, run by the engine ---------------------------- */
+
+typedef struct MetricsOpts {
+	const char *bundle, *backend;
+	double every;
+	long count;
+	bool json;
+} MetricsOpts;
+
+static void fmt_value(const Metric *m, double v, char *buf, size_t n)
+{
+	if (isnan(v))
+		snprintf(buf, n, "<read error>");
+	else if (m->type == MT_STATE)
+		snprintf(buf, n, "%c", (char)v);
+	else if (m->type == MT_BOOL)
+		snprintf(buf, n, "%s", v != 0 ? "yes" : "no");
+	else if (m->unit == MU_SECONDS)
+		snprintf(buf, n, "%.3f s", v);
+	else if (m->unit == MU_BYTES)
+		snprintf(buf, n, "%.0f KiB", v / 1024);
+	else if (m->unit == MU_LOAD)
+		snprintf(buf, n, "%.2f", v);
+	else
+		snprintf(buf, n, "%.0f", v);
+}
+
+static json_t *json_value(const Metric *m, double v)
+{
+	if (isnan(v))
+		return json_null();
+	if (m->type == MT_STATE) {
+		char s[2] = {(char)v, 0};
+		return json_string(s);
+	}
+	if (m->type == MT_BOOL)
+		return json_boolean(v != 0);
+	return json_real(v);
+}
+
+static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, const MetricsOpts *o, long sample)
+{
+	const RlResult *res = eng_relocs(e);
+	char buf[64];
+	if (o->json) {
+		json_t *j = json_object(), *host = json_object(), *cpus = json_array(), *tasks = json_array();
+		json_object_set_new(j, "sample", json_integer(sample));
+		json_object_set_new(j, "backend", json_string(eng_backend(e) == ENG_CUDA ? "cuda" : "cpu"));
+		for (unsigned i = 0; i < b->nhost; i++)
+			json_object_set_new(host, cat_metrics[b->host_m[i]].name, json_value(&cat_metrics[b->host_m[i]], w->host[i]));
+		json_object_set_new(j, "host", host);
+		for (uint32_t c = 0; c < w->ncpus; c++) {
+			json_t *o2 = json_pack("{s:i, s:b}", "cpu", (int)c, "online", w->cpu_on[c] != 0);
+			for (unsigned i = 0; i < b->ncpu; i++)
+				json_object_set_new(o2, cat_metrics[b->cpu_m[i]].name,
+						    json_value(&cat_metrics[b->cpu_m[i]], w->cpu[(size_t)i * w->max_cpus + c]));
+			json_array_append_new(cpus, o2);
+		}
+		json_object_set_new(j, "cpus", cpus);
+		for (uint32_t r = 0; r < w->tasks.n; r++) {
+			json_t *o2 = json_object();
+			for (unsigned i = 0; i < b->ntask; i++)
+				json_object_set_new(o2, cat_metrics[b->task_m[i]].name,
+						    json_value(&cat_metrics[b->task_m[i]], w->tasks.val[(size_t)i * w->tasks.cap + r]));
+			if (b->comm)
+				json_object_set_new(o2, "task.comm", json_stringn(w->tasks.comm[r], strnlen(w->tasks.comm[r], 16)));
+			json_array_append_new(tasks, o2);
+		}
+		json_object_set_new(j, "tasks", tasks);
+		if (w->tasks.err)
+			json_object_set_new(j, "task_walk_error", json_integer(w->tasks.err));
+		json_t *un = json_object();
+		for (int m = 0; m < MET__COUNT; m++)
+			if (!res->avail[m])
+				json_object_set_new(un, cat_metrics[m].name, json_string(res->reason[m]));
+		json_object_set_new(j, "unavailable", un);
+		char *s = json_dumps(j, JSON_COMPACT);
+		puts(s);
+		free(s);
+		json_decref(j);
+		fflush(stdout);
+		return;
+	}
+	if (sample)
+		putchar('\n');
+	for (unsigned i = 0; i < b->nhost; i++) {
+		const Metric *m = &cat_metrics[b->host_m[i]];
+		fmt_value(m, w->host[i], buf, sizeof buf);
+		printf("%-22s %s\n", m->name, res->avail[b->host_m[i]] ? buf : "unavailable");
+	}
+	if (b->ncpu) {
+		printf("\n%4s", "CPU");
+		for (unsigned i = 0; i < b->ncpu; i++)
+			printf(" %14s", cat_metrics[b->cpu_m[i]].name + 4);
+		putchar('\n');
+		for (uint32_t c = 0; c < w->ncpus; c++) {
+			if (!w->cpu_on[c])
+				continue;
+			printf("%4u", c);
+			for (unsigned i = 0; i < b->ncpu; i++) {
+				fmt_value(&cat_metrics[b->cpu_m[i]], w->cpu[(size_t)i * w->max_cpus + c], buf, sizeof buf);
+				printf(" %14s", buf);
+			}
+			putchar('\n');
+		}
+	}
+	if (b->ntask) {
+		printf("\n%u tasks%s\n", w->tasks.n, w->tasks.err ? " (the walk failed this tick)" : "");
+		for (unsigned i = 0; i < b->ntask; i++)
+			printf("%s%s", i ? " " : "", cat_metrics[b->task_m[i]].name + 5);
+		printf("%s\n", b->comm ? " comm" : "");
+		for (uint32_t r = 0; r < w->tasks.n; r++) {
+			for (unsigned i = 0; i < b->ntask; i++) {
+				fmt_value(&cat_metrics[b->task_m[i]], w->tasks.val[(size_t)i * w->tasks.cap + r], buf, sizeof buf);
+				printf("%s%s", i ? " " : "", buf);
+			}
+			printf(" %.16s\n", b->comm ? w->tasks.comm[r] : "");
+		}
+	}
+	for (int m = 0; m < MET__COUNT; m++)
+		if (!res->avail[m])
+			fprintf(stderr, "sentinel-inspect: %s\n", res->reason[m]);
+	fflush(stdout);
+}
+
+static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
+{
+	char err[1024] = "";
+	Bundle *b = NULL;
+	Engine *e = NULL;
+	int rc = 2;
+	if (o->bundle) {
+		if (bd_read(o->bundle, &b, err, sizeof err))
+			goto out;
+	} else {
+		CgProg plan;
+		DiagCtx d = {0};
+		cg_analyse(&plan, NULL, &d);
+		diag_free(&d);
+		CompOpts co = {.version = SENTINEL_VERSION};
+		int r = comp_build(&plan, &co, &b, err, sizeof err);
+		cg_free(&plan);
+		if (r)
+			goto out;
+	}
+	EngOpts eo = {.backend = o->backend ? o->backend : "cpu",
+		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull};
+	if (eng_open(b, t, &eo, &e, err, sizeof err))
+		goto out;
+	if (!o->json)
+		printf("backend: %s\n", eng_backend_note(e));
+	rc = 0;
+	for (long i = 0; o->count <= 0 || i < o->count; i++) {
+		if (i && o->every > 0) {
+			struct timespec ts = {(time_t)o->every, (long)((o->every - (double)(time_t)o->every) * 1e9)};
+			nanosleep(&ts, NULL);
+		}
+		const sn_world *w;
+		if (eng_tick(e, 0, err, sizeof err) || !(w = eng_view(e, err, sizeof err))) {
+			rc = 1;
+			goto out;
+		}
+		print_metrics(b, w, e, o, i);
+	}
+out:
+	if (*err)
+		fprintf(stderr, "sentinel-inspect: metrics: %s\n", err);
+	eng_close(e);
+	bd_free(b);
+	return rc;
+}
+
 static int run(const char *source, const KtOptions *ko, const char *cmd, int argc, char **argv,
-	       int cpu, bool sum, bool value)
+	       int cpu, bool sum, bool value, const MetricsOpts *mo)
 {
 	char err[512];
 	MemSource *s = NULL;
@@ -201,6 +387,8 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 			rc = cmd_read(t, argc, argv, cpu, sum, value);
 	} else if (!strcmp(cmd, "tasks")) {
 		rc = cmd_tasks(t, value);
+	} else if (!strcmp(cmd, "metrics")) {
+		rc = cmd_metrics(t, mo);
 	} else if (!strcmp(cmd, "kallsyms")) {
 		for (size_t i = 0; i < t->nsyms; i++)
 			printf("%016llx %c %s\n", (unsigned long long)t->syms[i].addr, t->syms[i].type, t->syms[i].name);
@@ -259,6 +447,8 @@ int main(int argc, char **argv)
 	KtOptions ko = {0};
 	int cpu = -1, npos = 0, rc = 2;
 	bool sum = false, value = false;
+	MetricsOpts mo = {.count = 1};
+	bool count_set = false;
 	char **pos = calloc((size_t)argc + 1, sizeof *pos);   /* operands, in order */
 	if (!pos)
 		return 2;
@@ -282,6 +472,22 @@ int main(int argc, char **argv)
 			cpu = atoi(argv[++i]);
 		} else if (!strcmp(a, "--sum")) {
 			sum = true;
+		} else if (!strcmp(a, "--json")) {
+			mo.json = true;
+		} else if (!strcmp(a, "--bundle") && i + 1 < argc) {
+			mo.bundle = argv[++i];
+		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
+			mo.backend = argv[++i];
+		} else if (!strcmp(a, "--count") && i + 1 < argc) {
+			mo.count = atol(argv[++i]);
+			count_set = true;
+		} else if (!strcmp(a, "--every") && i + 1 < argc) {
+			size_t bad;
+			const char *d = argv[++i];
+			if (unit_parse_duration(d, strlen(d), &mo.every, &bad) < 0 || mo.every <= 0) {
+				fprintf(stderr, "sentinel-inspect: --every takes a duration such as 500ms or 2s\n");
+				goto out;
+			}
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--value")) {
 			value = true;
 		} else {
@@ -289,17 +495,20 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (mo.every > 0 && !count_set)
+		mo.count = 0;                /* forever */
 	if (!npos) {
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
 	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym") &&
-		   strcmp(pos[0], "xlate") && strcmp(pos[0], "kallsyms") && strcmp(pos[0], "btf")) {
+		   strcmp(pos[0], "xlate") && strcmp(pos[0], "kallsyms") && strcmp(pos[0], "btf") &&
+		   strcmp(pos[0], "metrics")) {
 		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, "
-				"xlate, kallsyms, btf\n", pos[0]);
+				"xlate, kallsyms, btf, metrics\n", pos[0]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");
 	} else {
-		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value);
+		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value, &mo);
 	}
 out:
 	free(pos);

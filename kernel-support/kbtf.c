@@ -52,19 +52,48 @@ static uint32_t kb_skip(const struct btf *b, uint32_t id)
 /* An enum constant's value, for array lengths like NR_VM_ZONE_STAT_ITEMS. */
 static bool kb_enum_value(const struct btf *b, const char *name, int64_t *v)
 {
+	return kb_enumerator(b, NULL, name, v);
+}
+
+bool kb_enumerator(const struct btf *b, const char *enum_name, const char *name, int64_t *v)
+{
 	uint32_t n = btf__type_cnt(b);
+	bool found = false;
 	for (uint32_t id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(b, id);
-		if (!btf_is_enum(t))
+		if (!btf_is_enum(t) && !btf_is_enum64(t))
 			continue;
-		const struct btf_enum *e = btf_enum(t);
-		for (uint16_t i = 0; i < btf_vlen(t); i++)
-			if (!strcmp(btf__name_by_offset(b, e[i].name_off), name)) {
-				*v = e[i].val;
+		bool named = enum_name && !strcmp(btf__name_by_offset(b, t->name_off), enum_name);
+		if (found && !named)
+			continue;           /* keep looking for the named enum */
+		for (uint16_t i = 0; i < btf_vlen(t); i++) {
+			const char *en = btf_is_enum(t) ? btf__name_by_offset(b, btf_enum(t)[i].name_off)
+							 : btf__name_by_offset(b, btf_enum64(t)[i].name_off);
+			if (strcmp(en, name))
+				continue;
+			*v = btf_is_enum(t) ? (int64_t)btf_enum(t)[i].val : (int64_t)btf_enum64_value(&btf_enum64(t)[i]);
+			if (named || !enum_name)
 				return true;
-			}
+			found = true;
+		}
 	}
-	return false;
+	return found;
+}
+
+int kb_composite(const struct btf *b, const char *name)
+{
+	int id = btf__find_by_name_kind(b, name, BTF_KIND_STRUCT);
+	if (id < 0)
+		id = btf__find_by_name_kind(b, name, BTF_KIND_UNION);
+	if (id < 0) {
+		id = btf__find_by_name_kind(b, name, BTF_KIND_TYPEDEF);
+		if (id >= 0) {
+			uint32_t r = kb_skip(b, (uint32_t)id);
+			const struct btf_type *t = btf__type_by_id(b, r);
+			id = t && btf_is_composite(t) ? (int)r : -ENOENT;
+		}
+	}
+	return id < 0 ? -ENOENT : id;
 }
 
 /* TYPE -> [struct|union|enum] NAME [ '[' (N | ENUM_CONSTANT) ']' ] */
@@ -130,8 +159,8 @@ static int kb_parse_type(const struct btf *b, const char *spec, uint32_t *id, ui
 }
 
 /* A member of a struct/union by name, descending into anonymous members. */
-static bool kb_member(const struct btf *b, uint32_t id, const char *name, uint32_t *bit_off,
-		      uint32_t *mtype, uint32_t *bit_size)
+bool kb_member(const struct btf *b, uint32_t id, const char *name, uint32_t *bit_off, uint32_t *mtype,
+	       uint32_t *bit_size)
 {
 	/* explicit stack instead of recursion; anonymous nesting is shallow */
 	struct frame { uint32_t id, base; } st[16];

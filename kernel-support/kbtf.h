@@ -28,6 +28,14 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
  * NAME, or -ENOENT; the compiler's relocations and the walks use this. */
 int kb_field_offset(const struct btf *btf, const char *strct, const char *field, uint32_t *off, uint32_t *size);
 
+/* BTF lookups for the loader's relocations: a struct, union or typedef of
+ * one by name (its id, or -ENOENT); a member by name through anonymous
+ * members; an enumerator, preferring enum enum_name (NULL: any enum). */
+int kb_composite(const struct btf *btf, const char *name);
+bool kb_member(const struct btf *btf, uint32_t id, const char *name, uint32_t *bit_off, uint32_t *mtype,
+	       uint32_t *bit_size);
+bool kb_enumerator(const struct btf *btf, const char *enum_name, const char *name, int64_t *v);
+
 /* Print the value at p (on cpu, for per-CPU places).  Returns 0 or -errno. */
 int kb_print(const KTarget *t, const KbPlace *p, uint32_t cpu, FILE *out, int depth);
 /* An integer at p, for sums. */

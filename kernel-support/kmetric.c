@@ -372,22 +372,29 @@ double km_task_threads(u64 t)
 	return sig ? (double)KR(sig->nr_threads) : 0;
 }
 
-/* get_mm_rss(): file + anon + shmem pages, each clamped at 0 */
+/* get_mm_rss(): file + anon + shmem pages, each clamped at 0.  Before 6.2
+ * mm->rss_stat.count[] is atomic_long_t; from 6.2 mm->rss_stat[] are
+ * per-CPU counters read, as /proc reads them, by their shared count.  The
+ * percpu_counter array is indexed by the kernel's struct size (KSIZEOF):
+ * a plain [i] would step by the local view's size. */
+KM_INLINE long km_rss_counter(struct mm_struct *mm, long item)
+{
+	if (KTYPE_EXISTS(mm_rss_stat))
+		return km_clamp0(KR(mm->rss_stat.count[item].counter));
+	struct mm_struct___pcp *m = (struct mm_struct___pcp *)mm;
+	struct percpu_counter *c =
+		(struct percpu_counter *)((char *)KP(m->rss_stat[0]) + (unsigned long)item * KSIZEOF(percpu_counter));
+	return km_clamp0(KR(c->count));
+}
+
 double km_task_rss(u64 t)
 {
 	struct mm_struct *mm = KR(km_task(t)->mm);
 	if (!mm)
 		return 0;
-	long f = KENUM(mm_counter_type, MM_FILEPAGES), a = KENUM(mm_counter_type, MM_ANONPAGES),
-	     s = KENUM(mm_counter_type, MM_SHMEMPAGES), pages;
-	if (KTYPE_EXISTS(mm_rss_stat)) {
-		pages = km_clamp0(KR(mm->rss_stat.count[f].counter)) + km_clamp0(KR(mm->rss_stat.count[a].counter)) +
-			km_clamp0(KR(mm->rss_stat.count[s].counter));
-	} else {
-		struct mm_struct___pcp *m = (struct mm_struct___pcp *)mm;
-		pages = km_clamp0(KR(m->rss_stat[f].count)) + km_clamp0(KR(m->rss_stat[a].count)) +
-			km_clamp0(KR(m->rss_stat[s].count));
-	}
+	long pages = km_rss_counter(mm, KENUM(mm_counter_type, MM_FILEPAGES)) +
+		     km_rss_counter(mm, KENUM(mm_counter_type, MM_ANONPAGES)) +
+		     km_rss_counter(mm, KENUM(mm_counter_type, MM_SHMEMPAGES));
 	return (double)pages * KM_PAGE_SIZE;
 }
 

@@ -46,6 +46,11 @@ static void lvm_init(void)
 	LLVMInitializeNVPTXAsmPrinter();
 }
 
+void lvm_ensure_init(void)
+{
+	pthread_once(&lvm_once, lvm_init);
+}
+
 static int lvm_parse(LLVMContextRef ctx, LLVMMemoryBufferRef buf, const char *what, LLVMModuleRef *out,
 		     char *err, size_t n)
 {

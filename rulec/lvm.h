@@ -20,6 +20,9 @@ typedef enum { LVM_HOST, LVM_NVPTX } LvmTarget;
 #define LVM_NVPTX_TRIPLE "nvptx64-nvidia-cuda"
 #define LVM_HOST_CPU "x86-64"            /* bundles move between hosts: no -march=native */
 
+/* Initialise LLVM's x86-64 and NVPTX targets (once). */
+void lvm_ensure_init(void);
+
 /* Translate an LLVMErrorRef (consumed) into err; returns -EINVAL. */
 int lvm_error(LLVMErrorRef e, const char *what, char *err, size_t n);
 

@@ -1,0 +1,88 @@
+/* cudadrv.h - the part of the CUDA driver API the CUDA backend uses.
+ *
+ * libcuda is loaded at run time with dlopen("libcuda.so.1"), so every
+ * binary builds without the CUDA toolkit and runs, saying why it cannot use
+ * the GPU, on machines without an NVIDIA driver.  The types and constants
+ * below are the driver API's own (cuda.h, stable since CUDA 4); the entry
+ * points are looked up under their versioned names (cuMemAlloc_v2, ...).
+ */
+#ifndef SENTINEL_CUDADRV_H
+#define SENTINEL_CUDADRV_H
+
+#include <stddef.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_NOT_READY 600
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+#define CU_MEMHOSTREGISTER_IOMEMORY 0x04
+#define CU_MEMHOSTREGISTER_READ_ONLY 0x08
+
+#define CU_JIT_INFO_LOG_BUFFER 3
+#define CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+
+#define CU_STREAM_NON_BLOCKING 0x1
+
+/* X(name, "symbol", return, (params)) */
+#define CUDRV_FUNCS(X) \
+	X(Init, "cuInit", (unsigned flags)) \
+	X(DriverGetVersion, "cuDriverGetVersion", (int *v)) \
+	X(DeviceGet, "cuDeviceGet", (CUdevice *d, int ordinal)) \
+	X(DeviceGetCount, "cuDeviceGetCount", (int *n)) \
+	X(DeviceGetName, "cuDeviceGetName", (char *name, int len, CUdevice d)) \
+	X(DeviceGetAttribute, "cuDeviceGetAttribute", (int *v, int attr, CUdevice d)) \
+	X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *c, CUdevice d)) \
+	X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice d)) \
+	X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext c)) \
+	X(CtxSynchronize, "cuCtxSynchronize", (void)) \
+	X(ModuleLoadDataEx, "cuModuleLoadDataEx", (CUmodule *m, const void *image, unsigned n, int *opts, void **vals)) \
+	X(ModuleUnload, "cuModuleUnload", (CUmodule m)) \
+	X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction *f, CUmodule m, const char *name)) \
+	X(ModuleGetGlobal, "cuModuleGetGlobal_v2", (CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)) \
+	X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr *p, size_t bytes)) \
+	X(MemFree, "cuMemFree_v2", (CUdeviceptr p)) \
+	X(MemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src, size_t bytes)) \
+	X(MemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t bytes)) \
+	X(MemHostAlloc, "cuMemHostAlloc", (void **p, size_t bytes, unsigned flags)) \
+	X(MemFreeHost, "cuMemFreeHost", (void *p)) \
+	X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", (CUdeviceptr *d, void *p, unsigned flags)) \
+	X(MemHostRegister, "cuMemHostRegister_v2", (void *p, size_t bytes, unsigned flags)) \
+	X(MemHostUnregister, "cuMemHostUnregister", (void *p)) \
+	X(StreamCreate, "cuStreamCreate", (CUstream *s, unsigned flags)) \
+	X(StreamDestroy, "cuStreamDestroy_v2", (CUstream s)) \
+	X(StreamQuery, "cuStreamQuery", (CUstream s)) \
+	X(StreamSynchronize, "cuStreamSynchronize", (CUstream s)) \
+	X(LaunchKernel, "cuLaunchKernel", (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, \
+					   unsigned by, unsigned bz, unsigned shmem, CUstream s, void **args, void **extra)) \
+	X(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
+	  (int *n, CUfunction f, int block, size_t shmem)) \
+	X(GetErrorName, "cuGetErrorName", (CUresult e, const char **s)) \
+	X(GetErrorString, "cuGetErrorString", (CUresult e, const char **s))
+
+typedef struct CuDrv {
+	void *lib;
+#define X(name, sym, params) CUresult (*name) params;
+	CUDRV_FUNCS(X)
+#undef X
+} CuDrv;
+
+#endif

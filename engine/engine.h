@@ -1,0 +1,52 @@
+/* engine.h - one bundle running against one target on one backend.
+ *
+ *   eng_open   resolve the bundle's relocations for the target (reloc.h),
+ *              lay out its memory (world.h), load its code on the backend
+ *              (the CPU: cpu.h; the GPU: gpu.h) and point it at the
+ *              target's RAM;
+ *   eng_tick   run one tick now (the CPU backend; the GPU's on-demand
+ *              kernel), for tools and tests; sentineld's GPU path runs the
+ *              persistent kernel instead;
+ *   eng_view   the value tables and rule states as the host sees them
+ *              (copied back from the GPU when they live there).
+ *
+ * Ownership: an Engine borrows the Bundle and the KTarget (both must
+ * outlive it) and owns everything else; eng_close().
+ */
+#ifndef SENTINEL_ENGINE_H
+#define SENTINEL_ENGINE_H
+
+#include "bundle.h"
+#include "ktarget.h"
+#include "reloc.h"
+#include "snrt.h"
+#include "world.h"
+
+typedef enum { ENG_CPU, ENG_CUDA } EngBackend;
+
+typedef struct EngOpts {
+	const char *backend;      /* "cpu", "cuda" or "auto" (NULL: auto) */
+	uint64_t tick_ns;         /* 0: 100 ms */
+	uint32_t task_cap;        /* 0: WD_DEFAULT_TASKS */
+	uint32_t ring_cap;        /* 0: WD_DEFAULT_RING */
+	int gpu;                  /* CUDA device ordinal */
+} EngOpts;
+
+typedef struct Engine Engine;
+
+int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, char *err, size_t n);
+void eng_close(Engine *e);
+
+/* One tick at time now (ns; 0: the backend's clock). */
+int eng_tick(Engine *e, uint64_t now, char *err, size_t n);
+/* The world's tables as the host sees them: valid until the next call.
+ * Pointers in the returned sn_world point into host memory. */
+const sn_world *eng_view(Engine *e, char *err, size_t n);
+
+EngBackend eng_backend(const Engine *e);
+/* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */
+const char *eng_backend_note(const Engine *e);
+const RlResult *eng_relocs(const Engine *e);
+const WdLayout *eng_layout(const Engine *e);
+
+#endif

@@ -1,0 +1,39 @@
+/* gpu.h - the CUDA backend: a bundle's PTX on an NVIDIA GPU.
+ *
+ * The target's RAM is registered with the GPU (read-only, mapped), the
+ * bundle's PTX for the best architecture the GPU runs is loaded with
+ * cuModuleLoadDataEx, its relocation table and memory description are
+ * written into the module's globals, and its tables live in device memory;
+ * the alert ring and the statistics in mapped host memory.  gpu_tick runs
+ * the on-demand kernel (sn_gpu_tick) once; sentineld runs the persistent
+ * one (sn_gpu_main).  Every CUresult is translated in one place (gpu_err).
+ *
+ * Ownership: a GpuCode owns its context reference, module, registrations
+ * and allocations; gpu_close().
+ */
+#ifndef SENTINEL_GPU_H
+#define SENTINEL_GPU_H
+
+#include "bundle.h"
+#include "kx.h"
+#include "msrc.h"
+#include "reloc.h"
+#include "world.h"
+
+typedef struct GpuCode GpuCode;
+
+/* Load libcuda, pick the device, load the bundle's PTX.  On failure err
+ * says why (no driver, no GPU, no PTX this GPU runs) and what to do. */
+int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n);
+const char *gpu_device_name(const GpuCode *g);
+/* Map the target and lay out the world on the GPU.  *mirror receives a host
+ * copy of the world block (for views), *ring and *stats the host side of the
+ * mapped ring and statistics. */
+int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res,
+	      const kx_mem *mem, const MemSource *src, void **mirror, sn_ring **ring, sn_stats **stats,
+	      char *err, size_t n);
+int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n);
+const sn_world *gpu_view(GpuCode *g, char *err, size_t n);
+void gpu_close(GpuCode *g);
+
+#endif

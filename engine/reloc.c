@@ -1,0 +1,193 @@
+/* reloc.c - resolve a bundle's relocations against a target (see reloc.h). */
+#include "reloc.h"
+#include "cg.h"
+#include "kbtf.h"
+
+#include <bpf/btf.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "task_struct___pre514" names the kernel's task_struct */
+static void rl_base_name(const char *s, char *out, size_t n)
+{
+	const char *f = strstr(s, "___");
+	size_t len = f ? (size_t)(f - s) : strlen(s);
+	snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), s);
+}
+
+static char *rl_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *rl_fmt(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return strdup(buf);
+}
+
+/* One relocation: its value, or false and why. */
+static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
+{
+	const struct btf *b = t->btf;
+	char name[128];
+	rl_base_name(x->a, name, sizeof name);
+	switch (x->kind) {
+	case RELO_SYM:
+		if (!kt_sym(t, x->a, v))
+			return true;
+		if (x->weak) {
+			*v = 0;
+			return true;
+		}
+		*why = rl_fmt("the kernel has no symbol %s", x->a);
+		return false;
+	case RELO_TYPE:
+		*v = kb_composite(b, name) >= 0;
+		return true;
+	case RELO_SIZE: {
+		int id = kb_composite(b, name);
+		int64_t sz = id >= 0 ? btf__resolve_size(b, (uint32_t)id) : -1;
+		if (sz <= 0) {
+			*why = rl_fmt("the kernel has no struct %s", name);
+			return false;
+		}
+		*v = (uint64_t)sz;
+		return true;
+	}
+	case RELO_ENUM: {
+		int64_t e;
+		if (!kb_enumerator(b, name, x->b, &e)) {
+			*why = rl_fmt("the kernel has no enumerator %s (enum %s)", x->b, name);
+			return false;
+		}
+		*v = (uint64_t)e;
+		return true;
+	}
+	case RELO_FIELD:
+	case RELO_EXISTS: {
+		int id = kb_composite(b, name);
+		uint32_t bit, mt, bs;
+		bool has = id >= 0 && kb_member(b, (uint32_t)id, x->b, &bit, &mt, &bs);
+		if (x->kind == RELO_EXISTS) {
+			*v = has;
+			return true;
+		}
+		if (id < 0) {
+			*why = rl_fmt("the kernel has no struct %s", name);
+			return false;
+		}
+		if (!has) {
+			*why = rl_fmt("struct %s has no field %s in this kernel", name, x->b);
+			return false;
+		}
+		if (bs || bit % 8) {
+			*why = rl_fmt("%s.%s is a bitfield in this kernel", name, x->b);
+			return false;
+		}
+		int64_t sz = btf__resolve_size(b, mt);
+		if (x->bits && sz * 8 != (int64_t)x->bits) {
+			*why = rl_fmt("%s.%s is %lld bytes in this kernel; the metric library reads %u", name, x->b,
+				      (long long)sz, x->bits / 8);
+			return false;
+		}
+		*v = bit / 8;
+		return true;
+	}
+	default:
+		*why = rl_fmt("unknown relocation kind");
+		return false;
+	}
+}
+
+/* The entry points a metric runs through. */
+static void rl_metric_fns(MetricId m, const char *fns[4])
+{
+	static char buf[MET__COUNT][48];
+	cg_metric_fn(m, buf[m], sizeof buf[m]);
+	memset(fns, 0, 4 * sizeof *fns);
+	switch (cat_metrics[m].entity) {
+	case ENT_HOST: fns[0] = buf[m]; break;
+	case ENT_CPU: fns[0] = buf[m]; fns[1] = "km_cpu_ids"; fns[2] = "km_cpu_online"; break;
+	case ENT_TASK: fns[0] = buf[m]; fns[1] = "km_task_walk"; break;
+	}
+}
+
+int rl_resolve(const Bundle *b, const KTarget *t, RlResult *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	size_t cnt = b->relos.n;
+	out->n = cnt;
+	out->value = calloc(cnt + 1, sizeof *out->value);
+	out->ok = calloc(cnt + 1, sizeof *out->ok);
+	out->why = calloc(cnt + 1, sizeof *out->why);
+	if (!out->value || !out->ok || !out->why) {
+		rl_free(out);
+		snprintf(err, n, "out of memory");
+		return -ENOMEM;
+	}
+	/* compute */
+	for (size_t i = 0; i < cnt; i++) {
+		out->ok[i] = rl_one(t, &b->relos.v[i], &out->value[i], &out->why[i]);
+		if (!out->ok[i]) {
+			out->value[i] = RELO_POISON;
+			out->failed++;
+		}
+	}
+	/* which metrics can run */
+	for (int m = 0; m < MET__COUNT; m++) {
+		const char *fns[4];
+		rl_metric_fns((MetricId)m, fns);
+		out->avail[m] = true;
+		for (int f = 0; f < 4 && fns[f] && out->avail[m]; f++) {
+			const ReloUse *u = relo_find_use(&b->relos, fns[f]);
+			for (size_t k = 0; u && k < u->n; k++) {
+				if (!u->required[k] || out->ok[u->idx[k]])
+					continue;
+				char d[256];
+				relo_describe(&b->relos.v[u->idx[k]], d, sizeof d);
+				out->reason[m] = rl_fmt("%s needs %s: %s", cat_metrics[m].name, d, out->why[u->idx[k]]);
+				out->avail[m] = false;
+				out->unavailable++;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+bool rl_entry_ok(const Bundle *b, const RlResult *res, const char *fn)
+{
+	const ReloUse *u = relo_find_use(&b->relos, fn);
+	for (size_t k = 0; u && k < u->n; k++)
+		if (u->required[k] && !res->ok[u->idx[k]])
+			return false;
+	return true;
+}
+
+const char *rl_rule_blocked(const Bundle *b, const RlResult *res, size_t rule, MetricId *metric)
+{
+	for (int m = 0; m < MET__COUNT; m++)
+		if ((b->rules[rule].metrics >> m & 1) && !res->avail[m]) {
+			if (metric)
+				*metric = (MetricId)m;
+			return res->reason[m];
+		}
+	return NULL;
+}
+
+void rl_free(RlResult *r)
+{
+	for (size_t i = 0; r->why && i < r->n; i++)
+		free(r->why[i]);
+	for (int m = 0; m < MET__COUNT; m++)
+		free(r->reason[m]);
+	free(r->value);
+	free(r->ok);
+	free(r->why);
+	memset(r, 0, sizeof *r);
+}

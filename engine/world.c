@@ -1,0 +1,184 @@
+/* world.c - lay out and initialise a bundle's memory (see world.h). */
+#include "world.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static size_t wd_take(size_t *at, size_t bytes)
+{
+	size_t o = *at;
+	*at += (bytes + 63) & ~(size_t)63;         /* cache-line aligned pieces */
+	return o;
+}
+
+int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t n)
+{
+	memset(L, 0, sizeof *L);
+	if (!p->tick_ns || !p->max_cpus || !p->task_cap || !p->ring_cap || (p->ring_cap & (p->ring_cap - 1))) {
+		snprintf(err, n, "tick, CPUs, task capacity and a power-of-two ring size are required");
+		return -EINVAL;
+	}
+	if (b->nhist > 64) {
+		snprintf(err, n, "the bundle keeps %zu histories; this build handles 64", b->nhist);
+		return -E2BIG;
+	}
+	size_t at = 0, cap = p->task_cap, cpus = p->max_cpus;
+	uint32_t mc = 1;
+	while (mc < 2 * p->task_cap)
+		mc <<= 1;
+	L->map_cap = mc;
+	wd_take(&at, sizeof(sn_world));
+	L->o_host = wd_take(&at, b->nhost * sizeof(double));
+	L->o_cpu = wd_take(&at, b->ncpu * cpus * sizeof(double));
+	L->o_cpu_on = wd_take(&at, cpus);
+	L->o_tptr = wd_take(&at, cap * 8);
+	L->o_tslot = wd_take(&at, cap * 4);
+	L->o_tcomm = wd_take(&at, cap * 16);
+	L->o_tval = wd_take(&at, b->ntask * cap * sizeof(double));
+	for (int i = 0; i < 2; i++) {
+		L->o_tkey[i] = wd_take(&at, (size_t)mc * 8);
+		L->o_tms[i] = wd_take(&at, (size_t)mc * 4);
+	}
+	L->o_tfree = wd_take(&at, cap * 4);
+	L->o_hist = wd_take(&at, b->nhist * sizeof(sn_hist));
+	for (size_t h = 0; h < b->nhist; h++) {
+		Entity e = cat_metrics[b->hist[h].metric].entity;
+		uint64_t win = (uint64_t)(b->hist[h].window * 1e9);
+		uint64_t want = (win + p->tick_ns - 1) / p->tick_ns + 2;
+		L->hcap[h] = want <= WD_MAX_HIST_SAMPLES ? (uint32_t)want : WD_MAX_HIST_SAMPLES;
+		L->hstride[h] = want <= WD_MAX_HIST_SAMPLES ? 0 : (win + WD_MAX_HIST_SAMPLES - 3) / (WD_MAX_HIST_SAMPLES - 2);
+		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus : (uint32_t)cap;
+		L->o_hring[h] = wd_take(&at, (size_t)L->hent[h] * L->hcap[h] * sizeof(sn_sample));
+		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
+		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
+	}
+	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
+	L->o_scratch = wd_take(&at, cap * 8);
+	L->o_sync = wd_take(&at, 2 * 8);
+	L->o_joboff = wd_take(&at, b->njobs + 1);
+	L->total = at;
+	L->ring_bytes = sizeof(sn_ring) + (size_t)p->ring_cap * sizeof(sn_alert);
+	return 0;
+}
+
+void wd_ring_init(sn_ring *r, uint32_t cap)
+{
+	memset(r, 0, sizeof *r + (size_t)cap * sizeof(sn_alert));
+	r->cap = cap;
+}
+
+#define AT(o) (base + (o))
+
+void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
+	      uint64_t base, uint64_t ring, uint64_t stats)
+{
+	char *s = stage;
+	sn_world *w = (sn_world *)s;
+	w->abi = SN_ABI_VERSION;
+	w->nrules = (uint32_t)b->nrules;
+	w->njobs = (uint32_t)b->njobs;
+	w->nhost = b->nhost;
+	w->ncpuslots = b->ncpu;
+	w->ntaskslots = b->ntask;
+	w->nhist = (uint32_t)b->nhist;
+	w->max_cpus = p->max_cpus;
+	w->tick_ns = p->tick_ns;
+	w->host = (double *)(uintptr_t)AT(L->o_host);
+	w->cpu = (double *)(uintptr_t)AT(L->o_cpu);
+	w->cpu_on = (uint8_t *)(uintptr_t)AT(L->o_cpu_on);
+	sn_tasks *T = &w->tasks;
+	T->cap = p->task_cap;
+	T->map_cap = L->map_cap;
+	T->ptr = (uint64_t *)(uintptr_t)AT(L->o_tptr);
+	T->slot = (uint32_t *)(uintptr_t)AT(L->o_tslot);
+	T->comm = (char (*)[16])(uintptr_t)AT(L->o_tcomm);
+	T->val = (double *)(uintptr_t)AT(L->o_tval);
+	for (int i = 0; i < 2; i++) {
+		T->key[i] = (uint64_t *)(uintptr_t)AT(L->o_tkey[i]);
+		T->mslot[i] = (uint32_t *)(uintptr_t)AT(L->o_tms[i]);
+	}
+	T->free_slots = (uint32_t *)(uintptr_t)AT(L->o_tfree);
+	uint32_t *fs = (uint32_t *)(s + L->o_tfree);
+	for (uint32_t i = 0; i < p->task_cap; i++)
+		fs[i] = p->task_cap - 1 - i;           /* slot 0 is taken first */
+	T->nfree = p->task_cap;
+	/* nothing read yet: NaN, so a rule never sees a zero that was not read */
+	double *hv = (double *)(s + L->o_host), *cv = (double *)(s + L->o_cpu), *tv = (double *)(s + L->o_tval);
+	for (size_t i = 0; i < b->nhost; i++)
+		hv[i] = NAN;
+	for (size_t i = 0; i < (size_t)b->ncpu * p->max_cpus; i++)
+		cv[i] = NAN;
+	for (size_t i = 0; i < (size_t)b->ntask * p->task_cap; i++)
+		tv[i] = NAN;
+	w->hist = (sn_hist *)(uintptr_t)AT(L->o_hist);
+	sn_hist *H = (sn_hist *)(s + L->o_hist);
+	for (size_t h = 0; h < b->nhist; h++) {
+		Entity e = cat_metrics[b->hist[h].metric].entity;
+		H[h].cap = L->hcap[h];
+		H[h].entities = L->hent[h];
+		H[h].kind = e == ENT_HOST ? SN_ENT_HOST : e == ENT_CPU ? SN_ENT_CPU : SN_ENT_TASK;
+		H[h].stride_ns = L->hstride[h];
+		uint64_t gap = L->hstride[h] > p->tick_ns ? L->hstride[h] : p->tick_ns;
+		H[h].slack_ns = gap / 2;
+		H[h].ring = (sn_sample *)(uintptr_t)AT(L->o_hring[h]);
+		H[h].pos = (uint32_t *)(uintptr_t)AT(L->o_hpos[h]);
+		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);
+	}
+	w->rstate = (sn_rstate *)(uintptr_t)AT(L->o_rstate);
+	sn_rstate *rs = (sn_rstate *)(s + L->o_rstate);
+	for (size_t r = 0; r < b->nrules; r++) {
+		rs[r].value = rs[r].cond = NAN;
+		rs[r].entity = -1;
+		if (res && rl_rule_blocked(b, res, r, NULL))
+			rs[r].phase = SN_DISABLED;
+	}
+	w->ring = (sn_ring *)(uintptr_t)ring;
+	w->stats = (sn_stats *)(uintptr_t)stats;
+	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
+	w->sync = (uint64_t *)(uintptr_t)AT(L->o_sync);
+	w->job_off = (uint8_t *)(uintptr_t)AT(L->o_joboff);
+	uint8_t *off = (uint8_t *)(s + L->o_joboff);
+	for (size_t j = 0; j < b->njobs && res; j++) {
+		const BdJob *J = &b->jobs[j];
+		bool ok = true;
+		if (J->kind == 1 || J->kind == 2)
+			ok = res->avail[J->metric];
+		else if (J->kind == 3)
+			ok = rl_entry_ok(b, res, "km_task_walk");
+		else
+			ok = rl_entry_ok(b, res, "km_cpu_ids") && rl_entry_ok(b, res, "km_cpu_online");
+		off[j] = !ok;
+	}
+}
+
+void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to)
+{
+	sn_world *w = block;
+#define MOVE(p) ((p) = (void *)(uintptr_t)((uint64_t)(uintptr_t)(p) - from + to))
+	MOVE(w->host);
+	MOVE(w->cpu);
+	MOVE(w->cpu_on);
+	MOVE(w->tasks.ptr);
+	MOVE(w->tasks.slot);
+	MOVE(w->tasks.comm);
+	MOVE(w->tasks.val);
+	for (int i = 0; i < 2; i++) {
+		MOVE(w->tasks.key[i]);
+		MOVE(w->tasks.mslot[i]);
+	}
+	MOVE(w->tasks.free_slots);
+	MOVE(w->hist);
+	sn_hist *H = (sn_hist *)((char *)block + L->o_hist);
+	for (size_t h = 0; h < b->nhist; h++) {
+		MOVE(H[h].ring);
+		MOVE(H[h].pos);
+		MOVE(H[h].len);
+	}
+	MOVE(w->rstate);
+	MOVE(w->scratch);
+	MOVE(w->sync);
+	MOVE(w->job_off);
+#undef MOVE
+}

@@ -1,0 +1,59 @@
+/* world.h - lay out and initialise the memory a bundle runs in.
+ *
+ * One block holds the sn_world and every table, history ring and rule
+ * state (snrt.h).  It is built in host memory (`stage`) with its pointers
+ * already pointing where the block will live (`base`): the same address
+ * for the CPU backend, a device address for CUDA, which then copies the
+ * block to the GPU in one transfer.  The alert ring and the statistics
+ * live apart, where the host can read them while the GPU writes.
+ */
+#ifndef SENTINEL_WORLD_H
+#define SENTINEL_WORLD_H
+
+#include "bundle.h"
+#include "reloc.h"
+#include "snrt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WD_MAX_HIST_SAMPLES 130u     /* per entity; longer windows keep one sample a stride */
+#define WD_DEFAULT_TASKS 4096u
+#define WD_DEFAULT_RING 4096u
+
+typedef struct WdParams {
+	uint64_t tick_ns;
+	uint32_t max_cpus;        /* CPU ids the tables hold (nr_cpu_ids of the target) */
+	uint32_t task_cap;        /* tasks a tick can hold */
+	uint32_t ring_cap;        /* alert records; a power of two */
+} WdParams;
+
+typedef struct WdLayout {
+	size_t total;             /* bytes of the block */
+	size_t ring_bytes;        /* bytes of the alert ring (allocated apart) */
+	size_t o_host, o_cpu, o_cpu_on, o_tptr, o_tslot, o_tcomm, o_tval, o_tkey[2], o_tms[2], o_tfree;
+	size_t o_hist, o_rstate, o_scratch, o_sync, o_joboff;
+	size_t o_hring[64], o_hpos[64], o_hlen[64];
+	uint32_t hcap[64], hent[64];
+	uint64_t hstride[64];
+	uint32_t map_cap;
+} WdLayout;
+
+int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t n);
+/* Build the block in stage (L->total bytes, zeroed by the caller) for
+ * address base.  ring and stats are the addresses (as the code will see
+ * them) of the separately allocated alert ring and statistics.  Rules
+ * that res blocks are disabled; jobs of unavailable metrics are off. */
+void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
+	      uint64_t base, uint64_t ring, uint64_t stats);
+/* Initialise an alert ring of L->ring_bytes at r. */
+void wd_ring_init(sn_ring *r, uint32_t cap);
+
+/* Move every pointer inside a block copied from address `from` so that it
+ * points into the copy at `to` (the alert ring and statistics stay). */
+void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to);
+
+/* The world inside a block built by wd_build (a host pointer into stage). */
+static inline sn_world *wd_world(void *stage) { return (sn_world *)stage; }
+
+#endif
