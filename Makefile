@@ -6,6 +6,7 @@
 #   make install    install under $(PREFIX) (DESTDIR honoured)
 #   make clean      remove build outputs;  make distclean also config.mk
 
+.DEFAULT_GOAL := all
 include config.mk
 
 # A fresh clone has no config.mk: configure, installing missing Debian
@@ -59,7 +60,7 @@ RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resour
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/sentinel-inspect
-TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx
+TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules
 endif
@@ -136,6 +137,10 @@ $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk
 	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(YAML_CFLAGS) $(JANSSON_CFLAGS) -Irulec -Iengine -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS) $(JANSSON_LIBS)
+
+# Every catalog metric, for the guest tests: one bundle for every kernel.
+$(B)/metrics.bundle: $(B)/rulec
+	$(B)/rulec --all-metrics -o $@
 
 check: $(PROGRAMS) $(TEST_PROGRAMS)
 	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" \

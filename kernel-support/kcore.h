@@ -91,8 +91,19 @@ struct cpumask {
 	unsigned long bits[1];
 };
 
+struct prev_cputime {
+	u64 utime, stime;
+};
+
 struct signal_struct {
 	int nr_threads;
+	struct list_head thread_head;
+	u64 utime, stime, sum_sched_runtime;
+	struct prev_cputime prev_cputime;
+};
+
+struct sched_entity {
+	u64 sum_exec_runtime;
 };
 
 /* mm_struct.rss_stat: before 6.2 a struct of atomic counters ... */
@@ -106,6 +117,7 @@ struct mm_struct {
  * shared count, clamped at 0). */
 struct percpu_counter {
 	s64 count;
+	s32 *counters;            /* __percpu */
 };
 struct mm_struct___pcp {
 	struct percpu_counter rss_stat[4];
@@ -118,6 +130,8 @@ struct task_struct {
 	int pid;
 	int tgid;
 	struct list_head tasks;
+	struct list_head thread_node;
+	struct sched_entity se;
 	struct task_struct *real_parent;
 	struct signal_struct *signal;
 	struct mm_struct *mm;

@@ -357,8 +357,64 @@ double km_task_state(u64 t)
 }
 
 double km_task_kthread(u64 t) { return (KR(km_task(t)->flags) & PF_KTHREAD) ? 1 : 0; }
-double km_task_kernel_time(u64 t) { return (double)KR(km_task(t)->stime) * NSEC; }
-double km_task_user_time(u64 t) { return (double)KR(km_task(t)->utime) * NSEC; }
+/* The thread group's user and system time as /proc/PID/stat shows them:
+ * thread_group_cputime() (the dead threads' sums in signal_struct plus
+ * every live thread), scaled by cputime_adjust() from tick samples to the
+ * precise runtime and kept monotonic against signal->prev_cputime, the
+ * kernel's last answer.  Nanoseconds. */
+#define KM_MAX_THREADS 65536u
+KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
+{
+	struct signal_struct *sig = KR(p->signal);
+	*ut = *st = KM_NAN;
+	if (!sig)
+		return;
+	u64 u = KR(sig->utime), s = KR(sig->stime), r = KR(sig->sum_sched_runtime);
+	struct list_head *head = KP(sig->thread_head), *n = head->next;
+	for (u32 i = 0; n != head && i < KM_MAX_THREADS && !__llview_failed(); i++) {
+		struct task_struct *t = kcontainer_of(n, struct task_struct, thread_node);
+		u += KR(t->utime);
+		s += KR(t->stime);
+		r += KR(t->se.sum_exec_runtime);
+		n = n->next;
+	}
+	double pu = (double)KR(sig->prev_cputime.utime), ps = (double)KR(sig->prev_cputime.stime);
+	double rt = (double)r, sa, ua;
+	if (ps + pu >= rt) {                     /* nothing new since the kernel's last answer */
+		*ut = pu;
+		*st = ps;
+		return;
+	}
+	if (s == 0)
+		sa = 0;
+	else if (u == 0)
+		sa = rt;
+	else
+		sa = rt * ((double)s / (double)(s + u));
+	if (sa < ps)
+		sa = ps;
+	ua = rt - sa;
+	if (ua < pu) {
+		ua = pu;
+		sa = rt - ua;
+	}
+	*ut = ua;
+	*st = sa;
+}
+
+double km_task_kernel_time(u64 t)
+{
+	double ut, st;
+	km_group_times(km_task(t), &ut, &st);
+	return st * NSEC;
+}
+
+double km_task_user_time(u64 t)
+{
+	double ut, st;
+	km_group_times(km_task(t), &ut, &st);
+	return ut * NSEC;
+}
 
 double km_task_ctx_switches(u64 t)
 {
@@ -374,7 +430,8 @@ double km_task_threads(u64 t)
 
 /* get_mm_rss(): file + anon + shmem pages, each clamped at 0.  Before 6.2
  * mm->rss_stat.count[] is atomic_long_t; from 6.2 mm->rss_stat[] are
- * per-CPU counters read, as /proc reads them, by their shared count.  The
+ * per-CPU counters, summed over online CPUs as /proc/PID/status sums them
+ * (get_mm_counter_sum(), 6.16 and the stable kernels since).  The
  * percpu_counter array is indexed by the kernel's struct size (KSIZEOF):
  * a plain [i] would step by the local view's size. */
 KM_INLINE long km_rss_counter(struct mm_struct *mm, long item)
@@ -384,7 +441,13 @@ KM_INLINE long km_rss_counter(struct mm_struct *mm, long item)
 	struct mm_struct___pcp *m = (struct mm_struct___pcp *)mm;
 	struct percpu_counter *c =
 		(struct percpu_counter *)((char *)KP(m->rss_stat[0]) + (unsigned long)item * KSIZEOF(percpu_counter));
-	return km_clamp0(KR(c->count));
+	long sum = KR(c->count);
+	s32 *pcp = KR(c->counters);
+	u32 n = km_nr_cpu_ids();
+	for (u32 cpu = 0; pcp && cpu < n; cpu++)
+		if (km_online(cpu))
+			sum += *per_cpu_ptr(pcp, cpu);
+	return km_clamp0(sum);
 }
 
 double km_task_rss(u64 t)

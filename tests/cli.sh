@@ -51,7 +51,10 @@ expect errors-exit-1 1 "$rulec" --check tests/check/types.yaml
 expect warnings-exit-0 0 "$rulec" --check tests/check/warnings.yaml
 expect werror-exit-1 1 "$rulec" --check -W tests/check/warnings.yaml
 expect stdin 0 sh -c "\"$rulec\" --check - < rules/paper.yaml"
-expect bundle-not-yet 2 "$rulec" -o /tmp/x.bundle rules/
+expect compile-shipped-rules 0 "$rulec" -o "${TMPDIR:-/tmp}/sentinel-cli.bundle" rules/
+expect_msg compile-needs-clean-rules 1 "error:" "$rulec" -o "${TMPDIR:-/tmp}/sentinel-cli.bundle" tests/check/types.yaml
+expect_msg emit-unknown 2 "emit takes" "$rulec" --emit=bogus rules/paper.yaml
+rm -f "${TMPDIR:-/tmp}/sentinel-cli.bundle"
 # A directory checks its *.yaml files: the sum over rules/ equals the files one by one.
 all=$("$rulec" --check rules/*.yaml 2>&1 | tail -n 1)
 dir=$("$rulec" --check rules/ 2>&1 | tail -n 1)

@@ -6,7 +6,11 @@ live guest's RAM must agree with the guest's own /proc.
 
 Eight boots cover both kernels (Debian 6.1 and 6.12) with KASLR on and off
 and 4- and 5-level paging, every combination; each is checked idle, under
-CPU load, and under memory pressure that pushes pages to swap.
+CPU load, and under memory pressure that pushes pages to swap.  In each
+phase, besides the raw reads, every catalog metric computed by the compiled
+metric library (one bundle for all boots) is checked against /proc
+(metrics_check.py says how, and which tolerances apply where).  One guest is
+booted twice to show the same bundle surviving a new KASLR slide.
 
 The guest reads its truth with shell builtins only (no fork, so reading does
 not move the counters it reads).  A comparison is made inside one jiffies
@@ -21,8 +25,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guest  # noqa: E402
+import metrics_check  # noqa: E402
 
 INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-inspect")
+# one bundle, compiled once, for every kernel and every boot: CO-RE
+BUNDLE = os.path.abspath(os.environ.get("SENTINEL_METRICS_BUNDLE", "build/metrics.bundle"))
 RESULTS = os.environ.get("RESULTS")
 failures = 0
 
@@ -278,9 +285,37 @@ def vmcore(g, name):
             os.unlink(core)
 
 
+def metrics(g, name):
+    metrics_check.window(g, name + " metrics", INSPECT, BUNDLE, report)
+
+
+def kaslr_offset(ram):
+    rc, out, err = inspect(ram, "info")
+    for line in out.splitlines():
+        if line.startswith("KASLR:"):
+            return line.split("offset")[-1].strip()
+    return None
+
+
+def reboot_same_bundle(ks):
+    """The same bundle, unchanged, on a second boot of the same kernel with
+    a new KASLR slide."""
+    offs = []
+    for boot in range(3):
+        with guest.Guest(ks["debian-6.12"], kaslr=True, name="rb") as g:
+            offs.append(kaslr_offset(g.ram))
+            if len(set(offs)) > 1 or boot == 2:
+                report(len(set(offs)) > 1, "debian-6.12 reboot: a new KASLR slide (%s)" % " -> ".join(map(str, offs)))
+                metrics(g, "debian-6.12 reboot (same bundle)")
+                return
+
+
 def main():
     if not os.access(INSPECT, os.X_OK):
         report(False, "guest: %s is not built" % INSPECT)
+        return 1
+    if not os.path.exists(BUNDLE):
+        report(False, "guest: %s is not built (make build/metrics.bundle)" % BUNDLE)
         return 1
     try:
         ks = guest.kernels()
@@ -308,6 +343,7 @@ def main():
                     continue
                 window(g, name + " idle")
                 tasks(g, name + " idle")
+                metrics(g, name + " idle")
                 if kname == "debian-6.1" and kaslr:
                     corrupted_images(g, name)
                 if kname == "debian-6.12" and kaslr:
@@ -317,6 +353,7 @@ def main():
                 time.sleep(1.5)
                 window(g, name + " cpu-load")
                 tasks(g, name + " cpu-load")
+                metrics(g, name + " cpu-load")
                 g.check("kill $h1 $h2; wait $h1 $h2 2>/dev/null; true")   # reap now, not mid-read
                 # memory pressure: fill a tmpfs past RAM so pages go to swap
                 g.check("mkdir -p /mnt && mount -t tmpfs -o size=1G tmpfs /mnt && "
@@ -328,8 +365,14 @@ def main():
                        (name, sw["swapfree_kb"], sw["swaptotal_kb"]))
                 window(g, name + " memory-pressure")
                 tasks(g, name + " memory-pressure")
+                metrics(g, name + " memory-pressure")
         except guest.GuestError as e:
             report(False, "%s: guest" % name, e)
+    if not only or "reboot" in only:
+        try:
+            reboot_same_bundle(ks)
+        except guest.GuestError as e:
+            report(False, "reboot: guest", e)
     return 1 if failures else 0
 
 

@@ -1,0 +1,246 @@
+"""Metric fidelity: every catalog metric, as the compiled metric library
+computes it from the guest's RAM (sentinel-inspect metrics), against the
+guest's own /proc, read with shell builtins in the same jiffies window.
+
+    window  guest truth, one `metrics --json` sample, guest truth again
+
+Counters must lie between the two truths (the sample was taken between
+them); gauges between the smaller and the larger.  Where /proc rounds or the
+kernel computes a value at read time, the tolerance below says why:
+
+  CPU times   /proc/stat prints centiseconds of the same nanosecond sums,
+              truncated field by field: a sum of k fields is within the
+              window, up to k cs above it.
+  idle/iowait a NO_HZ kernel adds a sleeping CPU's current idle period only
+              when /proc asks (get_cpu_idle_time_us reads the clock); from
+              outside there is no clock to ask, so ours may trail /proc by
+              the idle periods in progress: ours <= /proc, and behind by at
+              most IDLE_LAG_S per CPU.
+  load        /proc/loadavg prints avenrun rounded to 2 decimals: 0.005.
+  run queue   procs_running counts the reading shell itself while it reads
+              /proc; from outside it is asleep: within [0, max + CPUs].
+  task times  /proc/PID/stat scales tick samples to the precise runtime
+              (cputime_adjust); we read the tick samples: within 20 ms + 10%.
+  task state  only compared for tasks in the same state in both truths,
+              and not for PID 1 (the shell answering us).
+"""
+import json
+import subprocess
+
+IDLE_LAG_S = 5.0
+
+TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
+         "echo @meminfo; while read -r l; do echo \"$l\"; done < /proc/meminfo; "
+         "echo @vmstat; while read -r l; do echo \"$l\"; done < /proc/vmstat; "
+         "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; echo @tasks; "
+         "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
+         "while read -r k v r; do case $k in VmRSS:|voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
+         "echo \"X ${d#/proc/} $k $v\";; esac; done < $d/status 2>/dev/null; done; echo @end; jiffies")
+
+
+def parse_truth(out):
+    lines = out.splitlines()
+    t = {"jiffies": int(lines[0]), "jiffies_end": int(lines[-1]), "cpu": {}, "mem": {}, "vm": {}, "tasks": {}}
+    sec = None
+    for l in lines[1:-1]:
+        if l.startswith("@"):
+            sec = l[1:]
+            continue
+        f = l.split()
+        if not f:
+            continue
+        if sec == "stat":
+            if f[0].startswith("cpu"):
+                t["cpu"][f[0]] = [int(x) for x in f[1:]]
+            elif len(f) == 2:
+                t[f[0]] = int(f[1])
+        elif sec == "meminfo":
+            t["mem"][f[0].rstrip(":")] = int(f[1])
+        elif sec == "vmstat":
+            t["vm"][f[0]] = int(f[1])
+        elif sec == "loadavg":
+            t["load"] = [float(x) for x in f[:3]]
+            t["threads"] = int(f[3].split("/")[1])
+        elif sec == "tasks":
+            if f[0] == "S":
+                rest = l[2:]
+                pid = int(rest.split(" ", 1)[0])
+                comm = rest[rest.index("(") + 1:rest.rindex(")")]
+                g = rest[rest.rindex(")") + 2:].split()
+                t["tasks"][pid] = {"comm": comm, "state": g[0], "ppid": int(g[1]), "utime": int(g[11]),
+                                   "stime": int(g[12]), "threads": int(g[17]), "rss_kb": 0, "vcsw": 0, "nvcsw": 0}
+            elif f[0] == "X" and int(f[1]) in t["tasks"]:
+                key = {"VmRSS:": "rss_kb", "voluntary_ctxt_switches:": "vcsw",
+                       "nonvoluntary_ctxt_switches:": "nvcsw"}[f[2]]
+                t["tasks"][int(f[1])][key] = int(f[3])
+    return t
+
+
+# /proc/stat cpu line fields
+USER, NICE, SYSTEM, IDLE, IOWAIT, IRQ, SOFTIRQ, STEAL = range(8)
+
+
+FIELDS = {"busy_time": 6, "user_time": 2, "system_time": 1, "irq_time": 2, "steal_time": 1}
+
+
+def cpu_fields(v):
+    """Our metric names -> centiseconds from a /proc/stat cpu line."""
+    return {
+        "busy_time": v[USER] + v[NICE] + v[SYSTEM] + v[IRQ] + v[SOFTIRQ] + v[STEAL],
+        "user_time": v[USER] + v[NICE], "system_time": v[SYSTEM], "idle_time": v[IDLE],
+        "iowait_time": v[IOWAIT], "irq_time": v[IRQ] + v[SOFTIRQ], "steal_time": v[STEAL],
+    }
+
+
+def sample(inspect, ram, bundle, backend="cpu"):
+    p = subprocess.run([inspect, "-s", "ramfile:" + ram, "metrics", "--json", "--bundle", bundle,
+                        "--backend", backend], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("metrics failed (%d): %s" % (p.returncode, p.stderr))
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def compare(b, a, m, ncpus):
+    """Every check of one window: (ok, what, detail) tuples."""
+    out = []
+    h = m["host"]
+
+    def between(what, v, lo, hi, tol=0, counter=True, unit=""):
+        if v is None:
+            out.append((False, "%s: read error" % what, ""))
+            return
+        if not counter:
+            lo, hi = min(lo, hi), max(lo, hi)
+        ok = lo - tol <= v <= hi + tol
+        out.append((ok, "%s %s%s within guest [%s, %s]%s" % (what, fmt(v), unit, fmt(lo), fmt(hi),
+                                                              " +-%s" % fmt(tol) if tol else ""),
+                    "ours %r, guest %r .. %r" % (v, lo, hi)))
+
+    between("host.jiffies", h["host.jiffies"], b["jiffies_end"], a["jiffies"])
+    between("host.forks", h["host.forks"], b["processes"], a["processes"])
+    between("host.ctx_switches", h["host.ctx_switches"], b["ctxt"], a["ctxt"])
+    between("host.threads", h["host.threads"], b["threads"], a["threads"], counter=False)
+    between("host.cpus", h["host.cpus"], len(b["cpu"]) - 1, len(a["cpu"]) - 1, counter=False)
+    for key, name in (("MemTotal", "mem_total"), ("MemFree", "mem_free"), ("MemAvailable", "mem_available"),
+                      ("SwapTotal", "swap_total"), ("SwapFree", "swap_free")):
+        v = h["host." + name]
+        between("host." + name, None if v is None else v / 1024, b["mem"][key], a["mem"][key], counter=False,
+                unit=" KiB")
+    for key, name in (("pswpin", "swap_ins"), ("pswpout", "swap_outs"), ("pgmajfault", "major_faults"),
+                      ("oom_kill", "oom_kills")):
+        between("host." + name, h["host." + name], b["vm"][key], a["vm"][key])
+    for i, name in enumerate(("load1", "load5", "load15")):
+        between("host." + name, h["host." + name], b["load"][i], a["load"][i], tol=0.005, counter=False)
+    between("host.procs_running", h["host.procs_running"], 0, max(b["procs_running"], a["procs_running"]) + ncpus,
+            counter=False)
+    between("host.procs_blocked", h["host.procs_blocked"], 0, max(b["procs_blocked"], a["procs_blocked"]) + ncpus,
+            counter=False)
+    # CPU times, the whole host and each CPU, in centiseconds
+    rows = [("cpu", "host.cpu_", h)] + [("cpu%d" % c["cpu"], "cpu.", c) for c in m["cpus"] if c["online"]]
+    for line, prefix, src in rows:
+        fb, fa = cpu_fields(b["cpu"][line]), cpu_fields(a["cpu"][line])
+        for f in fb:
+            v = src.get(prefix + f)
+            if v is None:
+                out.append((False, "%s%s: read error" % (prefix, f), ""))
+                continue
+            cs = v * 100
+            label = "%s%s%s" % (prefix, f, "" if line == "cpu" else "[%s]" % line[3:])
+            if f in ("idle_time", "iowait_time"):
+                n = ncpus if line == "cpu" else 1
+                ok = fb[f] - IDLE_LAG_S * 100 * n - 1 <= cs <= fa[f] + 1
+                out.append((ok, "%s %.2f cs within guest [%d - %.0f s idle lag, %d] +-1" %
+                            (label, cs, fb[f], IDLE_LAG_S * n, fa[f]), "ours %r" % cs))
+            else:
+                k = FIELDS[f]
+                ok = fb[f] - 1 <= cs <= fa[f] + k
+                out.append((ok, "%s %.2f cs within guest [%d, %d] (+%d cs: %d truncated field%s)" %
+                            (label, cs, fb[f], fa[f], k, k, "" if k == 1 else "s"), "ours %r" % cs))
+    for c in m["cpus"]:
+        if c["online"]:
+            # per-CPU context switches sum to ctxt, checked through the host value
+            if c.get("cpu.ctx_switches") is None or c.get("cpu.nr_running") is None:
+                out.append((False, "cpu%d: read error" % c["cpu"], ""))
+    # tasks present in both truths
+    ours = {int(t["task.pid"]): t for t in m["tasks"] if t.get("task.pid") is not None}
+    stable = set(b["tasks"]) & set(a["tasks"])
+    missing = sorted(p for p in stable if p not in ours)
+    out.append((not missing, "task list: %d tasks, every stable /proc PID present" % len(ours), "missing %s" % missing))
+    bad = {k: [] for k in ("ppid", "threads", "rss", "ctx_switches", "state", "times", "comm", "kthread")}
+    for pid in sorted(stable & set(ours)):
+        tb, ta, o = b["tasks"][pid], a["tasks"][pid], ours[pid]
+        if o["task.ppid"] != tb["ppid"]:
+            bad["ppid"].append((pid, o["task.ppid"], tb["ppid"]))
+        if not min(tb["threads"], ta["threads"]) <= o["task.threads"] <= max(tb["threads"], ta["threads"]):
+            bad["threads"].append((pid, o["task.threads"], tb["threads"]))
+        rss = o["task.rss"] / 1024
+        if not min(tb["rss_kb"], ta["rss_kb"]) <= rss <= max(tb["rss_kb"], ta["rss_kb"]):
+            bad["rss"].append((pid, rss, tb["rss_kb"], ta["rss_kb"]))
+        cs = o["task.ctx_switches"]
+        if not tb["vcsw"] + tb["nvcsw"] <= cs <= ta["vcsw"] + ta["nvcsw"]:
+            bad["ctx_switches"].append((pid, cs, tb["vcsw"] + tb["nvcsw"], ta["vcsw"] + ta["nvcsw"]))
+        if pid != 1 and tb["state"] == ta["state"] and o["task.state"] != tb["state"]:
+            bad["state"].append((pid, o["task.state"], tb["state"]))
+        name = o.get("task.comm", "")
+        if not (tb["comm"] == name or tb["comm"].startswith(name + "-") or (len(name) == 15 and tb["comm"].startswith(name))):
+            bad["comm"].append((pid, name, tb["comm"]))
+        if o["task.kthread"] != (tb["ppid"] == 2 or pid == 2):
+            bad["kthread"].append((pid, o["task.kthread"]))
+        for ours_k, proc_k in (("task.kernel_time", "stime"), ("task.user_time", "utime")):
+            v = o[ours_k] * 100
+            lo, hi = tb[proc_k], ta[proc_k]
+            tol = 2 + 0.1 * hi
+            if not lo - tol <= v <= hi + tol:
+                bad["times"].append((pid, ours_k, round(v, 1), lo, hi))
+    for k, v in bad.items():
+        out.append((not v, "tasks: %s agrees for %d tasks" % (k, len(stable & set(ours))), "differ: %s" % v[:8]))
+    return out
+
+
+def fmt(x):
+    return ("%.3f" % x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+def window(g, name, inspect, bundle, report, attempts=5, backend="cpu"):
+    """One metrics window; retried (as the kernel model's) while a gauge
+    moved inside it and is out of it."""
+    ncpus = g.cpus
+    for attempt in range(attempts):
+        b = parse_truth(g.check(TRUTH, timeout=120))
+        try:
+            m = sample(inspect, g.ram, bundle, backend)
+        except RuntimeError as e:
+            report(False, "%s: metrics" % name, str(e))
+            return
+        a = parse_truth(g.check(TRUTH, timeout=120))
+        results = compare(b, a, m, ncpus)
+        failed = [r for r in results if not r[0]]
+        if failed and attempt < attempts - 1:
+            continue
+        for ok, what, detail in results:
+            report(ok, "%s: %s" % (name, what), detail)
+        return
+
+
+if __name__ == "__main__":
+    # One guest by hand:  python3 tests/guest/metrics_check.py debian-6.12 [--la57] [--nokaslr] [--load]
+    import os
+    import sys
+    import time
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import guest
+    args = sys.argv[1:]
+    top = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    inspect = os.environ.get("INSPECT", os.path.join(top, "build", "sentinel-inspect"))
+    bundle = os.environ.get("BUNDLE", os.path.join(top, "build", "metrics.bundle"))
+    ks = guest.kernels()
+
+    def report(ok, what, detail=""):
+        print("%s %s" % ("PASS" if ok else "FAIL", what))
+        if not ok and detail:
+            print("     " + str(detail)[:400])
+    with guest.Guest(ks[args[0]], kaslr="--nokaslr" not in args, la57="--la57" in args, name="mc") as g:
+        if "--load" in args:
+            g.check("(while :; do :; done) & (while :; do :; done) &")
+            time.sleep(1.5)
+        window(g, args[0], inspect, bundle, report, attempts=1)
