@@ -56,16 +56,16 @@ RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.
 RT_HDR := kernel-support/kcore.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
 	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g \
-	-fno-vectorize -fno-slp-vectorize -emit-llvm
+	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/sentinel-inspect
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle
 ifeq ($(HAVE_FUZZER),1)
-TEST_PROGRAMS += $(B)/fuzz_rules
+TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
 endif
 
-.PHONY: all check demo install uninstall clean distclean bench fuzz docs
+.PHONY: all check demo install uninstall clean distclean bench fuzz docs gpu-pack
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -132,11 +132,24 @@ $(B)/san/test_unit: $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
 # libFuzzer target: the rule parser and checker, built with clang.
-$(B)/fuzz_rules: tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk
+$(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk
 	@mkdir -p $(B)
 	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(YAML_CFLAGS) $(JANSSON_CFLAGS) -Irulec -Iengine -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS) $(JANSSON_LIBS)
+
+# sentinel-inspect with LLVM, libbpf, libelf, jansson and libyaml linked
+# statically: for GPU machines with no package registry (tests/gpu/pack.sh).
+# Only glibc, libstdc++ and libzstd stay shared.
+LLVM_STATIC = $$($(LLVM_CONFIG) --link-static --ldflags) \
+	$$($(LLVM_CONFIG) --link-static --libs orcjit x86 nvptx passes bitreader bitwriter irreader linker)
+$(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -lyaml -lz \
+		-Wl,-Bdynamic -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
+
+gpu-pack: $(B)/portable/sentinel-inspect $(B)/rulec $(B)/metrics.bundle
+	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
 $(B)/metrics.bundle: $(B)/rulec
@@ -146,8 +159,17 @@ check: $(PROGRAMS) $(TEST_PROGRAMS)
 	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" \
 		sh tests/run.sh
 
-fuzz: $(B)/fuzz_rules
-	sh tests/fuzz/run.sh long
+# libFuzzer target: the code generator on every input the front end accepts.
+$(B)/fuzz_cg: tests/fuzz/fuzz_cg.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(CC_SRC) $(RULEC_HDR) $(RT_BC) config.mk
+	@mkdir -p $(B)
+	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(YAML_CFLAGS) $(JANSSON_CFLAGS) $(ALL_CFLAGS) -o $@ tests/fuzz/fuzz_cg.c $(RULEC_LIB_SRC) $(CC_SRC) \
+		$(LIBS) $(JANSSON_LIBS) $(LLVM_LIBS) -lpthread
+
+fuzz: $(B)/fuzz_rules $(B)/fuzz_cg
+	sh tests/fuzz/run.sh long rules
+	sh tests/fuzz/run.sh long cg
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)

@@ -228,7 +228,8 @@ static json_t *json_value(const Metric *m, double v)
 	return json_real(v);
 }
 
-static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, const MetricsOpts *o, long sample)
+static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, const MetricsOpts *o, long sample,
+			  double open_ms, double tick_us)
 {
 	const RlResult *res = eng_relocs(e);
 	char buf[64];
@@ -236,6 +237,9 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 		json_t *j = json_object(), *host = json_object(), *cpus = json_array(), *tasks = json_array();
 		json_object_set_new(j, "sample", json_integer(sample));
 		json_object_set_new(j, "backend", json_string(eng_backend(e) == ENG_CUDA ? "cuda" : "cpu"));
+		json_object_set_new(j, "backend_note", json_string(eng_backend_note(e)));
+		json_object_set_new(j, "open_ms", json_real(open_ms));
+		json_object_set_new(j, "tick_us", json_real(tick_us));
 		for (unsigned i = 0; i < b->nhost; i++)
 			json_object_set_new(host, cat_metrics[b->host_m[i]].name, json_value(&cat_metrics[b->host_m[i]], w->host[i]));
 		json_object_set_new(j, "host", host);
@@ -335,8 +339,12 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 	}
 	EngOpts eo = {.backend = o->backend ? o->backend : "cpu",
 		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull};
+	struct timespec t0, t1, t2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (eng_open(b, t, &eo, &e, err, sizeof err))
 		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double open_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	if (!o->json)
 		printf("backend: %s\n", eng_backend_note(e));
 	rc = 0;
@@ -346,11 +354,18 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 			nanosleep(&ts, NULL);
 		}
 		const sn_world *w;
-		if (eng_tick(e, 0, err, sizeof err) || !(w = eng_view(e, err, sizeof err))) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (eng_tick(e, 0, err, sizeof err)) {
 			rc = 1;
 			goto out;
 		}
-		print_metrics(b, w, e, o, i);
+		clock_gettime(CLOCK_MONOTONIC, &t2);
+		if (!(w = eng_view(e, err, sizeof err))) {
+			rc = 1;
+			goto out;
+		}
+		print_metrics(b, w, e, o, i, open_ms,
+			      (double)(t2.tv_sec - t1.tv_sec) * 1e6 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e3);
 	}
 out:
 	if (*err)

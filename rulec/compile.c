@@ -240,6 +240,8 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	}
 	if (!e)
 		comp_phase(o, "LLView", &t0);
+	if (!e && o->verify_only)
+		goto out;
 	if (!e && emit && !strcmp(emit, "llvm")) {
 		e = comp_print(o, T[1].m);
 		goto out;

@@ -11,6 +11,7 @@
 #include "bundle.h"
 #include "cg.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct CompOpts {
@@ -19,6 +20,7 @@ typedef struct CompOpts {
 	FILE *emit_out;
 	FILE *progress;           /* phase timings, or NULL */
 	const char *version;
+	bool verify_only;         /* generate, relocate, LLView, verify; no optimisation or code */
 } CompOpts;
 
 #define COMP_DEFAULT_ARCHS "sm_70,sm_90"

@@ -202,7 +202,9 @@ static void core_struct_access(Core *C, LLVMValueRef call)
 	size_t flen;
 	const char *fname = md_name(member, &flen);
 	if (!member || !flen) {
-		core_error(C, call, "field #%u of struct %.*s has no name", di, (int)nlen, sname);
+		core_error(C, call, "an access through an anonymous struct or union member of %.*s; declare the "
+			   "fields of kernel structs flat in kcore.h (BTF finds them through anonymous members)",
+			   (int)nlen, sname);
 		return;
 	}
 	char s[128], f[128];

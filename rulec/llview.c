@@ -357,8 +357,12 @@ static void lv_load(Lv *L, LLVMValueRef fn, LLVMValueRef ld, LLVMValueRef *slot)
 	LLVMValueRef args[3] = {va, LLVMConstInt(L->i32, size, 0), err};
 	LLVMValueRef raw = LLVMBuildCall2(L->b, LLVMGlobalGetValueType(L->fn_load), L->fn_load, args, 3, "llview.raw");
 	LLVMValueRef v;
-	if (k == LLVMPointerTypeKind)
+	if (k == LLVMPointerTypeKind) {
 		v = LLVMBuildIntToPtr(L->b, raw, t, "");
+		/* its users were classified through the load it replaces */
+		int c = lv_map_get(&L->memo, ld);
+		lv_map_put(&L->memo, v, c < 0 ? LV_KERNEL : c);
+	}
 	else if (k == LLVMIntegerTypeKind)
 		v = size == 8 ? raw : LLVMBuildTrunc(L->b, raw, t, "");
 	else if (k == LLVMDoubleTypeKind)

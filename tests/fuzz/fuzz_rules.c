@@ -1,7 +1,6 @@
 /* libFuzzer target: the whole rulec front end (YAML loader, schema, lexer,
  * parser, checker and the diagnostic formatter) on arbitrary bytes. */
-#include "diag.h"
-#include "rules.h"
+#include "fuzz_load.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -12,16 +11,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
-	if (!text)
-		return 0;
-	memcpy(text, data, size);
-	text[size] = 0;
 	RuleSet rs = {0};
 	DiagCtx d = {.max_errors = 200};
-	CheckOpts o = {.tick = 0.1};
-	rf_load_buffer(&rs, "fuzz.yaml", text, size, &d, &o);
-	rs_check_all(&rs, &d);
+	fuzz_load(data, size, &rs, &d);
 	diag_sort(&d);
 	/* format everything, as rulec would, into a null sink */
 	FILE *null = fopen("/dev/null", "w");

@@ -28,7 +28,13 @@ CACHE = os.environ.get("SENTINEL_GUEST_CACHE", os.path.join(TOP, ".cache", "gues
 
 
 def kernels():
-    """Fetch (once) and return {name: dir} of the test kernels."""
+    """Fetch (once) and return {name: dir} of the test kernels.  With
+    SENTINEL_GUEST_KERNELS=DIR (kernels packed for a machine without a
+    package registry, tests/gpu/pack.sh), use DIR/NAME/ as they are."""
+    packed = os.environ.get("SENTINEL_GUEST_KERNELS")
+    if packed:
+        return {k: os.path.join(packed, k) for k in sorted(os.listdir(packed))
+                if os.path.exists(os.path.join(packed, k, "vmlinuz"))}
     out = subprocess.run(["sh", os.path.join(TOP, "tests", "guest", "fetch.sh")],
                          check=True, stdout=subprocess.PIPE, text=True).stdout
     return dict(line.split() for line in out.splitlines() if line.strip())
@@ -76,7 +82,7 @@ class Guest:
         if self.append:
             append += " " + self.append
         cmd = [
-            "qemu-system-x86_64", "-machine", "q35,memory-backend=ram", "-accel", "tcg",
+            os.environ.get("SENTINEL_QEMU", "qemu-system-x86_64"), "-machine", "q35,memory-backend=ram", "-accel", "tcg",
             "-cpu", "max" if self.la57 else "qemu64",
             "-smp", str(self.cpus), "-m", "%dM" % self.mem_mb,
             "-object", "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
@@ -90,8 +96,14 @@ class Guest:
         ]
         if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
             cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
+        # a carried QEMU (tests/gpu/pack.sh): its libraries for it alone
+        env = dict(os.environ)
+        if os.environ.get("SENTINEL_QEMU_LIBS"):
+            env["LD_LIBRARY_PATH"] = os.environ["SENTINEL_QEMU_LIBS"]
+        if os.environ.get("SENTINEL_QEMU_MODULES"):
+            env["QEMU_MODULE_DIR"] = os.environ["SENTINEL_QEMU_MODULES"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

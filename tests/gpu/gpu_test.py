@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""GPU tests: a bundle's PTX on a real GPU against live Debian guests.
+
+    python3 tests/gpu/gpu_test.py SENTINEL-INSPECT DEVICE-DIR     (tests/gpu/run.sh)
+
+For each kernel (Debian 6.1 and 6.12, KASLR on): boot it under QEMU (TCG),
+start a CPU hog and put memory in use; then pause the guest (QEMU `stop`:
+its RAM cannot change) and read every catalog metric from the same bundle
+with the CPU backend (the bundle's x86-64 code) and the CUDA backend (its
+PTX, loaded with cuModuleLoadDataEx): every value must be the same, bit for
+bit.  The shipped rules' bundle is loaded on the GPU the same way and its
+metrics compared too.  The table at the end has the timings.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
+import guest  # noqa: E402
+
+INSPECT = sys.argv[1]
+DEV = sys.argv[2]
+failures = 0
+rows = []
+
+
+def report(ok, what, detail=""):
+    global failures
+    print("%s %s" % ("PASS" if ok else "FAIL", what), flush=True)
+    if not ok:
+        failures += 1
+        for line in str(detail).splitlines()[:20]:
+            print("     " + line)
+
+
+def sample(ram, bundle, backend, count=1):
+    p = subprocess.run([INSPECT, "-s", "ramfile:" + ram, "metrics", "--json", "--bundle", bundle, "--backend", backend,
+                        "--count", str(count)], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("%s backend: exit %d: %s" % (backend, p.returncode, p.stderr.strip()))
+    return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+
+
+def same(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def diff(cpu, gpu):
+    """Every value that differs, as (where, cpu, gpu)."""
+    out = []
+    for k, v in cpu["host"].items():
+        if not same(v, gpu["host"].get(k)):
+            out.append(("host " + k, v, gpu["host"].get(k)))
+    if len(cpu["cpus"]) != len(gpu["cpus"]):
+        out.append(("cpu count", len(cpu["cpus"]), len(gpu["cpus"])))
+    for c, g in zip(cpu["cpus"], gpu["cpus"]):
+        for k, v in c.items():
+            if not same(v, g.get(k)):
+                out.append(("cpu%d %s" % (c["cpu"], k), v, g.get(k)))
+    if len(cpu["tasks"]) != len(gpu["tasks"]):
+        out.append(("task count", len(cpu["tasks"]), len(gpu["tasks"])))
+    for t, g in zip(cpu["tasks"], gpu["tasks"]):
+        for k, v in t.items():
+            if not same(v, g.get(k)):
+                out.append(("task %s %s" % (t.get("task.pid"), k), v, g.get(k)))
+    return out
+
+
+def nvalues(s):
+    return len(s["host"]) + sum(len(c) for c in s["cpus"]) + sum(len(t) for t in s["tasks"])
+
+
+def run_kernel(name, kdir):
+    with guest.Guest(kdir, kaslr=True, name="gpu") as g:
+        g.check("(while :; do :; done) & mkdir -p /mnt && mount -t tmpfs -o size=256M tmpfs /mnt && "
+                "dd if=/dev/zero of=/mnt/f bs=1M count=64 2>/dev/null")
+        time.sleep(2)
+        for bundle in ("metrics.bundle", "rules.bundle"):
+            path = os.path.join(DEV, bundle)
+            g.hmp("stop")
+            try:
+                cpu = sample(g.ram, path, "cpu")[0]
+                gpus = sample(g.ram, path, "cuda", count=5)
+            except RuntimeError as e:
+                report(False, "%s %s: sample" % (name, bundle), e)
+                g.hmp("cont")
+                continue
+            g.hmp("cont")
+            gpu = gpus[0]
+            report(gpu["backend"] == "cuda", "%s %s: ran on %s" % (name, bundle, gpu["backend_note"]))
+            d = diff(cpu, gpu)
+            report(not d, "%s %s: CUDA and CPU backends agree on all %d values of a paused guest" %
+                   (name, bundle, nvalues(cpu)), "\n".join("%s: cpu %r, gpu %r" % x for x in d[:20]))
+            report(len(gpu["tasks"]) > 10 and gpu["host"].get("host.cpus", 2) == 2 or bundle == "rules.bundle",
+                   "%s %s: the GPU walked %d tasks" % (name, bundle, len(gpu["tasks"])))
+            ticks = sorted(s["tick_us"] for s in gpus[1:])
+            rows.append((name, bundle, nvalues(cpu), "yes" if not d else "NO (%d)" % len(d),
+                         "%.0f" % gpu["open_ms"], "%.0f" % cpu["tick_us"], "%.0f" % ticks[len(ticks) // 2]))
+
+
+def main():
+    ks = guest.kernels()
+    for name in ("debian-6.1", "debian-6.12"):
+        if name not in ks:
+            report(False, "%s: kernel not packed" % name)
+            continue
+        try:
+            run_kernel(name, ks[name])
+        except guest.GuestError as e:
+            report(False, "%s: guest" % name, e)
+    print()
+    hdr = ("kernel", "bundle", "values", "agree", "GPU open ms", "CPU tick us", "GPU tick us")
+    w = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    for r in [hdr] + rows:
+        print("  ".join(str(x).ljust(w[i]) for i, x in enumerate(r)))
+    print("\n%d failed" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

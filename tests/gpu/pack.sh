@@ -1,0 +1,57 @@
+#!/bin/sh
+# Pack everything the GPU tests need into .device/ (ignored by git), for a
+# GPU machine that has no package registry.  Run here, then on the GPU
+# machine, in one call with .device carried:
+#
+#     make gpu-pack                 # this script
+#     sh tests/gpu/run.sh           # on the GPU machine (the device tool)
+#
+# .device/ holds: sentinel-inspect linked with LLVM statically (it runs the
+# CPU backend there too, to compare with the GPU), the bundles, Debian's
+# QEMU with the libraries it needs beyond glibc, its TCG module and
+# firmware, and the Debian 6.1 and 6.12 test kernels with their initramfs.
+# About 40 MB, xz-compressed where it pays.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+out=.device
+B=build
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$out/guest"
+
+echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
+make -s $B/portable/sentinel-inspect $B/rulec $B/metrics.bundle
+cp $B/portable/sentinel-inspect "$out/bin/"
+strip "$out/bin/sentinel-inspect"
+
+echo "gpu-pack: bundles"
+cp $B/metrics.bundle "$out/metrics.bundle"
+$B/rulec -q -o "$out/rules.bundle" rules/ examples/
+
+echo "gpu-pack: QEMU"
+q=$(command -v qemu-system-x86_64)
+cp "$q" "$out/qemu/"
+# every library but glibc's own: the GPU machine's glibc is newer
+ldd "$q" | awk '/=>/ {print $3}' | while read -r lib; do
+	case $(basename "$lib") in
+	libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
+	*) cp -L "$lib" "$out/qemu/lib/" ;;
+	esac
+done
+cp -L /usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so "$out/qemu/modules/"
+for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin vgabios-stdvga.bin efi-e1000e.rom; do
+	[ -e /usr/share/qemu/$f ] && cp -L /usr/share/qemu/$f "$out/qemu/firmware/"
+done
+
+echo "gpu-pack: kernels"
+python3 -c 'import sys; sys.path.insert(0, "tests/guest"); import guest; [print(k, d) for k, d in guest.kernels().items()]' |
+while read -r name dir; do
+	mkdir -p "$out/guest/$name"
+	cp "$dir/vmlinuz" "$dir/initramfs.cpio.gz" "$dir/release" "$out/guest/$name/"
+	touch "$out/guest/$name/ready"
+done
+
+echo "gpu-pack: compressing"
+(cd "$out" && tar cf - qemu bin | xz -T0 -6 > pack.tar.xz && rm -rf qemu bin)
+du -sh "$out"
+echo "gpu-pack: done; on the GPU machine run: sh tests/gpu/run.sh (carrying .device)"

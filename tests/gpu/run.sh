@@ -1,0 +1,23 @@
+#!/bin/sh
+# The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
+# .device/.  Ends with a short table; exit status 0 when everything agreed.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+d=$top/.device
+if [ ! -f "$d/pack.tar.xz" ]; then
+	echo "tests/gpu/run.sh: no .device/pack.tar.xz: run 'make gpu-pack' first (and carry .device)" >&2
+	exit 2
+fi
+work=${TMPDIR:-/tmp}/sentinel-gpu
+rm -rf "$work"
+mkdir -p "$work"
+xz -dc "$d/pack.tar.xz" | tar xf - -C "$work"
+# QEMU's own libraries for QEMU alone: never for programs that load libcuda
+export SENTINEL_QEMU="$work/qemu/qemu-system-x86_64"
+export SENTINEL_QEMU_LIBS="$work/qemu/lib"
+export SENTINEL_QEMU_MODULES="$work/qemu/modules"
+export SENTINEL_QEMU_FIRMWARE="$work/qemu/firmware"
+export SENTINEL_GUEST_KERNELS="$d/guest"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d"
