@@ -39,8 +39,12 @@ ldd "$q" | awk '/=>/ {print $3}' | while read -r lib; do
 	esac
 done
 cp -L /usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so "$out/qemu/modules/"
-for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin vgabios-stdvga.bin efi-e1000e.rom; do
-	[ -e /usr/share/qemu/$f ] && cp -L /usr/share/qemu/$f "$out/qemu/firmware/"
+for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin vgabios-stdvga.bin; do
+	found=
+	for d in /usr/share/qemu /usr/share/seabios; do
+		if [ -e "$d/$f" ]; then cp -L "$d/$f" "$out/qemu/firmware/"; found=1; break; fi
+	done
+	[ -n "$found" ] || { echo "gpu-pack: no QEMU firmware $f (apt-get install qemu-system-data seabios)" >&2; exit 1; }
 done
 
 echo "gpu-pack: kernels"
