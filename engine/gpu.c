@@ -173,6 +173,24 @@ fail:
 
 const char *gpu_device_name(const GpuCode *g) { return g->name; }
 
+int gpu_probe_arch(char *arch, size_t n)
+{
+	GpuCode g = {0};
+	char err[256];
+	int r = -ENODEV, count = 0;
+	CUdevice dev;
+	if (!gpu_load_driver(&g, err, sizeof err) && g.d.Init(0) == CUDA_SUCCESS && g.d.DeviceGetCount(&count) == 0 &&
+	    count > 0 && g.d.DeviceGet(&dev, 0) == 0 &&
+	    !g.d.DeviceGetAttribute(&g.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) &&
+	    !g.d.DeviceGetAttribute(&g.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) {
+		snprintf(arch, n, "sm_%d%d", g.cc_major, g.cc_minor);
+		r = 0;
+	}
+	if (g.d.lib)
+		dlclose(g.d.lib);
+	return r;
+}
+
 /* The target's RAM, mapped into the GPU: each distinct host mapping of the
  * source registered once, read-only (IOMEMORY for the pmem device). */
 static int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, kx_mem *dmem, char *err, size_t n)

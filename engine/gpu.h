@@ -26,6 +26,9 @@ typedef struct GpuCode GpuCode;
  * says why (no driver, no GPU, no PTX this GPU runs) and what to do. */
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n);
 const char *gpu_device_name(const GpuCode *g);
+/* The architecture ("sm_90") of GPU 0 of this machine, for the compiler's
+ * native PTX; -ENODEV (and nothing written) when there is none. */
+int gpu_probe_arch(char *arch, size_t n);
 /* Map the target and lay out the world on the GPU.  *mirror receives a host
  * copy of the world block (for views), *ring and *stats the host side of the
  * mapped ring and statistics. */

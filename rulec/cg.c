@@ -27,6 +27,8 @@ typedef struct Cg {
 	const CgProg *p;
 	LLVMTypeRef dbl, i32, i64, i8, i1, ptr, vd;
 	LLVMValueRef fn, w;       /* the function being built and its world argument */
+	const Expr *track;        /* the aggregation that tracks the rule's value */
+	LLVMValueRef value, entity;
 	char *err;
 	size_t errlen;
 	int nerr;
@@ -259,37 +261,170 @@ static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
 	return L;
 }
 
+/* A best-entity tracker: key (compared), value, entity. */
+typedef struct Track {
+	LLVMValueRef k, v, e;
+	int dir;                  /* +1 largest key, -1 smallest */
+} Track;
+
+static Track cg_track_new(Cg *C, int dir, const char *name)
+{
+	Track t = {.dir = dir};
+	t.k = cg_alloca(C, C->dbl, cg_real(C, dir > 0 ? -INFINITY : INFINITY), name);
+	t.v = cg_alloca(C, C->dbl, cg_nan(C), name);
+	t.e = cg_alloca(C, C->dbl, cg_real(C, INFINITY), name);
+	return t;
+}
+
+static void cg_track(Cg *C, Track *t, LLVMValueRef k, LLVMValueRef v, LLVMValueRef e, LLVMValueRef when)
+{
+	LLVMValueRef better = LLVMBuildFCmp(C->b, t->dir > 0 ? LLVMRealOGT : LLVMRealOLT, k, cg_ld(C, t->k), "");
+	if (when)
+		better = LLVMBuildAnd(C->b, better, when, "");
+	LLVMBuildStore(C->b, cg_sel(C, better, k, cg_ld(C, t->k)), t->k);
+	LLVMBuildStore(C->b, cg_sel(C, better, v, cg_ld(C, t->v)), t->v);
+	LLVMBuildStore(C->b, cg_sel(C, better, e, cg_ld(C, t->e)), t->e);
+}
+
+/* Across lanes: the best key, then the lowest entity holding it, then its value. */
+static void cg_track_reduce(Cg *C, const Track *t, LLVMValueRef *value, LLVMValueRef *entity, LLVMValueRef *found)
+{
+	LLVMValueRef k = cg_ld(C, t->k), v = cg_ld(C, t->v), e = cg_ld(C, t->e);
+	LLVMValueRef K = cg_reduce(C, t->dir > 0 ? "simt_max_f64" : "simt_min_f64", k);
+	LLVMValueRef mine = LLVMBuildFCmp(C->b, LLVMRealOEQ, k, K, "");
+	LLVMValueRef E = cg_reduce(C, "simt_min_f64", cg_sel(C, mine, e, cg_real(C, INFINITY)));
+	LLVMValueRef it = LLVMBuildAnd(C->b, mine, LLVMBuildFCmp(C->b, LLVMRealOEQ, e, E, ""), "");
+	*value = cg_reduce(C, "simt_max_f64", cg_sel(C, it, v, cg_nan(C)));
+	*found = LLVMBuildFCmp(C->b, LLVMRealOLT, E, cg_real(C, INFINITY), "");
+	*entity = cg_sel(C, *found, E, cg_real(C, -1));
+}
+
+static const Expr *cg_value_node(const Expr *e);
+
+/* all(x OP t) / any(x OP t) as the rule's value: which entity decides, and
+ * its x.  any(): the extreme entity among those that hold (else among
+ * all); all(): the extreme over all (the closest to breaking it).  Tracked
+ * in the aggregation's own loop. */
+typedef struct ValTrack {
+	const Expr *cmp;          /* the comparison whose left side is the value */
+	bool any;
+	Track held, all;
+} ValTrack;
+
+static void cg_value_begin(Cg *C, const Expr *agg, ValTrack *vt)
+{
+	vt->cmp = cg_value_node(agg->a);
+	if (vt->cmp && vt->cmp->kind == N_CALL)
+		vt->cmp = NULL;
+	if (!vt->cmp)
+		return;
+	vt->any = agg->u.call.id == B_ANY;
+	NodeKind k = vt->cmp->kind;
+	int dir = k == N_GT || k == N_GE ? (vt->any ? 1 : -1) : k == N_LT || k == N_LE ? (vt->any ? -1 : 1) : 0;
+	vt->held = cg_track_new(C, dir ? dir : -1, "best.held");
+	vt->all = cg_track_new(C, dir ? dir : -1, "best");
+	vt->held.dir = vt->all.dir = dir ? dir : -2;      /* -2: the first entity (by index) */
+}
+
+static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond)
+{
+	if (!vt->cmp)
+		return;
+	LLVMValueRef x = cg_expr(C, vt->cmp->a, ent);
+	LLVMValueRef id;
+	if (ent.kind == ENT_TASK) {
+		LLVMValueRef a[3] = {C->w, ent.idx, cg_u32(C, (unsigned)C->p->slot[MET_TASK_PID])};
+		id = LLVMBuildSIToFP(C->b, cg_call(C, "sn_task_pid", a, 3), C->dbl, "");
+	} else {
+		id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
+	}
+	bool first = vt->all.dir == -2;
+	if (first)
+		vt->held.dir = vt->all.dir = -1;
+	LLVMValueRef key = first ? LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "") : x;
+	LLVMValueRef known = LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "");
+	cg_track(C, &vt->held, key, x, id,
+		 LLVMBuildAnd(C->b, known, LLVMBuildFCmp(C->b, LLVMRealOEQ, cond, cg_real(C, 1), ""), ""));
+	cg_track(C, &vt->all, key, x, id, known);
+	if (first)
+		vt->held.dir = vt->all.dir = -2;
+}
+
+static void cg_value_end(Cg *C, ValTrack *vt, LLVMValueRef *value, LLVMValueRef *entity)
+{
+	if (!vt->cmp) {
+		*value = cg_nan(C);
+		*entity = cg_real(C, -1);
+		return;
+	}
+	if (vt->all.dir == -2)
+		vt->held.dir = vt->all.dir = -1;
+	LLVMValueRef hv, he, hf, av, ae, af;
+	cg_track_reduce(C, &vt->held, &hv, &he, &hf);
+	cg_track_reduce(C, &vt->all, &av, &ae, &af);
+	LLVMValueRef use_held = vt->any ? hf : LLVMConstInt(C->i1, 0, 0);
+	*value = cg_sel(C, use_held, hv, av);
+	*entity = cg_sel(C, use_held, he, ae);
+}
+
+/* An aggregation over CPUs or tasks: one loop over the entities, lanes
+ * striding, then only the warp reductions its kind needs.  When it is the
+ * rule's value node, the value is tracked in the same loop. */
 static LLVMValueRef cg_aggregate(Cg *C, const Expr *e)
 {
 	BuiltinId id = e->u.call.id;
 	int kind = cg_entity_of(e->a);
 	if (kind < 0)
 		kind = cg_entity_of(e->b);
-	LLVMValueRef inf = cg_real(C, INFINITY);
-	LLVMValueRef t = cg_alloca(C, C->dbl, cg_real(C, 0), "n.true"), f = cg_alloca(C, C->dbl, cg_real(C, 0), "n.false");
-	LLVMValueRef u = cg_alloca(C, C->dbl, cg_real(C, 0), "n.unknown"), s = cg_alloca(C, C->dbl, cg_real(C, 0), "sum");
-	LLVMValueRef c = cg_alloca(C, C->dbl, cg_real(C, 0), "n");
-	LLVMValueRef mn = cg_alloca(C, C->dbl, inf, "min"), mx = cg_alloca(C, C->dbl, cg_real(C, -INFINITY), "max");
+	bool cond = id == B_ALL || id == B_ANY || id == B_COUNT;
+	bool sums = id == B_SUM || id == B_AVG, extremes = id == B_MIN || id == B_MAX;
+	LLVMValueRef zero = cg_real(C, 0), one = cg_real(C, 1);
+	LLVMValueRef t = NULL, f = NULL, u = NULL, s = NULL, c = NULL, ex = NULL;
+	if (cond) {
+		t = cg_alloca(C, C->dbl, zero, "n.true");
+		f = cg_alloca(C, C->dbl, zero, "n.false");
+	} else {
+		c = cg_alloca(C, C->dbl, zero, "n");
+	}
+	if (id != B_COUNT && id != B_AVG)
+		u = cg_alloca(C, C->dbl, zero, "n.unknown");
+	if (sums)
+		s = cg_alloca(C, C->dbl, zero, "sum");
+	if (extremes)
+		ex = cg_alloca(C, C->dbl, cg_real(C, id == B_MIN ? INFINITY : -INFINITY), id == B_MIN ? "min" : "max");
+	ValTrack vt = {0};
+	bool track = C->track == e;
+	if (track)
+		cg_value_begin(C, e, &vt);
 	Ent ent;
 	Loop L = cg_entity_loop(C, kind, e->b, &ent);
 	LLVMValueRef x = cg_expr(C, e->a, ent);
-	LLVMValueRef isn = cg_isnan(C, x), one = cg_real(C, 1), zero = cg_real(C, 0);
-	if (id == B_ALL || id == B_ANY || id == B_COUNT) {
+	LLVMValueRef isn = cg_isnan(C, x);
+	if (cond) {
 		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, t), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, one, "")), ""), t);
 		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, f), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, zero, "")), ""), f);
 	} else {
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, s), cg_sel(C, isn, zero, x), ""), s);
 		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, c), cg_sel(C, isn, zero, one), ""), c);
-		LLVMValueRef a1[2] = {cg_ld(C, mn), x}, a2[2] = {cg_ld(C, mx), x};
-		LLVMBuildStore(C->b, cg_intrinsic(C, "llvm.minnum", a1, 2), mn);
-		LLVMBuildStore(C->b, cg_intrinsic(C, "llvm.maxnum", a2, 2), mx);
 	}
-	LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, u), cg_b2d(C, isn), ""), u);
+	if (s)
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, s), cg_sel(C, isn, zero, x), ""), s);
+	if (ex) {
+		LLVMValueRef a[2] = {cg_ld(C, ex), x};
+		LLVMBuildStore(C->b, cg_intrinsic(C, id == B_MIN ? "llvm.minnum" : "llvm.maxnum", a, 2), ex);
+	}
+	if (u)
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, u), cg_b2d(C, isn), ""), u);
+	if (track)
+		cg_value_step(C, &vt, ent, x);
 	cg_loop_end(C, &L);
-	LLVMValueRef T = cg_reduce(C, "simt_sum_f64", cg_ld(C, t)), F = cg_reduce(C, "simt_sum_f64", cg_ld(C, f));
-	LLVMValueRef U = cg_reduce(C, "simt_sum_f64", cg_ld(C, u));
-	LLVMValueRef S = cg_reduce(C, "simt_sum_f64", cg_ld(C, s)), N = cg_reduce(C, "simt_sum_f64", cg_ld(C, c));
-	LLVMValueRef MN = cg_reduce(C, "simt_min_f64", cg_ld(C, mn)), MX = cg_reduce(C, "simt_max_f64", cg_ld(C, mx));
+	if (track)
+		cg_value_end(C, &vt, &C->value, &C->entity);
+	LLVMValueRef T = t ? cg_reduce(C, "simt_sum_f64", cg_ld(C, t)) : NULL;
+	LLVMValueRef F = f ? cg_reduce(C, "simt_sum_f64", cg_ld(C, f)) : NULL;
+	LLVMValueRef U = u ? cg_reduce(C, "simt_sum_f64", cg_ld(C, u)) : NULL;
+	LLVMValueRef N = c ? cg_reduce(C, "simt_sum_f64", cg_ld(C, c)) : NULL;
+	LLVMValueRef S = s ? cg_reduce(C, "simt_sum_f64", cg_ld(C, s)) : NULL;
+	LLVMValueRef X = ex ? cg_reduce(C, id == B_MIN ? "simt_min_f64" : "simt_max_f64", cg_ld(C, ex)) : NULL;
 #define GT0(v) LLVMBuildFCmp(C->b, LLVMRealOGT, v, zero, "")
 	switch (id) {
 	case B_ALL:     /* false if any is false; unknown if any is unknown; false if none */
@@ -303,9 +438,8 @@ static LLVMValueRef cg_aggregate(Cg *C, const Expr *e)
 	case B_AVG:
 		return cg_sel(C, GT0(N), LLVMBuildFDiv(C->b, S, N, ""), cg_nan(C));
 	case B_MIN:
-		return cg_sel(C, GT0(N), MN, cg_nan(C));
 	case B_MAX:
-		return cg_sel(C, GT0(N), MX, cg_nan(C));
+		return cg_sel(C, GT0(N), X, cg_nan(C));
 	default:
 		return cg_nan(C);
 	}
@@ -375,98 +509,19 @@ static const Expr *cg_value_node(const Expr *e)
 	}
 }
 
-/* A best-entity tracker: key (compared), value, entity. */
-typedef struct Track {
-	LLVMValueRef k, v, e;
-	int dir;                  /* +1 largest key, -1 smallest */
-} Track;
-
-static Track cg_track_new(Cg *C, int dir, const char *name)
-{
-	Track t = {.dir = dir};
-	t.k = cg_alloca(C, C->dbl, cg_real(C, dir > 0 ? -INFINITY : INFINITY), name);
-	t.v = cg_alloca(C, C->dbl, cg_nan(C), name);
-	t.e = cg_alloca(C, C->dbl, cg_real(C, INFINITY), name);
-	return t;
-}
-
-static void cg_track(Cg *C, Track *t, LLVMValueRef k, LLVMValueRef v, LLVMValueRef e, LLVMValueRef when)
-{
-	LLVMValueRef better = LLVMBuildFCmp(C->b, t->dir > 0 ? LLVMRealOGT : LLVMRealOLT, k, cg_ld(C, t->k), "");
-	if (when)
-		better = LLVMBuildAnd(C->b, better, when, "");
-	LLVMBuildStore(C->b, cg_sel(C, better, k, cg_ld(C, t->k)), t->k);
-	LLVMBuildStore(C->b, cg_sel(C, better, v, cg_ld(C, t->v)), t->v);
-	LLVMBuildStore(C->b, cg_sel(C, better, e, cg_ld(C, t->e)), t->e);
-}
-
-/* Across lanes: the best key, then the lowest entity holding it, then its value. */
-static void cg_track_reduce(Cg *C, const Track *t, LLVMValueRef *value, LLVMValueRef *entity, LLVMValueRef *found)
-{
-	LLVMValueRef k = cg_ld(C, t->k), v = cg_ld(C, t->v), e = cg_ld(C, t->e);
-	LLVMValueRef K = cg_reduce(C, t->dir > 0 ? "simt_max_f64" : "simt_min_f64", k);
-	LLVMValueRef mine = LLVMBuildFCmp(C->b, LLVMRealOEQ, k, K, "");
-	LLVMValueRef E = cg_reduce(C, "simt_min_f64", cg_sel(C, mine, e, cg_real(C, INFINITY)));
-	LLVMValueRef it = LLVMBuildAnd(C->b, mine, LLVMBuildFCmp(C->b, LLVMRealOEQ, e, E, ""), "");
-	*value = cg_reduce(C, "simt_max_f64", cg_sel(C, it, v, cg_nan(C)));
-	*found = LLVMBuildFCmp(C->b, LLVMRealOLT, E, cg_real(C, INFINITY), "");
-	*entity = cg_sel(C, *found, E, cg_real(C, -1));
-}
-
-/* all(x OP t) / any(x OP t): which entity decides, and its x.  any():
- * the extreme entity among those that hold (else among all); all(): the
- * extreme over all (the closest to breaking it). */
-static void cg_value_agg(Cg *C, const Expr *agg, LLVMValueRef *value, LLVMValueRef *entity)
-{
-	const Expr *cmp = cg_value_node(agg->a);
-	if (!cmp || cmp->kind == N_CALL) {
-		*value = cg_nan(C);
-		*entity = cg_real(C, -1);
-		return;
-	}
-	int kind = cg_entity_of(agg->a);
-	if (kind < 0)
-		kind = cg_entity_of(agg->b);
-	bool any = agg->u.call.id == B_ANY;
-	int dir = cmp->kind == N_GT || cmp->kind == N_GE ? (any ? 1 : -1)
-		: cmp->kind == N_LT || cmp->kind == N_LE ? (any ? -1 : 1) : 0;
-	Track held = cg_track_new(C, dir ? dir : -1, "best.held"), all = cg_track_new(C, dir ? dir : -1, "best");
-	Ent ent;
-	Loop L = cg_entity_loop(C, kind, agg->b, &ent);
-	LLVMValueRef x = cg_expr(C, cmp->a, ent);
-	LLVMValueRef cond = cg_expr(C, agg->a, ent);
-	LLVMValueRef id;
-	if (kind == ENT_TASK) {
-		LLVMValueRef a[3] = {C->w, ent.idx, cg_u32(C, (unsigned)C->p->slot[MET_TASK_PID])};
-		id = LLVMBuildSIToFP(C->b, cg_call(C, "sn_task_pid", a, 3), C->dbl, "");
-	} else {
-		id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
-	}
-	LLVMValueRef key = dir ? x : LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");   /* ==, !=: the first */
-	LLVMValueRef known = LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "");
-	cg_track(C, &held, key, x, id, LLVMBuildAnd(C->b, known, LLVMBuildFCmp(C->b, LLVMRealOEQ, cond, cg_real(C, 1), ""), ""));
-	cg_track(C, &all, key, x, id, known);
-	cg_loop_end(C, &L);
-	LLVMValueRef hv, he, hf, av, ae, af;
-	cg_track_reduce(C, &held, &hv, &he, &hf);
-	cg_track_reduce(C, &all, &av, &ae, &af);
-	LLVMValueRef use_held = any ? hf : LLVMConstInt(C->i1, 0, 0);
-	*value = cg_sel(C, use_held, hv, av);
-	*entity = cg_sel(C, use_held, he, ae);
-}
-
+/* The rule's value: the left side of its first numeric comparison; when
+ * that sits in all()/any(), the aggregation tracked it (C->track). */
 static void cg_value(Cg *C, const Expr *e, LLVMValueRef *value, LLVMValueRef *entity)
 {
 	const Expr *v = cg_value_node(e);
 	Ent none = {-1, NULL};
-	*entity = cg_real(C, -1);
-	if (!v) {
-		*value = cg_nan(C);
-	} else if (v->kind == N_CALL) {
-		cg_value_agg(C, v, value, entity);
-	} else {
-		*value = cg_expr(C, v->a, none);
+	if (v && v->kind == N_CALL && C->value) {
+		*value = C->value;
+		*entity = C->entity;
+		return;
 	}
+	*entity = cg_real(C, -1);
+	*value = v && v->kind != N_CALL ? cg_expr(C, v->a, none) : cg_nan(C);
 }
 
 /* ---- functions -------------------------------------------------------------------------- */
@@ -488,6 +543,9 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	snprintf(name, sizeof name, "rule_%zu", i);
 	LLVMValueRef fn = cg_begin(C, name, &C->ptr, 1);
 	Ent none = {-1, NULL};
+	const Expr *vn = cg_value_node(r->expr);
+	C->track = vn && vn->kind == N_CALL ? vn : NULL;
+	C->value = C->entity = NULL;
 	LLVMValueRef cond = cg_expr(C, r->expr, none);
 	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
 	LLVMValueRef value, entity;

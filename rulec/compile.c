@@ -8,6 +8,7 @@
 #include <llvm-c/DebugInfo.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -198,7 +199,7 @@ static int comp_ptx(const Target *T, const char *archs, Bundle *b, const CompOpt
 			return snprintf(err, n, "--gpu-arch: '%s' is not an architecture such as sm_70 "
 				       "(at most %d)", a, BD_MAX_PTX), -EINVAL;
 		LLVMTargetMachineRef tm;
-		int e = lvm_machine(LVM_NVPTX, a, &tm, err, n);
+		int e = lvm_machine(LVM_NVPTX, a, o->full, &tm, err, n);
 		if (e)
 			return e;
 		LLVMModuleRef copy = LLVMCloneModule(T->m);
@@ -212,17 +213,47 @@ static int comp_ptx(const Target *T, const char *archs, Bundle *b, const CompOpt
 		x->text = text;
 		snprintf(x->arch, sizeof x->arch, "%s", a);
 		b->nptx++;
-		if (o->progress)
-			fprintf(o->progress, "rulec: PTX for %-16s %7zu bytes\n", a, x->len);
 	}
 	return 0;
+}
+
+/* One target's back half: optimise, then the x86-64 object or the PTX. */
+typedef struct Back {
+	Target *T;
+	Bundle *b;
+	const CompOpts *o;
+	const char *archs;        /* NVPTX: the architectures */
+	int e;
+	char err[1024];
+	double secs;
+} Back;
+
+static void comp_back(Back *k)
+{
+	double t0 = comp_now();
+	LLVMTargetMachineRef tm;
+	k->e = lvm_machine(k->T->t, k->T->t == LVM_NVPTX ? "sm_70" : NULL, k->o->full, &tm, k->err, sizeof k->err);
+	if (k->e)
+		return;
+	k->e = lvm_optimize(k->T->m, tm, k->o->full, k->err, sizeof k->err);
+	if (!k->e && k->T->t == LVM_HOST)
+		k->e = lvm_emit(k->T->m, tm, &k->b->host_obj, &k->b->host_len, k->err, sizeof k->err);
+	LLVMDisposeTargetMachine(tm);
+	if (!k->e && k->T->t == LVM_NVPTX)
+		k->e = comp_ptx(k->T, k->archs, k->b, k->o, k->err, sizeof k->err);
+	k->secs = comp_now() - t0;
+}
+
+static void *comp_back_thread(void *arg)
+{
+	comp_back(arg);
+	return NULL;
 }
 
 int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n)
 {
 	Target T[2] = {{.t = LVM_HOST}, {.t = LVM_NVPTX}};
 	Bundle *b = calloc(1, sizeof *b);
-	LLVMTargetMachineRef tm_host = NULL, tm_ptx = NULL;
 	double t0 = comp_now();
 	int e = b ? 0 : -ENOMEM;
 	*out = NULL;
@@ -258,29 +289,42 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 		comp_internalize(T[i].m);
 		LLVMStripModuleDebugInfo(T[i].m);
 	}
-	if (!e)
-		e = lvm_machine(LVM_HOST, NULL, &tm_host, err, n);
-	if (!e)
-		e = lvm_machine(LVM_NVPTX, "sm_70", &tm_ptx, err, n);
-	if (!e)
-		e = lvm_optimize(T[0].m, tm_host, err, n);
-	if (!e)
-		e = lvm_optimize(T[1].m, tm_ptx, err, n);
-	if (!e)
-		comp_phase(o, "optimise", &t0);
 	if (!e && emit && (!strcmp(emit, "llvm-opt") || !strcmp(emit, "llvm-host"))) {
-		e = comp_print(o, T[strcmp(emit, "llvm-host") ? 1 : 0].m);
+		int i = strcmp(emit, "llvm-host") ? 1 : 0;
+		LLVMTargetMachineRef tm;
+		e = lvm_machine(T[i].t, NULL, o->full, &tm, err, n);
+		if (!e) {
+			e = lvm_optimize(T[i].m, tm, o->full, err, n);
+			LLVMDisposeTargetMachine(tm);
+		}
+		if (!e)
+			e = comp_print(o, T[i].m);
 		goto out;
 	}
-	if (!e)
-		e = lvm_emit(T[0].m, tm_host, &b->host_obj, &b->host_len, err, n);
-	if (!e)
-		comp_phase(o, "host code", &t0);
-	if (!e)
-		e = comp_ptx(&T[1], emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS,
-			     b, o, err, n);
-	if (!e)
-		comp_phase(o, "PTX", &t0);
+	/* the two targets' back halves are independent (own LLVM contexts):
+	 * the host code on a thread of its own, the PTX here */
+	if (!e) {
+		Back host = {.T = &T[0], .b = b, .o = o};
+		Back gpu = {.T = &T[1], .b = b, .o = o,
+			    .archs = emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS};
+		pthread_t th;
+		bool threaded = pthread_create(&th, NULL, comp_back_thread, &host) == 0;
+		if (!threaded)
+			comp_back(&host);
+		comp_back(&gpu);
+		if (threaded)
+			pthread_join(th, NULL);
+		e = host.e ? host.e : gpu.e;
+		if (e)
+			snprintf(err, n, "%s", host.e ? host.err : gpu.err);
+		else if (o->progress) {
+			fprintf(o->progress, "rulec: %-28s %7.3f s\n", "host code (in parallel)", host.secs);
+			fprintf(o->progress, "rulec: %-28s %7.3f s\n", "PTX", gpu.secs);
+			for (size_t i = 0; i < b->nptx; i++)
+				fprintf(o->progress, "rulec:   PTX for %-18s %7zu bytes\n", b->ptx[i].arch, b->ptx[i].len);
+		}
+		t0 = comp_now();
+	}
 	if (!e && emit && !strcmp(emit, "ptx")) {
 		fputs(b->ptx[0].text, o->emit_out ? o->emit_out : stdout);
 		goto out;
@@ -304,12 +348,16 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 out:
 	if (e == -ENOMEM && !*err)
 		snprintf(err, n, "out of memory");
-	if (tm_host)
-		LLVMDisposeTargetMachine(tm_host);
-	if (tm_ptx)
-		LLVMDisposeTargetMachine(tm_ptx);
 	for (int i = 0; i < 2; i++)
 		comp_dispose(&T[i]);
 	bd_free(b);
+	return e;
+}
+
+int comp_relocs(const CgProg *p, ReloSet *out, char *err, size_t n)
+{
+	Target T = {.t = LVM_HOST};
+	int e = comp_front(&T, p, out, err, n);
+	comp_dispose(&T);
 	return e;
 }

@@ -21,12 +21,19 @@ typedef struct CompOpts {
 	FILE *progress;           /* phase timings, or NULL */
 	const char *version;
 	bool verify_only;         /* generate, relocate, LLView, verify; no optimisation or code */
+	bool full;                /* LLVM's default<O2> and full code generation (slower) */
 } CompOpts;
 
-#define COMP_DEFAULT_ARCHS "sm_70,sm_90"
+/* The baseline PTX every GPU since Volta runs (the driver compiles it for
+ * newer ones); rulec adds the native one of a GPU it finds (rulec.c). */
+#define COMP_DEFAULT_ARCHS "sm_70"
 
 /* Compile plan p (made by cg_analyse from rs, or from NULL for every
  * metric).  With o->emit set, print that and make no bundle (*out NULL). */
 int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n);
+
+/* Only what the plan's code would need from a kernel: generate and
+ * relocate the host code, keep the relocations (rulec --check --target). */
+int comp_relocs(const CgProg *p, ReloSet *out, char *err, size_t n);
 
 #endif

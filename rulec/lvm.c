@@ -96,7 +96,7 @@ int lvm_load_file(LLVMContextRef ctx, const char *path, LLVMModuleRef *out, char
 	return lvm_parse(ctx, buf, path, out, err, n);
 }
 
-int lvm_machine(LvmTarget t, const char *cpu, LLVMTargetMachineRef *out, char *err, size_t n)
+int lvm_machine(LvmTarget t, const char *cpu, bool full, LLVMTargetMachineRef *out, char *err, size_t n)
 {
 	pthread_once(&lvm_once, lvm_init);
 	const char *triple = t == LVM_NVPTX ? LVM_NVPTX_TRIPLE : LVM_HOST_TRIPLE;
@@ -111,7 +111,7 @@ int lvm_machine(LvmTarget t, const char *cpu, LLVMTargetMachineRef *out, char *e
 		cpu = t == LVM_NVPTX ? "sm_70" : LVM_HOST_CPU;
 	/* PTX 7.8 (CUDA 11.8 drivers and later) has everything we use */
 	const char *features = t == LVM_NVPTX ? "+ptx78" : "";
-	*out = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelDefault,
+	*out = LLVMCreateTargetMachine(target, triple, cpu, features, full ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelNone,
 				       t == LVM_NVPTX ? LLVMRelocDefault : LLVMRelocPIC, LLVMCodeModelDefault);
 	if (!*out)
 		return lvm_msg(err, n, -ENOTSUP, triple, "LLVM cannot make a target machine for this CPU");
@@ -135,14 +135,22 @@ int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n)
 	return 0;
 }
 
-int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t n)
+/* The library was optimised at -O2 by clang when rulec was built; what is
+ * new is the rules' code (allocas, small runtime calls) and LLView's error
+ * flags.  Scalar replacement, CSE, combining, inlining of the small
+ * runtime accessors and dead-code removal give the same code as -O2 here
+ * in an eighth of the time (docs/benchmarks.md); full runs default<O2>. */
+#define LVM_PIPELINE "function(sroa,early-cse,instcombine,simplifycfg),cgscc(inline)," \
+	"function(sroa,early-cse,instcombine,simplifycfg),globaldce"
+
+int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err, size_t n)
 {
 	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
 	/* GPU loads of host memory are the cost: keep them scalar and
 	 * independent, never vectorised into wide loads of kernel memory */
 	LLVMPassBuilderOptionsSetLoopVectorization(o, 0);
 	LLVMPassBuilderOptionsSetSLPVectorization(o, 0);
-	LLVMErrorRef e = LLVMRunPasses(m, "default<O2>", tm, o);
+	LLVMErrorRef e = LLVMRunPasses(m, full ? "default<O2>" : LVM_PIPELINE, tm, o);
 	LLVMDisposePassBuilderOptions(o);
 	return e ? lvm_error(e, "optimiser", err, n) : 0;
 }

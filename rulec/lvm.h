@@ -12,6 +12,7 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum { LVM_HOST, LVM_NVPTX } LvmTarget;
@@ -33,12 +34,14 @@ int lvm_load_library(LLVMContextRef ctx, LvmTarget t, LLVMModuleRef *out, char *
 int lvm_load_file(LLVMContextRef ctx, const char *path, LLVMModuleRef *out, char *err, size_t n);
 
 /* A target machine: cpu is e.g. "sm_70" for NVPTX (NULL: LVM_HOST_CPU for
- * the host). */
-int lvm_machine(LvmTarget t, const char *cpu, LLVMTargetMachineRef *out, char *err, size_t n);
+ * the host).  Code generation is fast (FastISel, no machine-level
+ * optimisation) unless full: the IR is optimised already, and the driver's
+ * ptxas optimises PTX again when it loads it. */
+int lvm_machine(LvmTarget t, const char *cpu, bool full, LLVMTargetMachineRef *out, char *err, size_t n);
 
-/* Verify, then run `default<O2>`. */
 int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n);
-int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, char *err, size_t n);
+/* Optimise: a short pipeline, or default<O2> when full. */
+int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err, size_t n);
 
 /* PTX text (NVPTX) or an ELF object (host), malloc'd into *out. */
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n);

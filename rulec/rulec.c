@@ -1,11 +1,16 @@
 /* rulec - check (and, with the compiler, compile) Sentinel rule files. */
 #include "catalog.h"
+#include "bundle.h"
 #include "cg.h"
 #include "compile.h"
 #include "core.h"
 #include "diag.h"
+#include "gpu.h"
+#include "ktarget.h"
 #include "llview.h"
 #include "lvm.h"
+#include "msrc.h"
+#include "reloc.h"
 #include "rules.h"
 #include "units.h"
 
@@ -44,10 +49,17 @@ static void usage(FILE *out)
 "      --emit=WHAT        print what the rules became instead: llvm (GPU IR\n"
 "                         after LLView), llvm-opt, llvm-host, ptx, manifest,\n"
 "                         llview-stats\n"
-"      --gpu-arch=LIST    PTX architectures to include (default " COMP_DEFAULT_ARCHS ")\n"
+"      --gpu-arch=LIST    PTX architectures to include (default " COMP_DEFAULT_ARCHS ", plus\n"
+"                         the native one of a GPU on this machine)\n"
+"  -O2                    LLVM's full -O2 pipeline and code generation: slower\n"
+"                         to compile; the driver optimises PTX again anyway\n"
 "      --all-metrics      compile a program that reads every catalog metric\n"
 "                         (no rule files; what sentinel-inspect metrics runs)\n"
 "  -v, --verbose          report each compilation phase and its time\n"
+"      --target SOURCE    also check the rules against a real kernel: every\n"
+"                         field, type and symbol their metrics need is there\n"
+"                         (ramfile:PATH, vmcore:PATH, raw:PATH, pmem)\n"
+"      --kallsyms FILE, --btf FILE   with --target: symbols or types from files\n"
 "      --format=FMT       text (default) or json (diagnostics on stdout)\n"
 "      --tick=DURATION    the engine tick the rules will run at (default 100ms);\n"
 "                         used to warn about windows and for: shorter than it\n"
@@ -164,8 +176,55 @@ static int read_stdin(char **out, size_t *len)
 	return 0;
 }
 
+/* rulec --check --target: every rule's metrics against a real kernel. */
+static int check_target(const RuleSet *rs, const CgProg *plan, const char *source, const KtOptions *ko, DiagCtx *d,
+			bool verbose)
+{
+	char err[1024] = "";
+	MemSource *s = NULL;
+	KTarget *t = NULL;
+	Bundle b = {0};
+	RlResult res = {0};
+	int e = comp_relocs(plan, &b.relos, err, sizeof err);
+	if (!e)
+		e = ms_open(source, &s, err, sizeof err);
+	if (!e && (e = kt_open(s, ko, &t, err, sizeof err)))
+		fprintf(stderr, "rulec: %s: ", source);
+	if (!e)
+		e = rl_resolve(&b, t, &res, err, sizeof err);
+	if (e) {
+		fprintf(stderr, "rulec: --target: %s\n", err);
+		goto out;
+	}
+	for (size_t i = 0; i < rs->n; i++) {
+		for (int m = 0; m < MET__COUNT; m++) {
+			if (!(plan->rule_metrics[i] >> m & 1) || res.avail[m])
+				continue;
+			diag_report(d, yt_loc(rs->v[i].name_node), DIAG_TARGET_MISSING,
+				    "rule %s cannot run on Linux %s: %s", rs->v[i].name, t->release, res.reason[m]);
+			break;
+		}
+	}
+	fprintf(stderr, "rulec: --target: Linux %s, %zu relocations, %u unresolved%s\n", t->release, res.n, res.failed,
+		res.failed && !verbose ? " (-v lists them)" : "");
+	for (size_t i = 0; verbose && i < res.n; i++) {
+		if (res.ok[i])
+			continue;
+		char what[256];
+		relo_describe(&b.relos.v[i], what, sizeof what);
+		fprintf(stderr, "rulec:   unresolved %s: %s\n", what, res.why[i]);
+	}
+out:
+	rl_free(&res);
+	relo_free(&b.relos);
+	kt_close(t);
+	ms_close(s);
+	return e;
+}
+
 /* rulec -o / --emit: plan, compile, write. */
-static int compile(const RuleSet *rs, const char *output, const char *emit, const char *archs, bool verbose)
+static int compile(const RuleSet *rs, const char *output, const char *emit, const char *archs, bool verbose,
+		   bool full)
 {
 	DiagCtx d = {0};
 	CgProg plan;
@@ -180,7 +239,16 @@ static int compile(const RuleSet *rs, const char *output, const char *emit, cons
 		cg_free(&plan);
 		return 2;
 	}
-	CompOpts o = {.archs = archs, .emit = emit, .progress = verbose ? stderr : NULL, .version = SENTINEL_VERSION};
+	/* the baseline PTX, and the native one of a GPU on this machine */
+	char native[16], list[64];
+	if (!archs && !emit && !gpu_probe_arch(native, sizeof native) && strcmp(native, COMP_DEFAULT_ARCHS)) {
+		snprintf(list, sizeof list, "%s,%s", COMP_DEFAULT_ARCHS, native);
+		archs = list;
+		if (verbose)
+			fprintf(stderr, "rulec: adding native PTX for the %s GPU of this machine\n", native);
+	}
+	CompOpts o = {.archs = archs, .emit = emit, .progress = verbose ? stderr : NULL, .version = SENTINEL_VERSION,
+		      .full = full};
 	Bundle *b = NULL;
 	char err[1024] = "";
 	int e = comp_build(&plan, &o, &b, err, sizeof err);
@@ -252,7 +320,9 @@ static int run_passes(const char *passes, char **paths, size_t npaths)
 int main(int argc, char **argv)
 {
 	const char *format = "text", *color = "auto", *output = NULL, *emit = NULL, *archs = NULL, *passes = NULL;
-	bool all_metrics = false, verbose = false;
+	bool all_metrics = false, verbose = false, full = false;
+	const char *target = NULL;
+	KtOptions ko = {0};
 	CheckOpts opts = {.tick = 0.1};
 	DiagCtx d = {.max_errors = 1000};
 	bool quiet = false;
@@ -341,8 +411,26 @@ int main(int argc, char **argv)
 				fprintf(stderr, "rulec: --pass takes core, llview or core,llview\n");
 				return 2;
 			}
+		} else if (OPT("--target")) {
+			target = ARG();
+			if (!target) {
+				fprintf(stderr, "rulec: --target takes a memory source such as ramfile:/dev/shm/vm.ram\n");
+				return 2;
+			}
+		} else if (OPT("--kallsyms")) {
+			if (!(ko.kallsyms_file = ARG())) {
+				fprintf(stderr, "rulec: --kallsyms takes a file\n");
+				return 2;
+			}
+		} else if (OPT("--btf")) {
+			if (!(ko.btf_file = ARG())) {
+				fprintf(stderr, "rulec: --btf takes a file\n");
+				return 2;
+			}
 		} else if (!strcmp(a, "--all-metrics")) {
 			all_metrics = true;
+		} else if (!strcmp(a, "-O2")) {
+			full = true;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
 			verbose = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -367,7 +455,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (all_metrics) {
-		rc = compile(NULL, output, emit, archs, verbose);
+		rc = compile(NULL, output, emit, archs, verbose, full);
 		goto out;
 	}
 	if (!npaths && !ioerr) {
@@ -394,7 +482,8 @@ int main(int argc, char **argv)
 	rs_check_all(&rs, &d);
 	if (!d.nerr) {             /* what the compiler cannot build */
 		CgProg plan;
-		cg_analyse(&plan, &rs, &d);
+		if (cg_analyse(&plan, &rs, &d) && target && check_target(&rs, &plan, target, &ko, &d, verbose) < 0)
+			ioerr = 1;
 		cg_free(&plan);
 	}
 	diag_sort(&d);
@@ -415,7 +504,7 @@ int main(int argc, char **argv)
 	}
 	rc = ioerr ? 2 : (d.nerr || (d.werror && d.nwarn)) ? 1 : 0;
 	if (rc == 0 && (output || emit))
-		rc = compile(&rs, output, emit, archs, verbose);
+		rc = compile(&rs, output, emit, archs, verbose, full);
 	rs_free(&rs);
 out:
 	for (size_t i = 0; i < npaths; i++)

@@ -18,6 +18,7 @@ window: guest truth, then the host's read of RAM, then guest truth again.
 Counters must lie between the two guest reads (and equal them exactly when
 the two agree); gauges must lie between the smaller and the larger.
 """
+import json
 import os
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import guest  # noqa: E402
 import metrics_check  # noqa: E402
 
 INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-inspect")
+RULEC = os.path.join(os.path.dirname(INSPECT), "rulec")
 # one bundle, compiled once, for every kernel and every boot: CO-RE
 BUNDLE = os.path.abspath(os.environ.get("SENTINEL_METRICS_BUNDLE", "build/metrics.bundle"))
 RESULTS = os.environ.get("RESULTS")
@@ -144,6 +146,11 @@ def tasks(g, name):
            "missing from RAM: %s\nnot in /proc: %s\nnames: %s" % (missing, extra, badname[:10]))
 
 
+def run_rulec(*args):
+    p = subprocess.run([RULEC] + list(args), capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
 def corrupted_images(g, name):
     """Robustness on a real image: copy the live guest's RAM, break it, and
     require clean errors (exit 1 or 2 with a message), never a crash or a
@@ -185,6 +192,11 @@ def corrupted_images(g, name):
         rc, out, err = run("tasks")
         report(rc == 1 and "broke" in err and clean(rc, err),
                "%s: task-list cycle in a real image is a clean error" % name, "rc %d\n%s" % (rc, err))
+        rc, out, err = run("metrics", "--json", "--bundle", BUNDLE)
+        walk_err = json.loads(out).get("task_walk_error") if rc == 0 and out.startswith("{") else None
+        report(rc == 0 and walk_err == -40 and clean(rc, err),
+               "%s: the compiled task walk reports the cycle as a read error (KX_ELOOP), the rest still reads" % name,
+               "rc %d, task_walk_error %r\n%s" % (rc, walk_err, err))
         patch(p2, (pob + (1 << 40)).to_bytes(8, "little"))   # next points 1 TiB past RAM
         rc, out, err = run("tasks")
         report(rc == 1 and clean(rc, err), "%s: list pointer outside RAM is a clean error" % name,
@@ -232,6 +244,26 @@ def corrupted_images(g, name):
                "%s: unreadable BTF is a clear error" % name, err)
         rc, out, err = run("--kallsyms", syms, "--btf", btf, "tasks")
         report(rc == 0 and len(out.splitlines()) > 10, "%s: --btf FILE overrides memory" % name, err)
+        # rulec --check --target: the shipped rules against this kernel, then
+        # against its types with a field renamed away (a kernel that lacks
+        # task_struct.stime): the rule that needs it is an error at its line
+        rc, out, err = run_rulec("--check", "--target", "raw:" + img, "--kallsyms", syms, "--btf", btf, "rules/")
+        report(rc == 0 and "OK" in err,
+               "%s: rulec --check --target: the shipped rules can all run here" % name, err)
+        raw = bytearray(open(btf, "rb").read())
+        i = raw.find(b"\0stime\0")
+        bad = btf + ".nostime"
+        if i >= 0:
+            raw[i + 1:i + 6] = b"stimX"
+            open(bad, "wb").write(raw)
+        rc, out, err = run_rulec("--check", "--color=never", "--target", "raw:" + img, "--kallsyms", syms,
+                                 "--btf", bad, "rules/paper.yaml")
+        report(i >= 0 and rc == 1 and "[target-missing]" in err and "TaskStuckInKernel" in err and "stime" in err and
+               "paper.yaml:" in err,
+               "%s: rulec --check --target: a kernel without task_struct.stime fails the rule that needs it "
+               "[target-missing], at its line" % name, "rc %d\n%s" % (rc, err))
+        if os.path.exists(bad):
+            os.unlink(bad)
         os.unlink(syms)
         os.unlink(btf)
         # random garbage in 2000 random pages: whatever happens, no crash
@@ -241,7 +273,8 @@ def corrupted_images(g, name):
             for _ in range(2000):
                 f.seek(rnd.randrange(size // 4096) * 4096)
                 f.write(bytes(rnd.getrandbits(8) for _ in range(64)) * 64)
-        results = [run(*a) for a in (["info"], ["tasks"], ["read", "init_task", "runqueues.nr_switches"])]
+        results = [run(*a) for a in (["info"], ["tasks"], ["read", "init_task", "runqueues.nr_switches"],
+                                     ["metrics", "--bundle", BUNDLE])]
         report(all(clean(rc, err) for rc, out, err in results),
                "%s: 2000 garbage pages: every command exits cleanly (%s)" %
                (name, ", ".join(str(r[0]) for r in results)),
