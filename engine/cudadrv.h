@@ -18,6 +18,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUlinkState_st *CUlinkState;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NOT_READY 600
@@ -40,6 +41,10 @@ typedef struct CUstream_st *CUstream;
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 
+#define CU_JIT_WALL_TIME 2
+#define CU_JIT_SPLIT_COMPILE 34
+#define CU_JIT_INPUT_PTX 1
+
 #define CU_STREAM_NON_BLOCKING 0x1
 
 /* X(name, "symbol", return, (params)) */
@@ -56,6 +61,11 @@ typedef struct CUstream_st *CUstream;
 	X(CtxSynchronize, "cuCtxSynchronize", (void)) \
 	X(ModuleLoadDataEx, "cuModuleLoadDataEx", (CUmodule *m, const void *image, unsigned n, int *opts, void **vals)) \
 	X(ModuleUnload, "cuModuleUnload", (CUmodule m)) \
+	X(LinkCreate, "cuLinkCreate_v2", (unsigned n, int *opts, void **vals, CUlinkState *s)) \
+	X(LinkAddData, "cuLinkAddData_v2", (CUlinkState s, int type, void *data, size_t size, const char *name, \
+					    unsigned n, int *opts, void **vals)) \
+	X(LinkComplete, "cuLinkComplete", (CUlinkState s, void **cubin, size_t *size)) \
+	X(LinkDestroy, "cuLinkDestroy", (CUlinkState s)) \
 	X(ModuleGetFunction, "cuModuleGetFunction", (CUfunction *f, CUmodule m, const char *name)) \
 	X(ModuleGetGlobal, "cuModuleGetGlobal_v2", (CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)) \
 	X(MemAlloc, "cuMemAlloc_v2", (CUdeviceptr *p, size_t bytes)) \

@@ -94,6 +94,32 @@ static const BdPtx *gpu_pick_ptx(const GpuCode *g, const Bundle *b)
 	return best ? best : oldest;
 }
 
+/* Load PTX.  Through the driver's linker: it compiles PTX as a relocatable
+ * unit, each function on its own, in time linear in the rule count (a
+ * whole-program compile of 1,000 rules takes minutes; see
+ * docs/benchmarks.md), on every core.  Plain cuModuleLoadDataEx if the
+ * linker is unavailable. */
+static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t loglen)
+{
+	int opts[3] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_SPLIT_COMPILE};
+	void *vals[3] = {log, (void *)(uintptr_t)loglen, (void *)(uintptr_t)0};
+	CUlinkState ls = NULL;
+	void *cubin;
+	size_t size;
+	CUresult c = g->d.LinkCreate(3, opts, vals, &ls);
+	if (c == CUDA_SUCCESS)
+		c = g->d.LinkAddData(ls, CU_JIT_INPUT_PTX, ptx->text, ptx->len + 1, "bundle.ptx", 0, NULL, NULL);
+	if (c == CUDA_SUCCESS)
+		c = g->d.LinkComplete(ls, &cubin, &size);
+	if (c == CUDA_SUCCESS)
+		c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
+	if (ls)
+		g->d.LinkDestroy(ls);
+	if (c != CUDA_SUCCESS && !g->mod && !*log)
+		c = g->d.ModuleLoadDataEx(&g->mod, ptx->text, 2, opts, vals);
+	return c;
+}
+
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 {
 	GpuCode *g = calloc(1, sizeof *g);
@@ -143,10 +169,7 @@ int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 	}
 	g->arch = ptx->arch;
 	char log[8192] = "";
-	int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-	void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
-	c = g->d.ModuleLoadDataEx(&g->mod, ptx->text, 2, opts, vals);
-	if (c) {
+	if ((c = gpu_load_ptx(g, ptx, log, sizeof log))) {
 		char *nl = strchr(log, '\n');
 		if (nl)
 			*nl = 0;

@@ -25,8 +25,12 @@ cp $B/portable/sentinel-inspect "$out/bin/"
 strip "$out/bin/sentinel-inspect"
 
 echo "gpu-pack: bundles"
+# every metric with the sm_70 baseline only (the driver compiles it for the
+# GPU in hand); the shipped rules and 1,000 generated ones with native sm_90
 cp $B/metrics.bundle "$out/metrics.bundle"
-$B/rulec -q -o "$out/rules.bundle" rules/ examples/
+$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules.bundle" rules/ examples/
+sh bench/gen_rules.sh 1000 bench/out > /dev/null
+$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules1000.bundle" bench/out/sentinel.yaml
 
 echo "gpu-pack: QEMU"
 q=$(command -v qemu-system-x86_64)
