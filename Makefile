@@ -24,7 +24,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
-	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c
+	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c
 RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)

@@ -14,6 +14,7 @@
 struct CpuCode {
 	LLVMOrcLLJITRef jit;
 	void (*tick)(sn_world *, uint32_t, uint32_t, uint64_t);
+	void (*handoff)(sn_world *, uint32_t, uint32_t);
 	kx_mem *mem;
 	uint64_t *relo;
 	size_t nrelo;
@@ -55,8 +56,10 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	e = LLVMOrcLLJITAddObjectFile(c->jit, jd, obj);
 	if (e)
 		goto fail;
-	void *tick = NULL, *mem = NULL, *relo = NULL;
+	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL;
 	int r = cpu_lookup(c, "sn_tick", &tick, err, n);
+	if (!r)
+		r = cpu_lookup(c, "sn_handoff", &handoff, err, n);
 	if (!r)
 		r = cpu_lookup(c, "__sentinel_mem", &mem, err, n);
 	if (!r)
@@ -66,6 +69,7 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 		return r;
 	}
 	c->tick = (void (*)(sn_world *, uint32_t, uint32_t, uint64_t))tick;
+	c->handoff = (void (*)(sn_world *, uint32_t, uint32_t))handoff;
 	c->mem = mem;
 	c->relo = relo;
 	c->nrelo = b->relos.n;
@@ -91,6 +95,11 @@ int cpu_bind(CpuCode *c, const kx_mem *mem, const uint64_t *relo, size_t nrelo, 
 void cpu_tick(CpuCode *c, sn_world *w, uint64_t now)
 {
 	c->tick(w, 0, 1, now);
+}
+
+void cpu_handoff(CpuCode *c, sn_world *w)
+{
+	c->handoff(w, 0, 1);
 }
 
 void cpu_close(CpuCode *c)

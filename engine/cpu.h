@@ -21,6 +21,8 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n);
 /* Point the code at the target's memory and its resolved relocations. */
 int cpu_bind(CpuCode *c, const kx_mem *mem, const uint64_t *relo, size_t nrelo, char *err, size_t n);
 void cpu_tick(CpuCode *c, sn_world *w, uint64_t now);
+/* Reload: this code's sn_handoff on w (linked to the old world). */
+void cpu_handoff(CpuCode *c, sn_world *w);
 void cpu_close(CpuCode *c);
 
 #endif

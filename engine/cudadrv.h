@@ -72,6 +72,8 @@ typedef struct CUlinkState_st *CUlinkState;
 	X(MemFree, "cuMemFree_v2", (CUdeviceptr p)) \
 	X(MemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr dst, const void *src, size_t bytes)) \
 	X(MemcpyDtoH, "cuMemcpyDtoH_v2", (void *dst, CUdeviceptr src, size_t bytes)) \
+	X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", (void *dst, CUdeviceptr src, size_t bytes, CUstream s)) \
+	X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", (CUdeviceptr dst, const void *src, size_t bytes, CUstream s)) \
 	X(MemHostAlloc, "cuMemHostAlloc", (void **p, size_t bytes, unsigned flags)) \
 	X(MemFreeHost, "cuMemFreeHost", (void *p)) \
 	X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", (CUdeviceptr *d, void *p, unsigned flags)) \

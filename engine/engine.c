@@ -4,6 +4,7 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,13 @@ struct Engine {
 	sn_stats *stats;
 	CpuCode *cpu;
 	GpuCode *gpu;
+	/* the CPU backend's tick thread */
+	pthread_t thread;
+	bool thread_on;
+	int stop;
+	struct Engine *handoff_to;    /* reload: the engine to hand the clock to */
+	uint64_t first_next;          /* a thread started by a handoff: its first tick time */
+	bool handed;                  /* this engine's thread handed over and ended */
 };
 
 static uint64_t eng_clock(void)
@@ -118,6 +126,8 @@ void eng_close(Engine *e)
 {
 	if (!e)
 		return;
+	char err[256];
+	eng_stop(e, err, sizeof err);
 	if (e->gpu) {
 		gpu_close(e->gpu);
 		e->block = NULL;
@@ -151,3 +161,159 @@ EngBackend eng_backend(const Engine *e) { return e->backend; }
 const char *eng_backend_note(const Engine *e) { return e->note; }
 const RlResult *eng_relocs(const Engine *e) { return &e->res; }
 const WdLayout *eng_layout(const Engine *e) { return &e->L; }
+
+/* ---- running continuously ---------------------------------------------------- */
+
+static void eng_sleep_until(uint64_t t)
+{
+	struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* The CPU backend's clock: the same schedule the GPU kernel keeps (a late
+ * tick is counted; far behind, the schedule skips instead of bursting). */
+static void *eng_cpu_thread(void *arg)
+{
+	Engine *e = arg;
+	sn_world *w = wd_world(e->block);
+	sn_stats *S = e->stats;
+	uint64_t tick = e->params.tick_ns, next = e->first_next ? e->first_next : eng_clock();
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		Engine *to = __atomic_load_n(&e->handoff_to, __ATOMIC_ACQUIRE);
+		if (to) {
+			/* between two ticks: the new engine takes the state and the clock */
+			cpu_handoff(to->cpu, wd_world(to->block));
+			to->first_next = next;
+			to->stop = 0;
+			if (pthread_create(&to->thread, NULL, eng_cpu_thread, to) == 0) {
+				to->thread_on = true;
+				__atomic_store_n(&e->handed, true, __ATOMIC_RELEASE);
+				break;
+			}
+			__atomic_store_n(&e->handoff_to, NULL, __ATOMIC_RELEASE);   /* keep going */
+		}
+		eng_sleep_until(next);
+		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+			break;
+		uint64_t t = eng_clock();
+		if (t - next > tick)
+			S->late++;
+		cpu_tick(e->cpu, w, t);
+		uint64_t len = eng_clock() - t;
+		S->last_tick_ns = t;
+		S->last_tick_len_ns = len;
+		if (len > S->max_tick_len_ns)
+			S->max_tick_len_ns = len;
+		__atomic_store_n(&S->ticks, w->tick, __ATOMIC_RELEASE);
+		S->heartbeat++;
+		next += tick;
+		if (next < t)
+			next = t + tick;
+	}
+	S->stopped = 1;
+	return NULL;
+}
+
+int eng_start(Engine *e, char *err, size_t n)
+{
+	if (e->backend == ENG_CUDA)
+		return gpu_run(e->gpu, err, n);
+	e->stop = 0;
+	e->first_next = 0;
+	int r = pthread_create(&e->thread, NULL, eng_cpu_thread, e);
+	if (r) {
+		snprintf(err, n, "cannot start the tick thread: %s", strerror(r));
+		return -r;
+	}
+	e->thread_on = true;
+	return 0;
+}
+
+int eng_stop(Engine *e, char *err, size_t n)
+{
+	if (e->backend == ENG_CUDA)
+		return gpu_halt(e->gpu, 5000000000ull, err, n);
+	if (e->thread_on) {
+		__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(e->thread, NULL);
+		e->thread_on = false;
+	}
+	return 0;
+}
+
+int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
+{
+	if (e->backend != old->backend) {
+		snprintf(err, n, "a reload cannot move the rules from the %s backend to the %s one: restart sentineld",
+			 old->backend == ENG_CUDA ? "cuda" : "cpu", e->backend == ENG_CUDA ? "cuda" : "cpu");
+		return -EINVAL;
+	}
+	if (e->backend == ENG_CUDA) {
+		*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params,
+				&e->params, gpu_block_addr(old->gpu));
+		int r = gpu_upload(e->gpu, err, n);
+		return r ? r : gpu_takeover(e->gpu, old->gpu, 10000000000ull + 4 * old->params.tick_ns, err, n);
+	}
+	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, old->b, &old->params, &e->params,
+			(uint64_t)(uintptr_t)old->block);
+	if (!old->thread_on) {
+		snprintf(err, n, "the running engine has no tick thread to take over from");
+		return -EINVAL;
+	}
+	__atomic_store_n(&old->handoff_to, e, __ATOMIC_RELEASE);
+	/* the old thread hands over at its next tick, or gives up (and runs on) */
+	struct timespec ms = {0, 1000000};
+	while (__atomic_load_n(&old->handoff_to, __ATOMIC_ACQUIRE) && !__atomic_load_n(&old->handed, __ATOMIC_ACQUIRE))
+		nanosleep(&ms, NULL);
+	if (!__atomic_load_n(&old->handed, __ATOMIC_ACQUIRE)) {
+		snprintf(err, n, "the new rules' tick thread did not start; the old rules run on");
+		return -EAGAIN;
+	}
+	pthread_join(old->thread, NULL);
+	old->thread_on = false;
+	return 0;
+}
+
+int eng_health(Engine *e, char *err, size_t n)
+{
+	return e->backend == ENG_CUDA ? gpu_poll(e->gpu, err, n) : 0;
+}
+
+unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx)
+{
+	sn_ring *R = e->ring;
+	unsigned got = 0;
+	for (;;) {
+		uint64_t tail = R->tail;
+		sn_alert *slot = &R->rec[tail & (R->cap - 1)];
+		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
+			break;                  /* not written yet */
+		sn_alert a = *slot;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
+			continue;               /* changed under us: read it again */
+		a.seq = tail + 1;
+		fn(ctx, &a);
+		got++;
+		/* free the slot: producers read tail to see room */
+		__atomic_store_n(&R->tail, tail + 1, __ATOMIC_RELEASE);
+	}
+	return got;
+}
+
+void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped)
+{
+	memcpy(out, (const void *)e->stats, sizeof *out);
+	if (dropped)
+		*dropped = __atomic_load_n(&e->ring->dropped, __ATOMIC_RELAXED);
+}
+
+int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n)
+{
+	size_t bytes = e->b->nrules * sizeof(sn_rstate);
+	if (e->backend == ENG_CUDA)
+		return gpu_read(e->gpu, e->L.o_rstate, out, bytes, err, n);
+	memcpy(out, (char *)e->block + e->L.o_rstate, bytes);
+	return 0;
+}

@@ -43,6 +43,32 @@ int eng_tick(Engine *e, uint64_t now, char *err, size_t n);
  * Pointers in the returned sn_world point into host memory. */
 const sn_world *eng_view(Engine *e, char *err, size_t n);
 
+/* Run continuously: the CPU backend on a thread of its own, ticking on
+ * CLOCK_MONOTONIC; the GPU backend as the persistent kernel on the GPU's
+ * own clock, needing nothing from the host.  eng_stop waits for the tick
+ * in progress. */
+int eng_start(Engine *e, char *err, size_t n);
+int eng_stop(Engine *e, char *err, size_t n);
+/* Whether the engine still runs: 0, or the error that stopped it (a GPU
+ * fault, with the driver's message in err). */
+int eng_health(Engine *e, char *err, size_t n);
+
+/* The alert records written since the last call, in order, to fn.  A record
+ * the ring had no room for is counted in the statistics' drops. */
+typedef void (*EngAlertFn)(void *ctx, const sn_alert *a);
+unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx);
+/* Statistics now: ticks, late ticks, tick lengths, read errors, ring drops. */
+void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped);
+/* A copy of every rule's alert state (nrules entries). */
+int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
+
+/* Reload without a gap: e (opened, not started, same target and backend)
+ * takes over from the running engine old after old's next tick.  Rules with
+ * the same name and hash keep their alert state, metrics their histories;
+ * e continues old's tick count and schedule.  On success old has stopped
+ * (close it) and e runs; on failure old runs on untouched. */
+int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
+
 EngBackend eng_backend(const Engine *e);
 /* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */
 const char *eng_backend_note(const Engine *e);

@@ -4,11 +4,14 @@
 #include "cudadrv.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define GPU_BLOCK 128               /* threads per block: 4 warps */
 
@@ -23,6 +26,9 @@ struct GpuCode {
 	int cc_major, cc_minor, sms;
 	const char *arch;
 	unsigned grid;                /* blocks the on-demand kernel runs */
+	unsigned grid_main;           /* blocks the persistent kernel runs */
+	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */
+	bool running;
 	/* the world */
 	const Bundle *b;
 	WdLayout L;
@@ -187,6 +193,19 @@ int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 		goto fail;
 	}
 	g->grid = (unsigned)(per_sm * g->sms);
+	int per_sm_main = 0;
+	if ((c = g->d.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm_main, g->fn_main, GPU_BLOCK, 0)) || per_sm_main <= 0) {
+		gpu_err(g, c, err, n, "cannot size the persistent kernel's grid");
+		goto fail;
+	}
+	/* half the GPU at most: a reload starts the next kernel beside this one */
+	g->grid_main = (unsigned)(per_sm_main * g->sms) / 2;
+	if (!g->grid_main)
+		g->grid_main = 1;
+	if ((c = g->d.StreamCreate(&g->run, CU_STREAM_NON_BLOCKING)) || (c = g->d.StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING))) {
+		gpu_err(g, c, err, n, "cannot create CUDA streams");
+		goto fail;
+	}
 	*out = g;
 	return 0;
 fail:
@@ -214,6 +233,43 @@ int gpu_probe_arch(char *arch, size_t n)
 	return r;
 }
 
+/* Registrations of host memory are per process, not per module: two
+ * engines on one target (a reload) share them.  Counted here. */
+static struct { void *base; unsigned refs; } gpu_regs[KX_MAX_RANGES * 4];
+static pthread_mutex_t gpu_regs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult gpu_register(GpuCode *g, void *base, size_t len, unsigned flags)
+{
+	CUresult c = CUDA_SUCCESS;
+	pthread_mutex_lock(&gpu_regs_lock);
+	size_t free_slot = SIZE_MAX, i;
+	for (i = 0; i < sizeof gpu_regs / sizeof *gpu_regs; i++) {
+		if (gpu_regs[i].refs && gpu_regs[i].base == base)
+			break;
+		if (!gpu_regs[i].refs && free_slot == SIZE_MAX)
+			free_slot = i;
+	}
+	if (i < sizeof gpu_regs / sizeof *gpu_regs) {
+		gpu_regs[i].refs++;
+	} else if (free_slot == SIZE_MAX) {
+		c = 2;                                 /* CUDA_ERROR_OUT_OF_MEMORY */
+	} else if ((c = g->d.MemHostRegister(base, len, flags)) == CUDA_SUCCESS) {
+		gpu_regs[free_slot].base = base;
+		gpu_regs[free_slot].refs = 1;
+	}
+	pthread_mutex_unlock(&gpu_regs_lock);
+	return c;
+}
+
+static void gpu_unregister(GpuCode *g, void *base)
+{
+	pthread_mutex_lock(&gpu_regs_lock);
+	for (size_t i = 0; i < sizeof gpu_regs / sizeof *gpu_regs; i++)
+		if (gpu_regs[i].refs && gpu_regs[i].base == base && !--gpu_regs[i].refs)
+			g->d.MemHostUnregister(base);
+	pthread_mutex_unlock(&gpu_regs_lock);
+}
+
 /* The target's RAM, mapped into the GPU: each distinct host mapping of the
  * source registered once, read-only (IOMEMORY for the pmem device). */
 static int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, kx_mem *dmem, char *err, size_t n)
@@ -235,7 +291,7 @@ static int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, k
 		for (unsigned k = 0; k < g->nregistered; k++)
 			done = done || g->registered[k] == base;
 		if (!done) {
-			CU(g->d.MemHostRegister(base, len, flags),
+			CU(gpu_register(g, base, len, flags),
 			   "cannot map the target's RAM (%zu MiB at %p) into %s; a registration above the driver's limit "
 			   "(about the host's RAM - 0.6 GiB) fails", len >> 20, base, g->name);
 			g->registered[g->nregistered++] = base;
@@ -305,6 +361,96 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 		want = 1;
 	if (want < g->grid)
 		g->grid = want;
+	if (want < g->grid_main)
+		g->grid_main = want;
+	return 0;
+}
+
+int gpu_run(GpuCode *g, char *err, size_t n)
+{
+	void *args[1] = {&g->dblock};
+	CU(g->d.LaunchKernel(g->fn_main, g->grid_main, 1, 1, GPU_BLOCK, 1, 1, 0, g->run, args, NULL),
+	   "cannot launch the persistent kernel on %s", g->name);
+	g->running = true;
+	return 0;
+}
+
+int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_t n)
+{
+	/* the new kernel waits for the old one's last tick, then takes over */
+	int r = gpu_run(g, err, n);
+	if (r)
+		return r;
+	uint64_t k = __atomic_load_n(&old->stats->ticks, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&old->stats->handoff_tick, k + 2, __ATOMIC_RELEASE);
+	struct timespec ts = {0, 1000000};
+	for (uint64_t waited = 0; waited < timeout_ns; waited += 1000000) {
+		CUresult c = old->d.StreamQuery(old->run);
+		bool old_done = c == CUDA_SUCCESS;
+		if (c != CUDA_SUCCESS && c != CUDA_ERROR_NOT_READY)
+			return gpu_err(old, c, err, n, "the old persistent kernel failed during the reload");
+		/* the old world may go once the new kernel has ticked on its own */
+		if (old_done && __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) > k + 2) {
+			old->running = false;
+			return 0;
+		}
+		if ((r = gpu_poll(g, err, n)))
+			return r;
+		nanosleep(&ts, NULL);
+	}
+	snprintf(err, n, "the reload's handover did not complete within %llu ms",
+		 (unsigned long long)(timeout_ns / 1000000));
+	return -ETIMEDOUT;
+}
+
+uint64_t gpu_block_addr(const GpuCode *g) { return g->dblock; }
+void *gpu_mirror(GpuCode *g) { return g->mirror; }
+
+int gpu_upload(GpuCode *g, char *err, size_t n)
+{
+	CU(g->d.MemcpyHtoD(g->dblock, g->mirror, g->total), "cannot copy the rule tables to the GPU");
+	return 0;
+}
+
+int gpu_poll(GpuCode *g, char *err, size_t n)
+{
+	if (!g->running)
+		return 0;
+	CUresult c = g->d.StreamQuery(g->run);
+	if (c == CUDA_SUCCESS || c == CUDA_ERROR_NOT_READY)
+		return 0;
+	g->running = false;
+	return gpu_err(g, c, err, n, "the persistent kernel failed on %s", g->name);
+}
+
+int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
+{
+	if (!g->running)
+		return 0;
+	*(volatile uint32_t *)&g->stats->stop = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	struct timespec ts = {0, 1000000};
+	for (uint64_t waited = 0; waited < timeout_ns; waited += 1000000) {
+		CUresult c = g->d.StreamQuery(g->run);
+		if (c == CUDA_SUCCESS) {
+			g->running = false;
+			return 0;
+		}
+		if (c != CUDA_ERROR_NOT_READY) {
+			g->running = false;
+			return gpu_err(g, c, err, n, "the persistent kernel failed on %s", g->name);
+		}
+		nanosleep(&ts, NULL);
+	}
+	snprintf(err, n, "the persistent kernel on %s did not stop within %llu ms", g->name,
+		 (unsigned long long)(timeout_ns / 1000000));
+	return -ETIMEDOUT;
+}
+
+int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t n)
+{
+	CU(g->d.MemcpyDtoHAsync(dst, g->dblock + off, bytes, g->copy), "cannot read the GPU's tables");
+	CU(g->d.StreamSynchronize(g->copy), "cannot read the GPU's tables");
 	return 0;
 }
 
@@ -319,11 +465,8 @@ int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n)
 
 const sn_world *gpu_view(GpuCode *g, char *err, size_t n)
 {
-	CUresult c = g->d.MemcpyDtoH(g->mirror, g->dblock, g->total);
-	if (c) {
-		gpu_err(g, c, err, n, "cannot read the rule tables back from the GPU");
+	if (gpu_read(g, 0, g->mirror, g->total, err, n))
 		return NULL;
-	}
 	wd_rebase(g->mirror, g->b, &g->L, g->dblock, (uint64_t)(uintptr_t)g->mirror);
 	return wd_world(g->mirror);
 }
@@ -333,9 +476,16 @@ void gpu_close(GpuCode *g)
 	if (!g)
 		return;
 	if (g->d.lib && g->ctx_held) {
+		char err[256];
+		if (g->running && g->stats)
+			gpu_halt(g, 2000000000ull, err, sizeof err);
 		g->d.CtxSynchronize();
+		if (g->run)
+			g->d.StreamDestroy(g->run);
+		if (g->copy)
+			g->d.StreamDestroy(g->copy);
 		for (unsigned i = 0; i < g->nregistered; i++)
-			g->d.MemHostUnregister(g->registered[i]);
+			gpu_unregister(g, g->registered[i]);
 		if (g->dblock)
 			g->d.MemFree(g->dblock);
 		if (g->ring)

@@ -36,6 +36,25 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	      const kx_mem *mem, const MemSource *src, void **mirror, sn_ring **ring, sn_stats **stats,
 	      char *err, size_t n);
 int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n);
+/* The persistent kernel: started on a stream of its own, it runs every tick
+ * on the GPU's clock until gpu_halt sets the stop flag.  Its grid takes at
+ * most half the GPU, so a second one can start beside it on reload. */
+int gpu_run(GpuCode *g, char *err, size_t n);
+int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
+/* Reload: start g's persistent kernel, which takes over from old's after
+ * old's next tick but one (stats->handoff_tick), without a gap; returns
+ * once old has stopped and g has ticked on its own.  g's world must have
+ * been linked to old's (wd_link). */
+int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_t n);
+/* The world block: its GPU address, its host copy, and copying that copy
+ * (changed by wd_link) to the GPU again before the kernel starts. */
+uint64_t gpu_block_addr(const GpuCode *g);
+void *gpu_mirror(GpuCode *g);
+int gpu_upload(GpuCode *g, char *err, size_t n);
+/* The kernel's state without waiting: 0 running (or done), else the error. */
+int gpu_poll(GpuCode *g, char *err, size_t n);
+/* Copy bytes at offset off of the world block to dst while the kernel runs. */
+int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t n);
 const sn_world *gpu_view(GpuCode *g, char *err, size_t n);
 void gpu_close(GpuCode *g);
 

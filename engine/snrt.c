@@ -415,6 +415,71 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
 	sn_eval_all(w, warp, nwarps);
 }
 
+/* ---- reload ---------------------------------------------------------------------------------------- */
+
+static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e)
+{
+	uint32_t len = src->len[e], keep = len < dst->cap ? len : dst->cap;
+	const sn_sample *from = src->ring + (uint64_t)e * src->cap;
+	sn_sample *to = dst->ring + (uint64_t)e * dst->cap;
+	/* the newest `keep` samples, oldest first */
+	uint32_t first = (src->pos[e] + src->cap - keep) % src->cap;
+	for (uint32_t k = 0; k < keep; k++)
+		to[k] = from[(first + k) % src->cap];
+	dst->len[e] = keep;
+	dst->pos[e] = keep == dst->cap ? 0 : keep;
+}
+
+void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	const sn_world *o = w->from;
+	if (!o)
+		return;
+	uint32_t lane = simt_lane(), nl = simt_nlanes();
+	if (warp == 0 && lane == 0) {
+		w->tick = o->tick;
+		w->now = o->now;
+	}
+	for (uint32_t r = warp; r < w->nrules; r += nwarps) {
+		int32_t f = w->rule_from[r];
+		if (lane == 0 && f >= 0 && (uint32_t)f < o->nrules && w->rstate[r].phase != SN_DISABLED &&
+		    o->rstate[f].phase != SN_DISABLED)
+			w->rstate[r] = o->rstate[f];
+	}
+	for (uint32_t h = warp; h < w->nhist; h += nwarps) {
+		int32_t f = w->hist_from[h];
+		if (f < 0 || (uint32_t)f >= o->nhist)
+			continue;
+		const sn_hist *src = &o->hist[f];
+		sn_hist *dst = &w->hist[h];
+		if (src->kind != dst->kind || (dst->kind == SN_ENT_TASK && !w->tasks_from))
+			continue;
+		uint32_t ents = src->entities < dst->entities ? src->entities : dst->entities;
+		for (uint32_t e = lane; e < ents; e += nl)
+			sn_copy_hist(dst, src, e);
+	}
+	if (w->tasks_from && warp == (nwarps > 1 ? 1 : 0)) {
+		const sn_tasks *a = &o->tasks;
+		sn_tasks *b = &w->tasks;
+		for (uint32_t i = lane; i < a->map_cap; i += nl)
+			for (int m = 0; m < 2; m++) {
+				b->key[m][i] = a->key[m][i];
+				b->mslot[m][i] = a->mslot[m][i];
+			}
+		for (uint32_t i = lane; i < a->cap; i += nl) {
+			b->ptr[i] = a->ptr[i];
+			b->slot[i] = a->slot[i];
+			b->free_slots[i] = a->free_slots[i];
+		}
+		if (lane == 0) {
+			b->nfree = a->nfree;
+			b->cur = a->cur;
+			b->n = 0;                  /* rows are rebuilt by the next walk */
+		}
+	}
+	simt_sync();
+}
+
 #ifdef __NVPTX__
 /* ---- the persistent kernel ---------------------------------------------------------------------- */
 
@@ -449,22 +514,48 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
 	sn_stats *S = w->stats;
 	uint64_t next = sn_clock();
-	for (;;) {
+	if (w->from) {
+		/* a reload: the old kernel stops after its stats->handoff_tick;
+		 * take its state over then, and keep its schedule */
+		const sn_stats *OS = w->from->stats;
 		if (warp == 0 && simt_lane() == 0) {
-			uint64_t t;
-			while ((t = sn_clock()) < next && !*(volatile uint32_t *)&S->stop)
-				__nvvm_nanosleep(1000);
-			if (t - next > w->tick_ns)
-				S->late++;
-			w->now = t;
-			w->tick++;
-			next += w->tick_ns;
-			if (next < t)              /* far behind: skip, do not burst */
-				next = t + w->tick_ns;
-			S->heartbeat++;
+			uint64_t h;
+			while (!(h = sn_load_volatile(&OS->handoff_tick)) || sn_load_volatile(&OS->ticks) < h) {
+				if (*(volatile uint32_t *)&S->stop)
+					break;
+				__nvvm_nanosleep(2000);
+			}
 		}
 		sn_grid_sync(w, nwarps);
-		if (*(volatile uint32_t *)&S->stop)
+		sn_handoff(w, warp, nwarps);
+		next = sn_load_volatile(&OS->last_tick_ns) + w->tick_ns;
+		sn_grid_sync(w, nwarps);
+	}
+	for (;;) {
+		/* warp 0 decides, before the barrier, whether this tick runs:
+		 * every warp then reads the same answer (w->sync[2]) */
+		if (warp == 0 && simt_lane() == 0) {
+			uint64_t h = sn_load_volatile(&S->handoff_tick);
+			uint64_t quit = *(volatile uint32_t *)&S->stop || (h && w->tick >= h);
+			uint64_t t = sn_clock();
+			while (!quit && (t = sn_clock()) < next) {
+				__nvvm_nanosleep(1000);
+				quit = *(volatile uint32_t *)&S->stop;
+			}
+			*(volatile uint64_t *)&w->sync[2] = quit;
+			if (!quit) {
+				if (t - next > w->tick_ns)
+					S->late++;
+				w->now = t;
+				w->tick++;
+				next += w->tick_ns;
+				if (next < t)              /* far behind: skip, do not burst */
+					next = t + w->tick_ns;
+				S->heartbeat++;
+			}
+		}
+		sn_grid_sync(w, nwarps);
+		if (sn_load_volatile(&w->sync[2]))
 			break;
 		sn_collect_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);

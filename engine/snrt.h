@@ -168,8 +168,14 @@ typedef struct sn_world {
 	sn_ring *ring;
 	sn_stats *stats;
 	uint64_t *scratch;         /* [tasks.cap] task_struct addresses from the walk */
-	uint64_t *sync;            /* [2] grid barrier (GPU device memory) */
+	uint64_t *sync;            /* [4] grid barrier count, generation; [2] stop now */
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
+	/* reload: the world this one takes over from, and what maps to what */
+	const struct sn_world *from;
+	int32_t *rule_from;        /* [nrules] the old rule whose state carries over, -1 none */
+	int32_t *hist_from;        /* [nhist] the old history of the same metric, -1 none */
+	uint32_t tasks_from;       /* 1: take over the task table (same capacity) */
+	uint32_t _pad2;
 } sn_world;
 
 /* ---- what rulec generates (declared here, defined per bundle) ------------------- */
@@ -220,8 +226,14 @@ double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn,
 void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
 	     int64_t entity);
 
-/* One tick on one warp of nwarps (the host: 0 of 1).  On the GPU,
- * barrier() separates the phases; the host passes a no-op. */
+/* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);
+
+/* Reload: take over w->from's state (the tick count, the alert state of
+ * every unchanged rule, the histories of every metric both read, the task
+ * table).  Runs between the old world's last tick and this one's first:
+ * on the GPU in the new persistent kernel, all warps; on the host in the
+ * tick thread. */
+void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps);
 
 #endif

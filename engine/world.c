@@ -56,8 +56,10 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
 	L->o_scratch = wd_take(&at, cap * 8);
-	L->o_sync = wd_take(&at, 2 * 8);
+	L->o_sync = wd_take(&at, 4 * 8);
 	L->o_joboff = wd_take(&at, b->njobs + 1);
+	L->o_rulefrom = wd_take(&at, (b->nrules + 1) * 4);
+	L->o_histfrom = wd_take(&at, (b->nhist + 1) * 4);
 	L->total = at;
 	L->ring_bytes = sizeof(sn_ring) + (size_t)p->ring_cap * sizeof(sn_alert);
 	return 0;
@@ -139,6 +141,8 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
 	w->sync = (uint64_t *)(uintptr_t)AT(L->o_sync);
 	w->job_off = (uint8_t *)(uintptr_t)AT(L->o_joboff);
+	w->rule_from = (int32_t *)(uintptr_t)AT(L->o_rulefrom);
+	w->hist_from = (int32_t *)(uintptr_t)AT(L->o_histfrom);
 	uint8_t *off = (uint8_t *)(s + L->o_joboff);
 	for (size_t j = 0; j < b->njobs && res; j++) {
 		const BdJob *J = &b->jobs[j];
@@ -180,5 +184,34 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	MOVE(w->scratch);
 	MOVE(w->sync);
 	MOVE(w->job_off);
+	MOVE(w->rule_from);
+	MOVE(w->hist_from);
 #undef MOVE
+}
+
+unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
+		 const WdParams *oldp, const WdParams *p, uint64_t from)
+{
+	(void)base;
+	sn_world *w = wd_world(stage);
+	int32_t *rf = (int32_t *)((char *)stage + L->o_rulefrom), *hf = (int32_t *)((char *)stage + L->o_histfrom);
+	unsigned kept = 0;
+	for (size_t r = 0; r < b->nrules; r++) {
+		rf[r] = -1;
+		for (size_t o = 0; o < old->nrules; o++)
+			if (!strcmp(b->rules[r].name, old->rules[o].name) && b->rules[r].hash == old->rules[o].hash) {
+				rf[r] = (int32_t)o;
+				kept++;
+				break;
+			}
+	}
+	for (size_t h = 0; h < b->nhist; h++) {
+		hf[h] = -1;
+		for (size_t o = 0; o < old->nhist; o++)
+			if (b->hist[h].metric == old->hist[o].metric)
+				hf[h] = (int32_t)o;
+	}
+	w->from = (const sn_world *)(uintptr_t)from;
+	w->tasks_from = oldp->task_cap == p->task_cap && oldp->max_cpus == p->max_cpus;
+	return kept;
 }

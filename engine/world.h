@@ -32,7 +32,7 @@ typedef struct WdLayout {
 	size_t total;             /* bytes of the block */
 	size_t ring_bytes;        /* bytes of the alert ring (allocated apart) */
 	size_t o_host, o_cpu, o_cpu_on, o_tptr, o_tslot, o_tcomm, o_tval, o_tkey[2], o_tms[2], o_tfree;
-	size_t o_hist, o_rstate, o_scratch, o_sync, o_joboff;
+	size_t o_hist, o_rstate, o_scratch, o_sync, o_joboff, o_rulefrom, o_histfrom;
 	size_t o_hring[64], o_hpos[64], o_hlen[64];
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];
@@ -46,6 +46,14 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
  * that res blocks are disabled; jobs of unavailable metrics are off. */
 void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
 	      uint64_t base, uint64_t ring, uint64_t stats);
+/* Reload: make the block in stage (built by wd_build for base) take over
+ * from the world at address `from` (as the code sees it) of bundle `old`:
+ * rules with the same name and hash keep their state, histories of the
+ * same metric their samples, and the task table (same capacity) its slots.
+ * Returns how many rules keep their state. */
+unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
+		 const WdParams *oldp, const WdParams *p, uint64_t from);
+
 /* Initialise an alert ring of L->ring_bytes at r. */
 void wd_ring_init(sn_ring *r, uint32_t cap);
 

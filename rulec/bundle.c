@@ -129,6 +129,7 @@ static json_t *bd_manifest(const Bundle *b)
 			if (x->metrics >> k & 1)
 				json_array_append_new(ms, json_string(cat_metrics[k].name));
 		json_object_set_new(o, "metrics", ms);
+		json_object_set_new(o, "entity", json_string(x->entity == ENT_CPU ? "cpu" : x->entity == ENT_TASK ? "task" : "host"));
 		char hash[17];
 		snprintf(hash, sizeof hash, "%016llx", (unsigned long long)x->hash);
 		json_object_set_new(o, "hash", json_string(hash));
@@ -370,6 +371,8 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 				BAD("rule %s reads an unknown metric", x->name);
 			x->metrics |= 1ull << id;
 		}
+		const char *ent = json_string_value(json_object_get(v, "entity"));
+		x->entity = ent && !strcmp(ent, "cpu") ? ENT_CPU : ent && !strcmp(ent, "task") ? ENT_TASK : -1;
 		const char *hs = json_string_value(json_object_get(v, "hash"));
 		x->hash = hs ? strtoull(hs, NULL, 16) : 0;
 	}

@@ -145,15 +145,6 @@ static LLVMValueRef cg_lane_loop_start(Cg *C, Loop *L, LLVMValueRef end)
 
 static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent);
 
-static int cg_entity_of(const Expr *e)
-{
-	if (!e)
-		return -1;
-	if (e->kind == N_METRIC && cat_metrics[e->u.metric.id].entity != ENT_HOST)
-		return (int)cat_metrics[e->u.metric.id].entity;
-	int a = cg_entity_of(e->a);
-	return a >= 0 ? a : cg_entity_of(e->b);
-}
 
 static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
 {
@@ -299,7 +290,6 @@ static void cg_track_reduce(Cg *C, const Track *t, LLVMValueRef *value, LLVMValu
 	*entity = cg_sel(C, *found, E, cg_real(C, -1));
 }
 
-static const Expr *cg_value_node(const Expr *e);
 
 /* all(x OP t) / any(x OP t) as the rule's value: which entity decides, and
  * its x.  any(): the extreme entity among those that hold (else among
@@ -488,26 +478,6 @@ static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
 
 /* ---- the rule's value ------------------------------------------------------------------ */
 
-/* The first numeric comparison or all()/any() reached through and/or/not. */
-static const Expr *cg_value_node(const Expr *e)
-{
-	if (!e)
-		return NULL;
-	switch (e->kind) {
-	case N_AND: case N_OR: {
-		const Expr *r = cg_value_node(e->a);
-		return r ? r : cg_value_node(e->b);
-	}
-	case N_NOT:
-		return cg_value_node(e->a);
-	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
-		return cg_is_string(e->a) || cg_is_string(e->b) ? NULL : e;
-	case N_CALL:
-		return e->u.call.id == B_ALL || e->u.call.id == B_ANY ? e : NULL;
-	default:
-		return NULL;
-	}
-}
 
 /* The rule's value: the left side of its first numeric comparison; when
  * that sits in all()/any(), the aggregation tracked it (C->track). */

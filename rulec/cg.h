@@ -54,5 +54,13 @@ int cg_emit(struct LLVMOpaqueModule *m, const CgProg *p, char *err, size_t n);
 void cg_metric_fn(MetricId id, char *buf, size_t n);
 /* a string literal or a string-valued metric (task.comm, task.state) */
 bool cg_is_string(const Expr *e);
+/* ENT_CPU or ENT_TASK when e names a per-CPU or per-task metric, else -1 */
+int cg_entity_of(const Expr *e);
+/* The node that gives a rule's value ($value): its first numeric comparison
+ * or all()/any(), reached through and/or/not; NULL if none. */
+const Expr *cg_value_node(const Expr *e);
+/* What the value's entity number is: ENT_CPU (a CPU), ENT_TASK (a PID) or
+ * -1 (none: a host value). */
+int cg_value_entity(const Expr *e);
 
 #endif

@@ -141,3 +141,44 @@ void cg_free(CgProg *p)
 	p->rule_metrics = NULL;
 }
 
+
+int cg_entity_of(const Expr *e)
+{
+	if (!e)
+		return -1;
+	if (e->kind == N_METRIC && cat_metrics[e->u.metric.id].entity != ENT_HOST)
+		return (int)cat_metrics[e->u.metric.id].entity;
+	int a = cg_entity_of(e->a);
+	return a >= 0 ? a : cg_entity_of(e->b);
+}
+
+/* The first numeric comparison or all()/any() reached through and/or/not. */
+const Expr *cg_value_node(const Expr *e)
+{
+	if (!e)
+		return NULL;
+	switch (e->kind) {
+	case N_AND: case N_OR: {
+		const Expr *r = cg_value_node(e->a);
+		return r ? r : cg_value_node(e->b);
+	}
+	case N_NOT:
+		return cg_value_node(e->a);
+	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
+		return cg_is_string(e->a) || cg_is_string(e->b) ? NULL : e;
+	case N_CALL:
+		return e->u.call.id == B_ALL || e->u.call.id == B_ANY ? e : NULL;
+	default:
+		return NULL;
+	}
+}
+
+int cg_value_entity(const Expr *e)
+{
+	const Expr *v = cg_value_node(e);
+	if (!v)
+		return -1;
+	/* all()/any() say which CPU or task decided; a comparison of host
+	 * values or of an aggregate (count(...) > 5) names none */
+	return v->kind == N_CALL ? cg_entity_of(v) : -1;
+}

@@ -39,7 +39,8 @@ static void comp_phase(const CompOpts *o, const char *what, double *t0)
  * inlines the library into the rules and drops what no rule reads. */
 static void comp_internalize(LLVMModuleRef m)
 {
-	static const char *const keep[] = {"sn_tick", "sn_gpu_main", "sn_gpu_tick", "__sentinel_mem", CORE_TABLE};
+	static const char *const keep[] = {"sn_tick", "sn_handoff", "sn_gpu_main", "sn_gpu_tick", "__sentinel_mem",
+					   CORE_TABLE};
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
 		size_t len;
 		const char *name = LLVMGetValueName2(f, &len);
@@ -164,6 +165,7 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 		x->annotations = comp_kvs(r->annotations, r->nannotations);
 		x->nannotations = r->nannotations;
 		x->metrics = p->rule_metrics[i];
+		x->entity = cg_value_entity(r->expr);
 		x->hash = comp_rule_hash(r);
 	}
 	return 0;
@@ -359,5 +361,54 @@ int comp_relocs(const CgProg *p, ReloSet *out, char *err, size_t n)
 	Target T = {.t = LVM_HOST};
 	int e = comp_front(&T, p, out, err, n);
 	comp_dispose(&T);
+	return e;
+}
+
+int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n)
+{
+	char **paths = NULL;
+	size_t npaths = 0;
+	RuleSet rs = {0};
+	DiagCtx d = {.max_errors = 1000};
+	CheckOpts co = {.tick = 0.1};
+	CgProg plan = {0};
+	*out = NULL;
+	*diags = NULL;
+	int e = rs_list_dir(dir, &paths, &npaths);
+	if (e) {
+		snprintf(err, n, "%s: cannot read the rule directory: %s", dir, strerror(-e));
+		goto out;
+	}
+	if (!npaths) {
+		snprintf(err, n, "%s: no rule files (*.yaml) in the rule directory", dir);
+		e = -ENOENT;
+		goto out;
+	}
+	for (size_t i = 0; i < npaths; i++)
+		rf_load(&rs, paths[i], &d, &co);
+	rs_check_all(&rs, &d);
+	if (!d.nerr)
+		cg_analyse(&plan, &rs, &d);
+	if (d.nerr) {
+		size_t len;
+		FILE *m = open_memstream(diags, &len);
+		if (m) {
+			diag_sort(&d);
+			diag_print_text(&d, m, false);
+			fprintf(m, "%u error%s in %zu rule%s from %zu file%s; the running rules are unchanged\n", d.nerr,
+				d.nerr == 1 ? "" : "s", rs.n, rs.n == 1 ? "" : "s", rs.nfiles, rs.nfiles == 1 ? "" : "s");
+			fclose(m);
+		}
+		e = 1;
+		goto out;
+	}
+	e = comp_build(&plan, o, out, err, n);
+out:
+	cg_free(&plan);
+	rs_free(&rs);
+	diag_free(&d);
+	for (size_t i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(paths);
 	return e;
 }

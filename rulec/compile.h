@@ -32,6 +32,11 @@ typedef struct CompOpts {
  * metric).  With o->emit set, print that and make no bundle (*out NULL). */
 int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n);
 
+/* Everything rulec -o does for a directory of rule files: load, check,
+ * plan, compile.  On rule errors returns 1 and *diags holds them as
+ * `rulec --check` prints them (malloc'd); -errno on other failures. */
+int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n);
+
 /* Only what the plan's code would need from a kernel: generate and
  * relocate the host code, keep the relocations (rulec --check --target). */
 int comp_relocs(const CgProg *p, ReloSet *out, char *err, size_t n);

@@ -129,34 +129,6 @@ static void list_metrics(const char *fmt)
 	}
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A directory contributes its *.yaml and *.yml files, sorted. */
-static int add_dir(const char *dir, char ***paths, size_t *n)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	size_t first = *n;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (de->d_name[0] == '.' ||
-		    !((l > 5 && !strcmp(de->d_name + l - 5, ".yaml")) || (l > 4 && !strcmp(de->d_name + l - 4, ".yml"))))
-			continue;
-		char *p = malloc(strlen(dir) + l + 2);
-		sprintf(p, "%s/%s", dir, de->d_name);
-		*paths = realloc(*paths, (*n + 1) * sizeof **paths);
-		(*paths)[(*n)++] = p;
-	}
-	closedir(d);
-	qsort(*paths + first, *n - first, sizeof **paths, cmp_str);
-	return 0;
-}
-
 static int read_stdin(char **out, size_t *len)
 {
 	StrBuf b = {0};
@@ -440,7 +412,7 @@ int main(int argc, char **argv)
 			struct stat st;
 			paths = realloc(paths, (npaths + 1) * sizeof *paths);
 			if (strcmp(a, "-") && !stat(a, &st) && S_ISDIR(st.st_mode)) {
-				int e = add_dir(a, &paths, &npaths);
+				int e = rs_list_dir(a, &paths, &npaths);
 				if (e < 0) {
 					fprintf(stderr, "rulec: %s: cannot read directory: %s\n", a, strerror(-e));
 					ioerr = 1;

@@ -8,8 +8,10 @@
  *              description?: TEMPLATE }
  */
 #include "rules.h"
+#include "tmpl.h"
 #include "units.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,59 +215,40 @@ static void rf_kv(RfCtx *C, const YtNode *n, const char *what, bool names, KV **
 	*nout = k;
 }
 
-/* template -> { TEXT | '{{' SP* VAR [ '|' FORMAT ] SP* '}}' }
- * VAR -> '$value' | '$alert' | '$severity' | '$target' | '$labels.' NAME */
+/* A template (grammar in tmpl.h): every variable and format must exist; a
+ * label the rule does not set is a warning. */
 static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 {
 	const char *s = n->u.scalar.s;
-	for (const char *p = strstr(s, "{{"); p; p = strstr(p, "{{")) {
-		size_t at = (size_t)(p - s);
-		const char *q = strstr(p + 2, "}}");
-		if (!q) {
-			diag_report(C->d, yt_scalar_loc(n, at, 2), DIAG_TEMPLATE_SYNTAX,
+	size_t pos = 0;
+	TpPart p;
+	while (tp_next(s, &pos, &p)) {
+		if (p.kind == TP_UNCLOSED) {
+			diag_report(C->d, yt_scalar_loc(n, p.off, 2), DIAG_TEMPLATE_SYNTAX,
 				    "'{{' is not closed; a variable looks like {{ $value }}");
 			return;
 		}
-		const char *b = p + 2, *e = q;
-		while (b < e && *b == ' ') b++;
-		while (e > b && e[-1] == ' ') e--;
-		const char *bar = memchr(b, '|', (size_t)(e - b));
-		const char *ve = bar ? bar : e;
-		while (ve > b && ve[-1] == ' ') ve--;
-		size_t vl = (size_t)(ve - b), voff = (size_t)(b - s);
-		static const char *vars[] = {"$value", "$alert", "$severity", "$target"};
-		bool ok = false;
-		for (size_t i = 0; i < ARRAY_LEN(vars); i++)
-			ok |= strlen(vars[i]) == vl && !memcmp(vars[i], b, vl);
-		if (!ok && vl > 8 && !memcmp(b, "$labels.", 8)) {
-			ok = true;
+		if (p.kind != TP_VAR)
+			continue;
+		if (p.var == TPV_LABEL) {
 			bool found = false;
 			for (size_t i = 0; i < r->nlabels; i++)
-				found |= strlen(r->labels[i].key) == vl - 8 && !memcmp(r->labels[i].key, b + 8, vl - 8);
+				found |= strlen(r->labels[i].key) == p.label_len &&
+					 !memcmp(r->labels[i].key, s + p.label_off, p.label_len);
 			if (!found)
-				diag_report(C->d, yt_scalar_loc(n, voff, (unsigned)vl), DIAG_TEMPLATE_LABEL,
+				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
 					    "template names label '%.*s', which this rule does not set; it will print empty",
-					    (int)(vl - 8), b + 8);
+					    (int)p.label_len, s + p.label_off);
 		}
-		if (!ok) {
-			diag_report(C->d, yt_scalar_loc(n, voff, (unsigned)(vl ? vl : 1)), DIAG_TEMPLATE_VAR,
+		if (p.var == TPV_UNKNOWN) {
+			diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)(p.var_len ? p.var_len : 1)), DIAG_TEMPLATE_VAR,
 				    "unknown template variable '%.*s'; use $value, $alert, $severity, $target or $labels.NAME",
-				    (int)vl, b);
-		} else if (bar) {
-			const char *f = bar + 1;
-			while (f < e && *f == ' ') f++;
-			size_t fl = (size_t)(e - f);
-			static const char *fmts[] = {"humanize", "percent", "bytes", "duration"};
-			bool fok = false;
-			for (size_t i = 0; i < ARRAY_LEN(fmts); i++)
-				fok |= strlen(fmts[i]) == fl && !memcmp(fmts[i], f, fl);
-			if (!fok)
-				diag_report(C->d, yt_scalar_loc(n, (size_t)(f - s), (unsigned)(fl ? fl : 1)),
-					    DIAG_TEMPLATE_VAR,
-					    "unknown format '%.*s'; use humanize, percent, bytes or duration",
-					    (int)fl, f);
+				    (int)p.var_len, s + p.var_off);
+		} else if (p.fmt == TPF_UNKNOWN) {
+			diag_report(C->d, yt_scalar_loc(n, p.fmt_off, (unsigned)(p.fmt_len ? p.fmt_len : 1)),
+				    DIAG_TEMPLATE_VAR, "unknown format '%.*s'; use humanize, percent, bytes or duration",
+				    (int)p.fmt_len, s + p.fmt_off);
 		}
-		p = q + 2;
 	}
 }
 
@@ -490,4 +473,40 @@ void rs_free(RuleSet *rs)
 	free(rs->v);
 	arena_free(&rs->arena);
 	memset(rs, 0, sizeof *rs);
+}
+
+static int rs_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int rs_list_dir(const char *dir, char ***paths, size_t *n)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	size_t first = *n;
+	int e = 0;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (de->d_name[0] == '.' ||
+		    !((l > 5 && !strcmp(de->d_name + l - 5, ".yaml")) || (l > 4 && !strcmp(de->d_name + l - 4, ".yml"))))
+			continue;
+		char *p = malloc(strlen(dir) + l + 2);
+		char **np = realloc(*paths, (*n + 1) * sizeof **paths);
+		if (!p || !np) {
+			free(p);
+			if (np)
+				*paths = np;
+			e = -ENOMEM;
+			break;
+		}
+		sprintf(p, "%s/%s", dir, de->d_name);
+		*paths = np;
+		(*paths)[(*n)++] = p;
+	}
+	closedir(d);
+	qsort(*paths + first, *n - first, sizeof **paths, rs_cmp_str);
+	return e;
 }

@@ -59,6 +59,9 @@ void rf_load_buffer(RuleSet *rs, const char *name, char *text, size_t len, DiagC
 /* Checks that span files: duplicate alert names. */
 void rs_check_all(RuleSet *rs, DiagCtx *d);
 void rs_free(RuleSet *rs);
+/* Append dir's *.yaml and *.yml files (sorted) to paths; -errno if dir
+ * cannot be read. */
+int rs_list_dir(const char *dir, char ***paths, size_t *n);
 
 /* Type-check one parsed expression (check.c). Returns false on errors. */
 bool chk_rule_expr(Rule *r, Expr *e, const ExprSrc *src, DiagCtx *d, const CheckOpts *o);

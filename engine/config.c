@@ -1,0 +1,196 @@
+/* config.c - sentineld's configuration (see config.h). */
+#include "config.h"
+#include "units.h"
+
+#include <ini.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef SENTINEL_SYSCONFDIR
+#define SENTINEL_SYSCONFDIR "/etc"
+#endif
+
+typedef struct CfRead {
+	Config *c;
+	FILE *f, *errs;
+	unsigned line;            /* lines read so far: the line a callback is about */
+	int nerr;
+} CfRead;
+
+/* inih's reader, counting lines so each callback knows its line */
+static char *cf_gets(char *buf, int n, void *stream)
+{
+	CfRead *R = stream;
+	char *s = fgets(buf, n, R->f);
+	if (s)
+		R->line++;
+	return s;
+}
+
+static void cf_error(CfRead *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cf_error(CfRead *R, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(R->errs, "%s:%u: error: ", R->c->path, R->line);
+	vfprintf(R->errs, fmt, ap);
+	fputc('\n', R->errs);
+	va_end(ap);
+	R->nerr++;
+}
+
+static void cf_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+}
+
+static bool cf_bool(CfRead *R, const char *key, const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*out = false;
+	else {
+		cf_error(R, "%s takes yes or no, not '%s'", key, v);
+		return false;
+	}
+	return true;
+}
+
+static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo, unsigned long hi, int base,
+		    unsigned long *out)
+{
+	char *e;
+	errno = 0;
+	unsigned long x = strtoul(v, &e, base);
+	if (!*v || *e || errno || x < lo || x > hi) {
+		cf_error(R, "%s takes a number from %lu to %lu, not '%s'", key, lo, hi, v);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+#define KEYS_TARGET "source, name, kallsyms, btf"
+#define KEYS_RULES "directory"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, ring"
+#define KEYS_NOTIFY "log, log_pending, jsonl"
+#define KEYS_CONTROL "socket, mode"
+
+static int cf_handler(void *user, const char *sec, const char *key, const char *v)
+{
+	CfRead *R = user;
+	Config *c = R->c;
+	unsigned long u;
+#define IS(s, k) (!strcmp(sec, s) && !strcmp(key, k))
+	if (!strcmp(sec, "target")) {
+		if (IS("target", "source")) cf_str(&c->source, v);
+		else if (IS("target", "name")) cf_str(&c->name, v);
+		else if (IS("target", "kallsyms")) cf_str(&c->kallsyms, v);
+		else if (IS("target", "btf")) cf_str(&c->btf, v);
+		else cf_error(R, "unknown key '%s' in [target]; the keys are " KEYS_TARGET, key);
+	} else if (!strcmp(sec, "rules")) {
+		if (IS("rules", "directory")) cf_str(&c->rules_dir, v);
+		else cf_error(R, "unknown key '%s' in [rules]; the keys are " KEYS_RULES, key);
+	} else if (!strcmp(sec, "engine")) {
+		if (IS("engine", "backend")) {
+			if (strcmp(v, "auto") && strcmp(v, "cuda") && strcmp(v, "cpu"))
+				cf_error(R, "backend takes auto, cuda or cpu, not '%s'", v);
+			else
+				cf_str(&c->backend, v);
+		} else if (IS("engine", "gpu")) {
+			if (cf_uint(R, "gpu", v, 0, 63, 10, &u))
+				c->gpu = (int)u;
+		} else if (IS("engine", "tick")) {
+			double t;
+			size_t bad;
+			if (unit_parse_duration(v, strlen(v), &t, &bad) < 0 || t < 0.001 || t > 60)
+				cf_error(R, "tick takes a duration from 1ms to 60s, such as 100ms, not '%s'", v);
+			else
+				c->tick_ns = (uint64_t)(t * 1e9 + 0.5);
+		} else if (IS("engine", "tasks")) {
+			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
+				c->tasks = (uint32_t)u;
+		} else if (IS("engine", "ring")) {
+			if (cf_uint(R, "ring", v, 16, 1u << 24, 10, &u)) {
+				if (u & (u - 1))
+					cf_error(R, "ring takes a power of two (alert records), such as 4096, not %lu", u);
+				else
+					c->ring = (uint32_t)u;
+			}
+		} else {
+			cf_error(R, "unknown key '%s' in [engine]; the keys are " KEYS_ENGINE, key);
+		}
+	} else if (!strcmp(sec, "notify")) {
+		if (IS("notify", "log")) cf_bool(R, key, v, &c->log);
+		else if (IS("notify", "log_pending")) cf_bool(R, key, v, &c->log_pending);
+		else if (IS("notify", "jsonl")) cf_str(&c->jsonl, v);
+		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
+	} else if (!strcmp(sec, "control")) {
+		if (IS("control", "socket")) cf_str(&c->socket, v);
+		else if (IS("control", "mode")) {
+			if (cf_uint(R, "mode", v, 0, 0777, 8, &u))
+				c->mode = (unsigned)u;
+		} else cf_error(R, "unknown key '%s' in [control]; the keys are " KEYS_CONTROL, key);
+	} else {
+		cf_error(R, "unknown section [%s]; the sections are target, rules, engine, notify, control", sec);
+	}
+#undef IS
+	return 1;     /* keep going: every error is reported */
+}
+
+int cf_load(Config *c, const char *path, FILE *errs)
+{
+	memset(c, 0, sizeof *c);
+	c->path = strdup(path);
+	c->rules_dir = strdup(SENTINEL_SYSCONFDIR "/sentinel/rules");
+	c->backend = strdup("auto");
+	c->tick_ns = 100000000ull;
+	c->tasks = 4096;
+	c->ring = 4096;
+	c->log = true;
+	c->socket = strdup("/run/sentinel/sentinel.sock");
+	c->mode = 0600;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		fprintf(errs, "%s: error: cannot read the configuration: %s (give one with -c FILE; "
+			"examples/sentinel.conf is a template)\n", path, strerror(e));
+		return -e;
+	}
+	CfRead R = {.c = c, .f = f, .errs = errs};
+	int r = ini_parse_stream(cf_gets, &R, cf_handler, &R);
+	fclose(f);
+	if (r > 0) {
+		fprintf(errs, "%s:%d: error: not an INI line: write 'key = value' under a [section]\n", path, r);
+		R.nerr++;
+	}
+	if (!c->source) {
+		fprintf(errs, "%s: error: [target] source is required: ramfile:PATH (a VM), vmcore:PATH, raw:PATH "
+			"or pmem (this host)\n", path);
+		R.nerr++;
+	}
+	if (!c->name && c->source) {
+		const char *s = strrchr(c->source, '/');
+		c->name = strdup(s ? s + 1 : c->source);
+	}
+	return R.nerr;
+}
+
+void cf_free(Config *c)
+{
+	free(c->path);
+	free(c->source);
+	free(c->name);
+	free(c->kallsyms);
+	free(c->btf);
+	free(c->rules_dir);
+	free(c->backend);
+	free(c->jsonl);
+	free(c->socket);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,45 @@
+/* config.h - sentineld's configuration file (INI, read with inih).
+ *
+ *   [target]   source = ramfile:/dev/shm/vm.ram   (required)
+ *              name = web-01                        ($target in alerts)
+ *              kallsyms = FILE, btf = FILE          (overrides)
+ *   [rules]    directory = /etc/sentinel/rules
+ *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
+ *              tasks = 4096,  ring = 4096
+ *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl
+ *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
+ *
+ * Every unknown section or key and every bad value is an error with the
+ * file and line; all of them are reported, and sentineld does not start.
+ * examples/sentinel.conf is the annotated template.
+ *
+ * Ownership: a Config owns its strings; cf_free().
+ */
+#ifndef SENTINEL_CONFIG_H
+#define SENTINEL_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct Config {
+	char *path;
+	char *source, *name, *kallsyms, *btf;
+	char *rules_dir;
+	char *backend;
+	int gpu;
+	uint64_t tick_ns;
+	uint32_t tasks, ring;
+	bool log, log_pending;
+	char *jsonl;
+	char *socket;
+	unsigned mode;
+} Config;
+
+/* Read path into c (defaults first).  Errors are printed to errs as
+ * FILE:LINE: error: ...; returns how many there were (0: c is usable), or
+ * -errno if the file cannot be read. */
+int cf_load(Config *c, const char *path, FILE *errs);
+void cf_free(Config *c);
+
+#endif

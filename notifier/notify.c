@@ -1,0 +1,199 @@
+/* notify.c - alert sinks (see notify.h). */
+#include "notify.h"
+#include "tmpl.h"
+#include "util.h"
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct Notifier {
+	NtConfig c;
+	bool journal;             /* stderr goes to journald: priority prefixes */
+	char *target;
+	int jsonl_fd;
+	char *jsonl_path;
+};
+
+const char *nt_kind_name(SnEventKind k)
+{
+	switch (k) {
+	case SN_EV_PENDING: return "pending";
+	case SN_EV_FIRING: return "firing";
+	case SN_EV_RESOLVED: return "resolved";
+	case SN_EV_CANCELLED: return "cancelled";
+	default: return "?";
+	}
+}
+
+int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
+{
+	Notifier *nt = calloc(1, sizeof *nt);
+	if (!nt)
+		return -ENOMEM;
+	nt->c = *c;
+	nt->target = strdup(c->target ? c->target : "target");
+	nt->jsonl_fd = -1;
+	if (c->jsonl && *c->jsonl) {
+		nt->jsonl_fd = open(c->jsonl, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+		if (nt->jsonl_fd < 0) {
+			int e = errno;
+			snprintf(err, n, "%s: cannot open the alert log: %s (create its directory, or change "
+				 "[notify] jsonl)", c->jsonl, strerror(e));
+			nt_close(nt);
+			return -e;
+		}
+		nt->jsonl_path = strdup(c->jsonl);
+	}
+	nt->journal = getenv("JOURNAL_STREAM") != NULL;
+	nt->c.target = nt->target;
+	nt->c.jsonl = nt->jsonl_path;
+	*out = nt;
+	return 0;
+}
+
+void nt_close(Notifier *nt)
+{
+	if (!nt)
+		return;
+	if (nt->jsonl_fd >= 0)
+		close(nt->jsonl_fd);
+	free(nt->target);
+	free(nt->jsonl_path);
+	free(nt);
+}
+
+static const char *nt_label(const BdRule *r, const char *name, size_t len)
+{
+	for (size_t i = 0; i < r->nlabels; i++)
+		if (strlen(r->labels[i].key) == len && !memcmp(r->labels[i].key, name, len))
+			return r->labels[i].value;
+	return "";
+}
+
+char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
+{
+	StrBuf b = {0};
+	size_t pos = 0;
+	TpPart p;
+	char buf[64];
+	sb_puts(&b, "");
+	while (tp_next(tmpl, &pos, &p)) {
+		if (p.kind != TP_VAR) {
+			sb_putn(&b, tmpl + p.off, p.len);
+			continue;
+		}
+		switch (p.var) {
+		case TPV_VALUE:
+			tp_format(e->value, p.fmt == TPF_UNKNOWN ? TPF_NONE : p.fmt, buf, sizeof buf);
+			sb_puts(&b, buf);
+			break;
+		case TPV_ALERT: sb_puts(&b, e->rule->name); break;
+		case TPV_SEVERITY: sb_puts(&b, e->rule->severity); break;
+		case TPV_TARGET: sb_puts(&b, target); break;
+		case TPV_LABEL: sb_puts(&b, nt_label(e->rule, tmpl + p.label_off, p.label_len)); break;
+		default: sb_putn(&b, tmpl + p.off, p.len); break;
+		}
+	}
+	return b.s;
+}
+
+static const char *nt_annotation(const BdRule *r, const char *key)
+{
+	for (size_t i = 0; i < r->nannotations; i++)
+		if (!strcmp(r->annotations[i].key, key))
+			return r->annotations[i].value;
+	return NULL;
+}
+
+static int nt_priority(const char *severity)
+{
+	return !strcmp(severity, "critical") ? 2 : !strcmp(severity, "warning") ? 4 : 6;
+}
+
+static void nt_entity(const NtEvent *e, char *buf, size_t n)
+{
+	if (e->entity < 0 || e->rule->entity < 0)
+		buf[0] = 0;
+	else
+		snprintf(buf, n, " %s %lld", e->rule->entity == ENT_CPU ? "cpu" : "pid", (long long)e->entity);
+}
+
+void nt_event(Notifier *nt, const NtEvent *e)
+{
+	const BdRule *r = e->rule;
+	bool quiet = e->kind == SN_EV_PENDING || e->kind == SN_EV_CANCELLED;
+	if (nt->c.log && (!quiet || nt->c.log_pending)) {
+		const char *sum = nt_annotation(r, "summary");
+		char *text = sum ? nt_render(sum, e, nt->target) : NULL;
+		char ent[48], val[64];
+		nt_entity(e, ent, sizeof ent);
+		tp_format(e->value, TPF_NONE, val, sizeof val);
+		if (nt->journal)
+			fprintf(stderr, "<%d>", quiet ? 6 : nt_priority(r->severity));
+		fprintf(stderr, "sentineld: %s %s (%s) value %s%s%s%s\n",
+			e->kind == SN_EV_FIRING ? "FIRING" : e->kind == SN_EV_RESOLVED ? "RESOLVED" : nt_kind_name(e->kind),
+			r->name, r->severity, val, ent, text ? ": " : "", text ? text : "");
+		free(text);
+	}
+	if (nt->jsonl_fd >= 0) {
+		char when[40];
+		struct tm tm;
+		gmtime_r(&e->when.tv_sec, &tm);
+		size_t l = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(when + l, sizeof when - l, ".%03ldZ", e->when.tv_nsec / 1000000);
+		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "time", when, "tick", (json_int_t)e->tick,
+				      "alert", r->name, "state", nt_kind_name(e->kind), "severity", r->severity, "target",
+				      nt->target, "rule", r->file);
+		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
+		if (e->entity >= 0 && r->entity >= 0)
+			json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(e->entity));
+		json_t *labels = json_object(), *ann = json_object();
+		for (size_t i = 0; i < r->nlabels; i++)
+			json_object_set_new(labels, r->labels[i].key, json_string(r->labels[i].value));
+		for (size_t i = 0; i < r->nannotations; i++) {
+			char *t = nt_render(r->annotations[i].value, e, nt->target);
+			json_object_set_new(ann, r->annotations[i].key, json_string(t ? t : ""));
+			free(t);
+		}
+		json_object_set_new(o, "labels", labels);
+		json_object_set_new(o, "annotations", ann);
+		if (r->description) {
+			char *t = nt_render(r->description, e, nt->target);
+			json_object_set_new(o, "description", json_string(t ? t : ""));
+			free(t);
+		}
+		char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		if (line) {
+			size_t len = strlen(line);
+			line[len] = '\n';
+			ssize_t w = write(nt->jsonl_fd, line, len + 1);
+			if (w < 0 || (size_t)w != len + 1)
+				nt_log(nt, 3, "%s: cannot write an alert: %s", nt->jsonl_path,
+				       w < 0 ? strerror(errno) : "short write");
+			fdatasync(nt->jsonl_fd);
+			free(line);
+		}
+	}
+	fflush(stderr);
+}
+
+void nt_log(Notifier *nt, int level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (nt ? nt->journal : getenv("JOURNAL_STREAM") != NULL)
+		fprintf(stderr, "<%d>", level);
+	fprintf(stderr, "sentineld: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fflush(stderr);
+}

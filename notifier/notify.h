@@ -1,0 +1,56 @@
+/* notify.h - where alerts go: the sinks.
+ *
+ * The engine hands over each alert event (pending, firing, resolved,
+ * cancelled) with the rule it belongs to; the notifier renders the rule's
+ * annotation templates (tmpl.h) with the event's value, labels and target
+ * and writes it to every configured sink:
+ *
+ *   log     one line per event on stderr, with a syslog priority prefix
+ *           (<2> critical, <4> warning, <6> info) that journald reads when
+ *           sentineld runs under systemd
+ *   jsonl   one JSON object per line appended to a file (fsync'd per event)
+ *
+ * Ownership: a Notifier owns its sinks' files; nt_close().
+ */
+#ifndef SENTINEL_NOTIFY_H
+#define SENTINEL_NOTIFY_H
+
+#include "bundle.h"
+#include "snrt.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+typedef struct NtConfig {
+	bool log;                 /* stderr / journal */
+	bool log_pending;         /* also pending and cancelled events */
+	const char *jsonl;        /* path, or NULL */
+	const char *target;       /* $target: the monitored machine's name */
+} NtConfig;
+
+typedef struct NtEvent {
+	const BdRule *rule;
+	SnEventKind kind;
+	double value;
+	int64_t entity;           /* a CPU, a PID, or -1 (rule->entity says which) */
+	uint64_t tick;
+	struct timespec when;     /* wall clock */
+} NtEvent;
+
+typedef struct Notifier Notifier;
+
+int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n);
+void nt_close(Notifier *nt);
+/* Send one event to every sink.  Never blocks on a slow sink for long:
+ * the jsonl file is local. */
+void nt_event(Notifier *nt, const NtEvent *e);
+/* A note of the engine's own (started, reloaded, target lost): the log sink
+ * only.  level: 3 error, 4 warning, 6 info. */
+void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+const char *nt_kind_name(SnEventKind k);
+/* Render template tmpl for event e into a malloc'd string. */
+char *nt_render(const char *tmpl, const NtEvent *e, const char *target);
+
+#endif
