@@ -41,13 +41,13 @@ KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
-ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c
+ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c notifier/notify.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
 ENG_SAN_OBJ := $(ENG_SRC:%.c=$(B)/san/obj/%.o)
 ENG_HDR := $(wildcard engine/*.h)
-ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(LLVM_LIBS) -lpthread -ldl
+ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(LLVM_LIBS) -lpthread -ldl
 
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
@@ -59,8 +59,9 @@ RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resour
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
-PROGRAMS := $(B)/rulec $(B)/sentinel-inspect
-TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle
+PROGRAMS := $(B)/rulec $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
+TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
+	$(B)/san/sentineld
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
 endif
@@ -70,14 +71,15 @@ endif
 
 all: $(PROGRAMS)
 
-ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(LLVM_CFLAGS) $(CUDA_CFLAGS) -Irulec -Ikernel-support -Iengine \
+ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Iengine -Inotifier \
+	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
-$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) config.mk
+$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) config.mk
+$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -122,6 +124,15 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
+
+$(B)/san/sentineld: $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
+
+$(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
+
 $(B)/rulec: $(B)/obj/rulec/rulec.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
@@ -143,12 +154,21 @@ $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC)
 # Only glibc, libstdc++ and libzstd stay shared.
 LLVM_STATIC = $$($(LLVM_CONFIG) --link-static --ldflags) \
 	$$($(LLVM_CONFIG) --link-static --libs orcjit x86 nvptx passes bitreader bitwriter irreader linker)
+PORTABLE_LIBS = -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -linih -lyaml -lz \
+	-Wl,-Bdynamic -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
 $(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -lyaml -lz \
-		-Wl,-Bdynamic -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-gpu-pack: $(B)/portable/sentinel-inspect $(B)/rulec $(B)/metrics.bundle
+$(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
+
+$(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
+
+gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.

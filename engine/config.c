@@ -76,7 +76,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 }
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
-#define KEYS_RULES "directory"
+#define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, ring"
 #define KEYS_NOTIFY "log, log_pending, jsonl"
 #define KEYS_CONTROL "socket, mode"
@@ -95,6 +95,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else cf_error(R, "unknown key '%s' in [target]; the keys are " KEYS_TARGET, key);
 	} else if (!strcmp(sec, "rules")) {
 		if (IS("rules", "directory")) cf_str(&c->rules_dir, v);
+		else if (IS("rules", "bundle")) cf_str(&c->bundle, v);
 		else cf_error(R, "unknown key '%s' in [rules]; the keys are " KEYS_RULES, key);
 	} else if (!strcmp(sec, "engine")) {
 		if (IS("engine", "backend")) {
@@ -189,6 +190,7 @@ void cf_free(Config *c)
 	free(c->kallsyms);
 	free(c->btf);
 	free(c->rules_dir);
+	free(c->bundle);
 	free(c->backend);
 	free(c->jsonl);
 	free(c->socket);

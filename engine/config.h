@@ -3,7 +3,8 @@
  *   [target]   source = ramfile:/dev/shm/vm.ram   (required)
  *              name = web-01                        ($target in alerts)
  *              kallsyms = FILE, btf = FILE          (overrides)
- *   [rules]    directory = /etc/sentinel/rules
+ *   [rules]    directory = /etc/sentinel/rules   (compiled at start and reload)
+ *              bundle = FILE                    (or: one made by rulec -o)
  *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
  *              tasks = 4096,  ring = 4096
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl
@@ -26,6 +27,7 @@ typedef struct Config {
 	char *path;
 	char *source, *name, *kallsyms, *btf;
 	char *rules_dir;
+	char *bundle;
 	char *backend;
 	int gpu;
 	uint64_t tick_ns;

@@ -200,6 +200,10 @@ static void *eng_cpu_thread(void *arg)
 		if (t - next > tick)
 			S->late++;
 		cpu_tick(e->cpu, w, t);
+		if (!S->first_tick) {
+			S->first_tick = w->tick;
+			S->first_tick_ns = t;
+		}
 		uint64_t len = eng_clock() - t;
 		S->last_tick_ns = t;
 		S->last_tick_len_ns = len;

@@ -548,6 +548,10 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 					S->late++;
 				w->now = t;
 				w->tick++;
+				if (!S->first_tick) {
+					S->first_tick = w->tick;
+					S->first_tick_ns = t;
+				}
 				next += w->tick_ns;
 				if (next < t)              /* far behind: skip, do not burst */
 					next = t + w->tick_ns;

@@ -73,7 +73,9 @@ typedef struct sn_stats {
 	uint32_t stop;             /* host -> GPU: leave the loop */
 	uint32_t stopped;          /* GPU -> host: left it */
 	uint64_t handoff_tick;     /* reload: the old kernel stops after this tick */
-	uint64_t _pad[7];
+	uint64_t first_tick;       /* the first tick this engine ran, and when */
+	uint64_t first_tick_ns;
+	uint64_t _pad[5];
 } sn_stats;
 
 /* ---- alert state of one rule ----------------------------------------------- */

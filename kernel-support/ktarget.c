@@ -528,3 +528,12 @@ unsigned kt_online_cpus(const KTarget *t)
 		c += kx_cpu_online(&t->cpus, i);
 	return c;
 }
+
+bool kt_unchanged(const KTarget *t)
+{
+	size_t n = strlen(t->vmcoreinfo);
+	uint64_t p;
+	if (kx_phys_ptr(&t->mem, t->vmcoreinfo_pa, n, &p))
+		return false;
+	return memcmp((const void *)(uintptr_t)p, t->vmcoreinfo, n) == 0;
+}

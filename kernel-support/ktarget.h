@@ -61,5 +61,9 @@ const KSym *kt_sym_at(const KTarget *t, size_t i);
 /* The value of a VMCOREINFO key (e.g. "OSRELEASE", "SYMBOL(_stext)"), or NULL. */
 const char *kt_info(const KTarget *t, const char *key, size_t *len);
 unsigned kt_online_cpus(const KTarget *t);
+/* Whether memory still holds the kernel discovered: its VMCOREINFO is where
+ * and what it was.  False once the target rebooted (a new KASLR slide, a
+ * new kernel) or its memory went away. */
+bool kt_unchanged(const KTarget *t);
 
 #endif

@@ -33,6 +33,7 @@ run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
 run_suite "JSON Schema for rule files" sh tests/schema/run.sh "$B/rulec"
 run_suite "kernel model: robustness (ASan/UBSan)" c_tests "$B/san/test_kx"
 run_suite "kernel model: live Debian guests (QEMU)" sh tests/guest/run.sh "$B/san/sentinel-inspect"
+run_suite "engine: sentineld against a live guest (CPU backend)" sh tests/engine/run.sh "$B/san" cpu
 run_suite "compiler: CO-RE and LLView on IR (FileCheck)" sh tests/compiler/run.sh "$B/san/rulec"
 run_suite "valgrind" sh tests/valgrind.sh "$B/rulec"
 run_suite "fuzz smoke: front end (libFuzzer)" sh tests/fuzz/run.sh smoke rules

@@ -6,8 +6,9 @@
 #     make gpu-pack                 # this script
 #     sh tests/gpu/run.sh           # on the GPU machine (the device tool)
 #
-# .device/ holds: sentinel-inspect linked with LLVM statically (it runs the
-# CPU backend there too, to compare with the GPU), the bundles, Debian's
+# .device/ holds: sentinel-inspect and sentineld linked with LLVM statically
+# (the CPU backend runs there too, to compare with the GPU; sentineld
+# compiles rules on reload), sentinelctl, the bundles, Debian's
 # QEMU with the libraries it needs beyond glibc, its TCG module and
 # firmware, and the Debian 6.1 and 6.12 test kernels with their initramfs.
 # About 40 MB, xz-compressed where it pays.
@@ -20,9 +21,9 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$out/guest"
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
-make -s $B/portable/sentinel-inspect $B/rulec $B/metrics.bundle
-cp $B/portable/sentinel-inspect "$out/bin/"
-strip "$out/bin/sentinel-inspect"
+make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/rulec $B/metrics.bundle
+cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl "$out/bin/"
+strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 
 echo "gpu-pack: bundles"
 # every metric with the sm_70 baseline only (the driver compiles it for the

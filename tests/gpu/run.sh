@@ -1,6 +1,8 @@
 #!/bin/sh
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
-# .device/.  Ends with a short table; exit status 0 when everything agreed.
+# .device/: the metric library on the GPU against the CPU (a table at the
+# end), then sentineld's scenarios on the CUDA backend.
+#   sh tests/gpu/run.sh [all|metrics|engine|bench]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -20,4 +22,13 @@ export SENTINEL_QEMU_MODULES="$work/qemu/modules"
 export SENTINEL_QEMU_FIRMWARE="$work/qemu/firmware"
 export SENTINEL_GUEST_KERNELS="$d/guest"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
-PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d"
+what=${1:-all}
+rc=0
+if [ "$what" = all ] || [ "$what" = metrics ]; then
+	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d" || rc=1
+fi
+if [ "$what" = all ] || [ "$what" = engine ]; then
+	# sentineld's scenarios (tests/engine) on the CUDA backend
+	PYTHONUNBUFFERED=1 python3 tests/engine/test_engine.py "$work/bin" cuda || rc=1
+fi
+exit $rc

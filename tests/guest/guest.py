@@ -241,6 +241,7 @@ def main():
     if a.kernel not in ks:
         sys.exit("unknown kernel %s; have: %s" % (a.kernel, ", ".join(ks)))
     g = Guest(ks[a.kernel], mem_mb=a.mem, cpus=a.cpus, kaslr=not a.nokaslr, la57=a.la57, name="boot")
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))   # stop QEMU too
     with g:
         print("guest %s up; RAM file: %s" % (g.release, g.ram), flush=True)
         print("try: build/sentinel-inspect --source ramfile:%s info   (Ctrl-C stops the guest)" % g.ram, flush=True)

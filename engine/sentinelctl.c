@@ -1,0 +1,193 @@
+/* sentinelctl - talk to a running sentineld over its control socket.
+ *
+ * The protocol is one JSON object per line each way: {"cmd": "status"} and
+ * the daemon's answer.  --json prints the answer as it came.
+ */
+#include <jansson.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef SENTINEL_VERSION
+#define SENTINEL_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *out)
+{
+	fputs(
+"Usage: sentinelctl [-s SOCKET] [--json] COMMAND\n"
+"\n"
+"Commands:\n"
+"  status   the backend, the GPU, the target, uptime, ticks, late ticks, drops\n"
+"  rules    every rule with its state and current value\n"
+"  alerts   the rules now pending or firing\n"
+"  reload   recompile the rule directory and swap rules without a gap; on\n"
+"           errors, print them (as rulec --check does) and change nothing\n"
+"\n"
+"Options:\n"
+"  -s, --socket PATH   sentineld's control socket (default /run/sentinel/sentinel.sock,\n"
+"                      or $SENTINEL_SOCKET)\n"
+"      --json          print the daemon's answer as JSON\n"
+"  -h, --help, -V, --version\n"
+"\n"
+"Exit status: 0 ok, 1 the command failed (e.g. a reload with rule errors),\n"
+"2 no daemon or a usage error.\n", out);
+}
+
+static json_t *request(const char *path, const char *cmd)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof a.sun_path) {
+		fprintf(stderr, "sentinelctl: socket path too long\n");
+		return NULL;
+	}
+	memcpy(a.sun_path, path, strlen(path));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+		fprintf(stderr, "sentinelctl: cannot reach sentineld at %s: %s (is it running? as root? give -s)\n",
+			path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char line[128];
+	int len = snprintf(line, sizeof line, "{\"cmd\":\"%s\"}\n", cmd);
+	if (write(fd, line, (size_t)len) != len) {
+		fprintf(stderr, "sentinelctl: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t have = 0, cap = 0;
+	for (;;) {
+		if (have + 4096 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			char *nb = realloc(buf, cap);
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + have, cap - have - 1);
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		if (memchr(buf + have - (size_t)r, '\n', (size_t)r))
+			break;
+	}
+	close(fd);
+	json_error_t je;
+	json_t *resp = buf ? json_loadb(buf, have, JSON_DISABLE_EOF_CHECK, &je) : NULL;
+	free(buf);
+	if (!resp)
+		fprintf(stderr, "sentinelctl: no answer from sentineld (it stopped, or is busy reloading)\n");
+	return resp;
+}
+
+static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static void print_status(json_t *s)
+{
+	json_t *t = json_object_get(s, "target");
+	printf("sentineld %s, up %.0f s\n", str(s, "version"), num(s, "uptime_s"));
+	printf("backend:   %s\n", json_object_get(s, "backend_note") ? str(s, "backend_note") : "(stopped)");
+	printf("target:    %s (%s) %s%s%s\n", str(t, "source"), str(s, "target_name"), str(t, "state"),
+	       json_object_get(t, "kernel") ? ", Linux " : "", str(t, "kernel"));
+	if (json_object_get(t, "error"))
+		printf("           %s\n", str(t, "error"));
+	printf("rules:     %.0f from %s (%.0f disabled), %.0f reloads\n", num(s, "rules"), str(s, "rules_dir"),
+	       num(s, "rules_disabled"), num(s, "reloads"));
+	printf("ticks:     %.0f every %.0f ms, %.0f late; last %.0f us, longest %.0f us\n", num(s, "ticks"),
+	       num(s, "tick_ns") / 1e6, num(s, "late_ticks"), num(s, "last_tick_us"), num(s, "max_tick_us"));
+	printf("alerts:    %.0f delivered, %.0f dropped (ring full); %.0f read errors\n", num(s, "alerts_delivered"),
+	       num(s, "ring_dropped"), num(s, "read_errors"));
+	if (json_object_get(s, "last_reload"))
+		printf("reload:    %s\n", str(s, "last_reload"));
+}
+
+static void print_rules(json_t *a, bool alerts)
+{
+	size_t i;
+	json_t *r;
+	if (!json_array_size(a)) {
+		printf(alerts ? "no alert is pending or firing\n" : "no rules\n");
+		return;
+	}
+	printf("%-28s %-9s %-8s %12s %-10s %s\n", "RULE", "STATE", "SEVERITY", "VALUE", "WHO", alerts ? "SUMMARY" : "FOR");
+	json_array_foreach(a, i, r) {
+		char who[32] = "", val[32] = "-", since[32] = "";
+		if (json_object_get(r, "cpu"))
+			snprintf(who, sizeof who, "cpu %.0f", num(r, "cpu"));
+		else if (json_object_get(r, "pid"))
+			snprintf(who, sizeof who, "pid %.0f", num(r, "pid"));
+		if (json_is_number(json_object_get(r, "value")))
+			snprintf(val, sizeof val, "%.6g", num(r, "value"));
+		if (json_object_get(r, "for_s"))
+			snprintf(since, sizeof since, "%.1fs", num(r, "for_s"));
+		printf("%-28s %-9s %-8s %12s %-10s %s\n", str(r, "name"), str(r, "state"), str(r, "severity"), val, who,
+		       alerts ? str(r, "summary") : since);
+		if (!alerts && json_object_get(r, "disabled_because"))
+			printf("    disabled: %s\n", str(r, "disabled_because"));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = getenv("SENTINEL_SOCKET") ? getenv("SENTINEL_SOCKET") : "/run/sentinel/sentinel.sock";
+	const char *cmd = NULL;
+	bool json = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("sentinelctl %s\n", SENTINEL_VERSION);
+			return 0;
+		} else if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket")) && i + 1 < argc) {
+			path = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (argv[i][0] != '-' && !cmd) {
+			cmd = argv[i];
+		} else {
+			fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "rules") && strcmp(cmd, "alerts") && strcmp(cmd, "reload"))) {
+		fprintf(stderr, "sentinelctl: give a command: status, rules, alerts or reload (see --help)\n");
+		return 2;
+	}
+	json_t *resp = request(path, cmd);
+	if (!resp)
+		return 2;
+	bool ok = json_is_true(json_object_get(resp, "ok"));
+	if (json) {
+		char *s = json_dumps(resp, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		puts(s ? s : "{}");
+		free(s);
+	} else if (!ok) {
+		if (json_object_get(resp, "diagnostics"))
+			fputs(str(resp, "diagnostics"), stderr);
+		fprintf(stderr, "sentinelctl: %s\n", json_object_get(resp, "message") ? str(resp, "message") : str(resp, "error"));
+	} else if (!strcmp(cmd, "status")) {
+		print_status(json_object_get(resp, "status"));
+	} else if (!strcmp(cmd, "reload")) {
+		printf("%s\n", str(resp, "message"));
+	} else {
+		print_rules(json_object_get(resp, cmd), !strcmp(cmd, "alerts"));
+	}
+	json_decref(resp);
+	return ok ? 0 : 1;
+}

@@ -1,0 +1,700 @@
+/* sentineld - run the rules on the GPU (or the CPU) against a target.
+ *
+ * One thread here: it drains alerts into the notifier, watches the target,
+ * serves the control socket and reloads; the detection itself runs on the
+ * GPU's persistent kernel (or the CPU backend's tick thread) and needs
+ * nothing from it.  Signal handlers only set flags (SIGHUP: reload;
+ * SIGTERM, SIGINT: stop).  Reload is validate all, then hand over, and on
+ * any failure the running rules stay as they were.
+ */
+#include "compile.h"
+#include "config.h"
+#include "engine.h"
+#include "gpu.h"
+#include "ktarget.h"
+#include "msrc.h"
+#include "notify.h"
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SENTINEL_VERSION
+#define SENTINEL_VERSION "0.1.0"
+#endif
+#ifndef SENTINEL_SYSCONFDIR
+#define SENTINEL_SYSCONFDIR "/etc"
+#endif
+
+#define D_MAX_CLIENTS 16
+#define D_TARGET_CHECK_NS 1000000000ull   /* how often the target is checked */
+#define D_TARGET_RETRY_NS 2000000000ull   /* how often a lost target is looked for */
+
+typedef enum { TS_OK, TS_LOST } TargetState;
+
+typedef struct Client {
+	int fd;
+	char buf[4096];
+	size_t len;
+} Client;
+
+typedef struct Daemon {
+	Config cf;
+	Notifier *nt;
+	MemSource *src;
+	KTarget *t;
+	Bundle *b;
+	Engine *e;
+	EngOpts eo;
+	CompOpts co;
+	char archs[64];
+	int lfd;
+	Client cl[D_MAX_CLIENTS];
+	uint64_t started_ns, next_check_ns;
+	struct stat ram_st;             /* a ramfile target: the file we mapped */
+	TargetState ts;
+	char target_err[512];
+	unsigned reloads, target_restarts;
+	char last_reload[600];
+	uint64_t alerts_seen;
+} Daemon;
+
+static volatile sig_atomic_t d_reload_flag, d_quit_flag;
+
+static void d_on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		d_reload_flag = 1;
+	else
+		d_quit_flag = 1;
+}
+
+static uint64_t d_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* systemd's readiness protocol (sd_notify(3)): one datagram to
+ * $NOTIFY_SOCKET.  A no-op outside systemd. */
+static void d_sd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	if (!path || !*path || strlen(path) >= sizeof ((struct sockaddr_un *)0)->sun_path)
+		return;
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, path, strlen(path));
+	if (a.sun_path[0] == '@')
+		a.sun_path[0] = 0;             /* abstract namespace */
+	socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0)
+		nt_log(NULL, 4, "cannot notify systemd: %s", strerror(errno));
+	close(fd);
+}
+
+/* ---- the target ------------------------------------------------------------------ */
+
+static void d_close_target(Daemon *D)
+{
+	eng_close(D->e);
+	D->e = NULL;
+	kt_close(D->t);
+	D->t = NULL;
+	ms_close(D->src);
+	D->src = NULL;
+}
+
+/* Open the source, find the kernel, load the bundle on the backend. */
+static int d_open_target(Daemon *D, char *err, size_t n)
+{
+	KtOptions ko = {.kallsyms_file = D->cf.kallsyms, .btf_file = D->cf.btf};
+	char why[512];
+	int r = ms_open(D->cf.source, &D->src, why, sizeof why);
+	if (r) {
+		snprintf(err, n, "target %s: %s", D->cf.source, why);
+		return r;
+	}
+	if (D->src->kind == MS_RAMFILE && stat(D->src->path, &D->ram_st))
+		memset(&D->ram_st, 0, sizeof D->ram_st);
+	if ((r = kt_open(D->src, &ko, &D->t, why, sizeof why))) {
+		snprintf(err, n, "target %s: %s", D->cf.source, why);
+		d_close_target(D);
+		return r;
+	}
+	if ((r = eng_open(D->b, D->t, &D->eo, &D->e, why, sizeof why))) {
+		snprintf(err, n, "%s", why);
+		d_close_target(D);
+		return r;
+	}
+	return 0;
+}
+
+static void d_log_disabled(Daemon *D)
+{
+	const RlResult *res = eng_relocs(D->e);
+	for (size_t i = 0; i < D->b->nrules; i++) {
+		const char *why = rl_rule_blocked(D->b, res, i, NULL);
+		if (why)
+			nt_log(D->nt, 4, "rule %s (%s:%u) is disabled on Linux %s: %s", D->b->rules[i].name,
+			       D->b->rules[i].file, D->b->rules[i].line, D->t->release, why);
+	}
+}
+
+/* ---- alerts ------------------------------------------------------------------------- */
+
+static void d_alert(void *ctx, const sn_alert *a)
+{
+	Daemon *D = ctx;
+	if (a->rule >= D->b->nrules)
+		return;
+	sn_stats S;
+	eng_stats(D->e, &S, NULL);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* engine clock -> wall clock: the record's age against the last tick */
+	uint64_t age = S.last_tick_ns > a->time_ns ? S.last_tick_ns - a->time_ns : 0;
+	int64_t ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec - (int64_t)age;
+	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
+		      .entity = a->entity, .tick = a->tick,
+		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}};
+	nt_event(D->nt, &ev);
+	D->alerts_seen++;
+}
+
+static void d_drain(Daemon *D)
+{
+	if (D->e)
+		eng_drain(D->e, d_alert, D);
+}
+
+/* ---- reload ------------------------------------------------------------------------------ */
+
+/* The rules: the rule directory compiled now, or a bundle file. */
+static int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n)
+{
+	*diags = NULL;
+	if (D->cf.bundle)
+		return bd_read(D->cf.bundle, out, err, n);
+	return comp_dir(D->cf.rules_dir, &D->co, out, diags, err, n);
+}
+
+/* Validate everything, then hand over; the running rules stay on any error.
+ * Returns 0 or an error; *diags gets rule errors in rulec's format. */
+static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
+{
+	uint64_t t0 = d_now();
+	Bundle *nb = NULL;
+	Engine *ne = NULL;
+	char err[1024] = "";
+	*diags = NULL;
+	int r = d_rules_load(D, &nb, diags, err, sizeof err);
+	if (r) {
+		snprintf(msg, n, "%s", r == 1 ? "the rules have errors; the running rules are unchanged" : err);
+		return r == 1 ? -EINVAL : r;
+	}
+	if (D->ts != TS_OK) {            /* no target now: take the rules, start with it later */
+		bd_free(D->b);
+		D->b = nb;
+		snprintf(msg, n, "%zu rules loaded; the target is lost, they start when it is back", nb->nrules);
+		return 0;
+	}
+	if ((r = eng_open(nb, D->t, &D->eo, &ne, err, sizeof err))) {
+		snprintf(msg, n, "the new rules cannot run: %s; the running rules are unchanged", err);
+		bd_free(nb);
+		return r;
+	}
+	unsigned kept = 0;
+	d_drain(D);
+	if ((r = eng_takeover(ne, D->e, &kept, err, sizeof err))) {
+		snprintf(msg, n, "the handover failed: %s; the running rules are unchanged", err);
+		eng_close(ne);
+		bd_free(nb);
+		return r;
+	}
+	d_drain(D);                      /* the old engine's last alerts */
+	sn_stats os, ns;
+	eng_stats(D->e, &os, NULL);
+	eng_stats(ne, &ns, NULL);
+	for (int i = 0; i < 50 && !ns.first_tick; i++) {      /* its first tick is at most one away */
+		struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
+		nanosleep(&ts, NULL);
+		eng_stats(ne, &ns, NULL);
+	}
+	Engine *old = D->e;
+	Bundle *ob = D->b;
+	D->e = ne;
+	D->b = nb;
+	eng_close(old);
+	bd_free(ob);
+	D->reloads++;
+	/* the proof of no gap: the new engine's first tick is the old one's
+	 * last plus one, one tick later */
+	snprintf(msg, n, "%zu rules running (%u kept their state), reloaded in %.0f ms; handover: old tick %llu, "
+		 "new tick %llu %.1f ms later (tick %.1f ms)", nb->nrules, kept, (double)(d_now() - t0) / 1e6,
+		 (unsigned long long)os.ticks, (unsigned long long)ns.first_tick,
+		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6);
+	snprintf(D->last_reload, sizeof D->last_reload, "%s", msg);
+	d_log_disabled(D);
+	return 0;
+}
+
+/* ---- the target watch -------------------------------------------------------------------- */
+
+static void d_watch_target(Daemon *D)
+{
+	uint64_t now = d_now();
+	if (now < D->next_check_ns)
+		return;
+	char err[512] = "";
+	if (D->ts == TS_OK) {
+		D->next_check_ns = now + D_TARGET_CHECK_NS;
+		struct stat st;
+		const char *lost = NULL;
+		if (D->src->kind == MS_RAMFILE && D->ram_st.st_ino) {
+			if (stat(D->src->path, &st))
+				lost = "its RAM file was removed: the VM is gone";
+			else if (st.st_ino != D->ram_st.st_ino || st.st_dev != D->ram_st.st_dev)
+				lost = "its RAM file was replaced: the VM restarted";
+		}
+		if (!lost && !kt_unchanged(D->t))
+			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
+		if (!lost && eng_health(D->e, err, sizeof err))
+			lost = err;
+		if (!lost)
+			return;
+		snprintf(D->target_err, sizeof D->target_err, "%s", lost);
+		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", D->cf.source, lost);
+		d_drain(D);
+		d_close_target(D);
+		D->ts = TS_LOST;
+		d_sd_notify("STATUS=target lost");
+		return;
+	}
+	D->next_check_ns = now + D_TARGET_RETRY_NS;
+	if (d_open_target(D, err, sizeof err)) {
+		snprintf(D->target_err, sizeof D->target_err, "%s", err);
+		return;
+	}
+	if (eng_start(D->e, err, sizeof err)) {
+		nt_log(D->nt, 3, "the target is back but the rules cannot start: %s", err);
+		d_close_target(D);
+		return;
+	}
+	D->ts = TS_OK;
+	D->target_err[0] = 0;
+	D->target_restarts++;
+	nt_log(D->nt, 6, "target back: Linux %s, KASLR offset 0x%llx; the same %zu rules run again (%s)",
+	       D->t->release, (unsigned long long)D->t->kaslr_offset, D->b->nrules, eng_backend_note(D->e));
+	d_log_disabled(D);
+	d_sd_notify("STATUS=running");
+}
+
+/* ---- the control socket ------------------------------------------------------------------- */
+
+static const char *d_phase(uint32_t p)
+{
+	static const char *const n[] = {"inactive", "pending", "firing", "disabled"};
+	return p < 4 ? n[p] : "?";
+}
+
+static json_t *d_status(Daemon *D)
+{
+	json_t *o = json_pack("{s:s, s:s, s:f, s:I, s:s}", "version", SENTINEL_VERSION, "rules_dir", D->cf.rules_dir,
+			      "uptime_s", (double)(d_now() - D->started_ns) / 1e9, "tick_ns", (json_int_t)D->eo.tick_ns,
+			      "target_name", D->cf.name);
+	json_object_set_new(o, "target", json_pack("{s:s, s:s}", "source", D->cf.source, "state",
+						   D->ts == TS_OK ? "ok" : "lost"));
+	json_t *tg = json_object_get(o, "target");
+	if (D->ts != TS_OK)
+		json_object_set_new(tg, "error", json_string(D->target_err));
+	if (D->t) {
+		json_object_set_new(tg, "kernel", json_string(D->t->release));
+		json_object_set_new(tg, "kaslr_offset", json_integer((json_int_t)D->t->kaslr_offset));
+	}
+	json_object_set_new(o, "target_restarts", json_integer(D->target_restarts));
+	json_object_set_new(o, "rules", json_integer((json_int_t)D->b->nrules));
+	json_object_set_new(o, "reloads", json_integer(D->reloads));
+	if (*D->last_reload)
+		json_object_set_new(o, "last_reload", json_string(D->last_reload));
+	json_object_set_new(o, "alerts_delivered", json_integer((json_int_t)D->alerts_seen));
+	if (D->e) {
+		sn_stats S;
+		uint64_t dropped;
+		eng_stats(D->e, &S, &dropped);
+		json_object_set_new(o, "backend", json_string(eng_backend(D->e) == ENG_CUDA ? "cuda" : "cpu"));
+		json_object_set_new(o, "backend_note", json_string(eng_backend_note(D->e)));
+		json_object_set_new(o, "ticks", json_integer((json_int_t)S.ticks));
+		json_object_set_new(o, "late_ticks", json_integer((json_int_t)S.late));
+		json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
+		json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
+		json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
+		json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));
+		unsigned disabled = 0;
+		for (size_t i = 0; i < D->b->nrules; i++)
+			disabled += rl_rule_blocked(D->b, eng_relocs(D->e), i, NULL) != NULL;
+		json_object_set_new(o, "rules_disabled", json_integer(disabled));
+	}
+	return o;
+}
+
+/* rules, or only the active ones (alerts) */
+static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
+{
+	json_t *a = json_array();
+	sn_rstate *st = NULL;
+	sn_stats S = {0};
+	if (D->e) {
+		st = calloc(D->b->nrules + 1, sizeof *st);
+		if (!st || eng_rule_states(D->e, st, err, n)) {
+			free(st);
+			json_decref(a);
+			return NULL;
+		}
+		eng_stats(D->e, &S, NULL);
+	}
+	for (size_t i = 0; i < D->b->nrules; i++) {
+		const BdRule *r = &D->b->rules[i];
+		uint32_t phase = st ? st[i].phase : SN_INACTIVE;
+		if (active_only && phase != SN_PENDING && phase != SN_FIRING)
+			continue;
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "name", r->name, "severity", r->severity, "state",
+				      D->e ? d_phase(phase) : "stopped", "file", r->file);
+		json_object_set_new(o, "line", json_integer(r->line));
+		if (st) {
+			json_object_set_new(o, "value", st[i].value == st[i].value ? json_real(st[i].value) : json_null());
+			if (st[i].entity >= 0 && r->entity >= 0)
+				json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(st[i].entity));
+			uint64_t since = phase == SN_FIRING ? st[i].fired_at : phase == SN_PENDING ? st[i].true_since : 0;
+			if (since && S.last_tick_ns >= since)
+				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));
+			json_object_set_new(o, "evaluations", json_integer((json_int_t)st[i].evals));
+			json_object_set_new(o, "unknown", json_integer((json_int_t)st[i].unknown));
+			const char *why = rl_rule_blocked(D->b, eng_relocs(D->e), i, NULL);
+			if (why)
+				json_object_set_new(o, "disabled_because", json_string(why));
+			if (active_only) {
+				for (size_t k = 0; k < r->nannotations; k++)
+					if (!strcmp(r->annotations[k].key, "summary")) {
+						NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st[i].value,
+							      .entity = st[i].entity};
+						char *t = nt_render(r->annotations[k].value, &ev, D->cf.name);
+						json_object_set_new(o, "summary", json_string(t ? t : ""));
+						free(t);
+					}
+			}
+		}
+		json_array_append_new(a, o);
+	}
+	free(st);
+	return a;
+}
+
+static json_t *d_request(Daemon *D, const char *line)
+{
+	json_error_t je;
+	json_t *req = json_loads(line, 0, &je);
+	const char *cmd = req ? json_string_value(json_object_get(req, "cmd")) : NULL;
+	json_t *resp;
+	char err[1024] = "";
+	if (!cmd) {
+		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "a request is one JSON object with \"cmd\"");
+	} else if (!strcmp(cmd, "status")) {
+		resp = json_pack("{s:b, s:o}", "ok", 1, "status", d_status(D));
+	} else if (!strcmp(cmd, "rules") || !strcmp(cmd, "alerts")) {
+		json_t *a = d_rules(D, !strcmp(cmd, "alerts"), err, sizeof err);
+		resp = a ? json_pack("{s:b, s:o}", "ok", 1, cmd, a) : json_pack("{s:b, s:s}", "ok", 0, "error", err);
+	} else if (!strcmp(cmd, "reload")) {
+		char *diags = NULL, msg[1024];
+		int r = d_reload(D, &diags, msg, sizeof msg);
+		nt_log(D->nt, r ? 4 : 6, "reload (control socket): %s", msg);
+		resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
+		if (diags)
+			json_object_set_new(resp, "diagnostics", json_string(diags));
+		free(diags);
+	} else {
+		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown command; the commands are status, rules, alerts, reload");
+	}
+	json_decref(req);
+	return resp;
+}
+
+static int d_listen(Daemon *D, char *err, size_t n)
+{
+	const char *path = D->cf.socket;
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof a.sun_path) {
+		snprintf(err, n, "control socket path too long: %s", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(a.sun_path, path, strlen(path));
+	/* its directory, root's by default */
+	char dir[sizeof a.sun_path];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			snprintf(err, n, "cannot create %s for the control socket: %s", dir, strerror(errno));
+			return -errno;
+		}
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* a socket file left by a dead sentineld is stale; a live one is not ours */
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+		close(fd);
+		snprintf(err, n, "another sentineld listens on %s: stop it, or set [control] socket", path);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	mode_t old = umask(0777 & ~D->cf.mode);
+	int r = bind(fd, (struct sockaddr *)&a, sizeof a);
+	umask(old);
+	if (r || chmod(path, D->cf.mode) || listen(fd, 8)) {
+		snprintf(err, n, "cannot listen on %s: %s", path, strerror(errno));
+		close(fd);
+		return -errno;
+	}
+	D->lfd = fd;
+	return 0;
+}
+
+static void d_client_io(Daemon *D, Client *c)
+{
+	ssize_t r = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+	if (r <= 0) {
+		close(c->fd);
+		c->fd = -1;
+		return;
+	}
+	c->len += (size_t)r;
+	c->buf[c->len] = 0;
+	char *nl;
+	while ((nl = strchr(c->buf, '\n'))) {
+		*nl = 0;
+		json_t *resp = d_request(D, c->buf);
+		char *out = json_dumps(resp, JSON_COMPACT);
+		json_decref(resp);
+		if (out) {
+			size_t len = strlen(out);
+			out[len] = '\n';
+			/* the reply is small; a client that does not read it loses it */
+			if (write(c->fd, out, len + 1) < 0) {
+			}
+			free(out);
+		}
+		size_t rest = c->len - (size_t)(nl + 1 - c->buf);
+		memmove(c->buf, nl + 1, rest);
+		c->len = rest;
+		c->buf[c->len] = 0;
+	}
+	if (c->len == sizeof c->buf - 1) {           /* a line too long: drop the client */
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+	fputs(
+"Usage: sentineld [-c CONFIG] [--check-config]\n"
+"\n"
+"Run Sentinel's detection rules against a Linux kernel's memory, on the GPU's\n"
+"own clock (or on a CPU thread where there is no usable GPU), and hand the\n"
+"alerts to the configured sinks.  Stays in the foreground (systemd Type=notify;\n"
+"logs go to stderr, which journald reads).  SIGHUP or 'sentinelctl reload'\n"
+"reloads the rule directory without a missed tick; a failed reload changes\n"
+"nothing.\n"
+"\n"
+"Options:\n"
+"  -c, --config FILE    the configuration (default " SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf;\n"
+"                       examples/sentinel.conf is an annotated template)\n"
+"      --check-config   check the configuration and the rules, then exit\n"
+"  -h, --help           this help\n"
+"  -V, --version        the version\n"
+"\n"
+"Exit status: 0 stopped by a signal, 1 bad rules, 2 bad configuration,\n"
+"an unreachable target, or no usable backend.\n", out);
+}
+
+int main(int argc, char **argv)
+{
+	const char *config = SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf";
+	bool check_only = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("sentineld %s\n", SENTINEL_VERSION);
+			return 0;
+		} else if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
+			config = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			config = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--check-config")) {
+			check_only = true;
+		} else {
+			fprintf(stderr, "sentineld: unknown argument '%s'; see sentineld --help\n", argv[i]);
+			return 2;
+		}
+	}
+	Daemon D = {.lfd = -1};
+	for (int i = 0; i < D_MAX_CLIENTS; i++)
+		D.cl[i].fd = -1;
+	int rc = 2;
+	char err[1024] = "";
+	char *diags = NULL;
+	int nerr = cf_load(&D.cf, config, stderr);
+	if (nerr) {
+		if (nerr > 0)
+			fprintf(stderr, "sentineld: %d error%s in %s; not starting\n", nerr, nerr == 1 ? "" : "s", config);
+		goto out;
+	}
+	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
+			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu};
+	/* the baseline PTX and, with a GPU here, its native code */
+	char native[16];
+	snprintf(D.archs, sizeof D.archs, "%s", COMP_DEFAULT_ARCHS);
+	if (strcmp(D.cf.backend, "cpu") && !gpu_probe_arch(native, sizeof native) && strcmp(native, COMP_DEFAULT_ARCHS))
+		snprintf(D.archs, sizeof D.archs, "%s,%s", COMP_DEFAULT_ARCHS, native);
+	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION};
+	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
+	if (r == 1) {
+		fputs(diags, stderr);
+		rc = 1;
+		goto out;
+	}
+	if (r) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name};
+	if (nt_open(&nc, &D.nt, err, sizeof err)) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	if (d_open_target(&D, err, sizeof err)) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	if (check_only) {
+		printf("sentineld: %s is valid; %zu rules compile and load on Linux %s (%s)\n", config, D.b->nrules,
+		       D.t->release, eng_backend_note(D.e));
+		rc = 0;
+		goto out;
+	}
+	if (d_listen(&D, err, sizeof err)) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	struct sigaction sa = {.sa_handler = d_on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (eng_start(D.e, err, sizeof err)) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	D.started_ns = d_now();
+	D.next_check_ns = D.started_ns + D_TARGET_CHECK_NS;
+	nt_log(D.nt, 6, "started: %zu rules from %s against %s (Linux %s, %s paging), tick %.0f ms, %s; control %s",
+	       D.b->nrules, D.cf.bundle ? D.cf.bundle : D.cf.rules_dir, D.cf.source, D.t->release, D.t->mem.levels == 5 ? "5-level" : "4-level",
+	       (double)D.cf.tick_ns / 1e6, eng_backend_note(D.e), D.cf.socket);
+	d_log_disabled(&D);
+	d_sd_notify("READY=1\nSTATUS=running");
+	/* the host's share: wake a few times per tick at most, to deliver alerts */
+	int wait_ms = (int)(D.cf.tick_ns / 1000000);
+	if (wait_ms < 5)
+		wait_ms = 5;
+	if (wait_ms > 200)
+		wait_ms = 200;
+	while (!d_quit_flag) {
+		struct pollfd pf[D_MAX_CLIENTS + 1];
+		int np = 0;
+		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
+		for (int i = 0; i < D_MAX_CLIENTS; i++)
+			if (D.cl[i].fd >= 0)
+				pf[np++] = (struct pollfd){.fd = D.cl[i].fd, .events = POLLIN};
+		int pr = poll(pf, (nfds_t)np, wait_ms);
+		d_drain(&D);
+		if (d_reload_flag) {
+			d_reload_flag = 0;
+			char msg[1024];
+			char *dg = NULL;
+			r = d_reload(&D, &dg, msg, sizeof msg);
+			nt_log(D.nt, r ? 4 : 6, "reload (SIGHUP): %s", msg);
+			if (dg)
+				fputs(dg, stderr);
+			free(dg);
+		}
+		d_watch_target(&D);
+		if (pr <= 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			int fd = accept(D.lfd, NULL, NULL);
+			if (fd >= 0)
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+			int slot = -1;
+			for (int i = 0; i < D_MAX_CLIENTS && fd >= 0 && slot < 0; i++)
+				if (D.cl[i].fd < 0)
+					slot = i;
+			if (slot >= 0) {
+				D.cl[slot].fd = fd;
+				D.cl[slot].len = 0;
+			} else if (fd >= 0) {
+				close(fd);
+			}
+		}
+		for (int k = 1; k < np; k++) {
+			if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			for (int i = 0; i < D_MAX_CLIENTS; i++)
+				if (D.cl[i].fd == pf[k].fd)
+					d_client_io(&D, &D.cl[i]);
+		}
+	}
+	d_sd_notify("STOPPING=1");
+	nt_log(D.nt, 6, "stopping");
+	if (D.e && eng_stop(D.e, err, sizeof err))
+		nt_log(D.nt, 4, "%s", err);
+	d_drain(&D);
+	rc = 0;
+out:
+	free(diags);
+	for (int i = 0; i < D_MAX_CLIENTS; i++)
+		if (D.cl[i].fd >= 0)
+			close(D.cl[i].fd);
+	if (D.lfd >= 0) {
+		close(D.lfd);
+		unlink(D.cf.socket);
+	}
+	d_close_target(&D);
+	bd_free(D.b);
+	nt_close(D.nt);
+	cf_free(&D.cf);
+	return rc;
+}
