@@ -168,7 +168,8 @@ $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
 
-gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle
+gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
+	$(B)/procpoll
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
@@ -190,6 +191,9 @@ $(B)/fuzz_cg: tests/fuzz/fuzz_cg.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(CC_
 fuzz: $(B)/fuzz_rules $(B)/fuzz_cg
 	sh tests/fuzz/run.sh long rules
 	sh tests/fuzz/run.sh long cg
+
+$(B)/procpoll: bench/procpoll.c
+	$(CC) -O2 -o $@ $<
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)

@@ -41,6 +41,20 @@ struct GpuCode {
 	size_t total;
 };
 
+/* SENTINEL_GPU_TRACE=1: every step of loading and running on stderr, with
+ * the time, to see where a driver call waits. */
+static void gpu_trace(const char *step)
+{
+	static int on = -1;
+	if (on < 0)
+		on = getenv("SENTINEL_GPU_TRACE") != NULL;
+	if (!on)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(stderr, "gpu-trace %ld.%03ld %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000, step);
+}
+
 /* The one place a CUresult becomes a message. */
 static int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
@@ -112,13 +126,17 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	CUlinkState ls = NULL;
 	void *cubin;
 	size_t size;
+	gpu_trace("link: create");
 	CUresult c = g->d.LinkCreate(3, opts, vals, &ls);
 	if (c == CUDA_SUCCESS)
 		c = g->d.LinkAddData(ls, CU_JIT_INPUT_PTX, ptx->text, ptx->len + 1, "bundle.ptx", 0, NULL, NULL);
+	gpu_trace("link: ptx added");
 	if (c == CUDA_SUCCESS)
 		c = g->d.LinkComplete(ls, &cubin, &size);
+	gpu_trace("link: complete");
 	if (c == CUDA_SUCCESS)
 		c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
+	gpu_trace("module loaded");
 	if (ls)
 		g->d.LinkDestroy(ls);
 	if (c != CUDA_SUCCESS && !g->mod && !*log)
@@ -313,7 +331,8 @@ static int gpu_set_global(GpuCode *g, const char *name, const void *data, size_t
 			 have, bytes);
 		return -EINVAL;
 	}
-	CU(g->d.MemcpyHtoD(p, data, bytes), "cannot write %s", name);
+	CU(g->d.MemcpyHtoDAsync(p, data, bytes, g->copy), "cannot write %s", name);
+	CU(g->d.StreamSynchronize(g->copy), "cannot write %s", name);
 	return 0;
 }
 
@@ -325,15 +344,19 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	g->L = *L;
 	g->total = L->total;
 	kx_mem dmem;
+	gpu_trace("start: map target");
 	int r = gpu_map_target(g, mem, src, &dmem, err, n);
 	if (r)
 		return r;
+	gpu_trace("start: globals");
 	if ((r = gpu_set_global(g, "__sentinel_mem", &dmem, sizeof dmem, err, n)) ||
 	    (r = gpu_set_global(g, CORE_TABLE, res->value, res->n * sizeof *res->value, err, n)))
 		return r;
+	gpu_trace("start: alloc");
 	CU(g->d.MemAlloc(&g->dblock, L->total), "cannot allocate %zu MiB of GPU memory for the rule tables",
 	   L->total >> 20);
 	void *hring, *hstats;
+	gpu_trace("start: host alloc");
 	CU(g->d.MemHostAlloc(&hring, L->ring_bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
 	   "cannot allocate the alert ring");
 	g->ring = hring;
@@ -350,7 +373,10 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 		return -ENOMEM;
 	}
 	wd_build(b, p, L, res, g->mirror, g->dblock, g->dring, g->dstats);
-	CU(g->d.MemcpyHtoD(g->dblock, g->mirror, L->total), "cannot copy the rule tables to the GPU");
+	gpu_trace("start: copy tables");
+	CU(g->d.MemcpyHtoDAsync(g->dblock, g->mirror, L->total, g->copy), "cannot copy the rule tables to the GPU");
+	CU(g->d.StreamSynchronize(g->copy), "cannot copy the rule tables to the GPU");
+	gpu_trace("start: done");
 	*mirror = g->mirror;
 	*ring = g->ring;
 	*stats = g->stats;
@@ -368,6 +394,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 
 int gpu_run(GpuCode *g, char *err, size_t n)
 {
+	gpu_trace("run: launch persistent kernel");
 	void *args[1] = {&g->dblock};
 	CU(g->d.LaunchKernel(g->fn_main, g->grid_main, 1, 1, GPU_BLOCK, 1, 1, 0, g->run, args, NULL),
 	   "cannot launch the persistent kernel on %s", g->name);
@@ -381,6 +408,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_
 	int r = gpu_run(g, err, n);
 	if (r)
 		return r;
+	gpu_trace("takeover: launched");
 	uint64_t k = __atomic_load_n(&old->stats->ticks, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&old->stats->handoff_tick, k + 2, __ATOMIC_RELEASE);
 	struct timespec ts = {0, 1000000};
@@ -391,6 +419,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_
 			return gpu_err(old, c, err, n, "the old persistent kernel failed during the reload");
 		/* the old world may go once the new kernel has ticked on its own */
 		if (old_done && __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) > k + 2) {
+			gpu_trace("takeover: done");
 			old->running = false;
 			return 0;
 		}
@@ -408,7 +437,10 @@ void *gpu_mirror(GpuCode *g) { return g->mirror; }
 
 int gpu_upload(GpuCode *g, char *err, size_t n)
 {
-	CU(g->d.MemcpyHtoD(g->dblock, g->mirror, g->total), "cannot copy the rule tables to the GPU");
+	gpu_trace("upload");
+	CU(g->d.MemcpyHtoDAsync(g->dblock, g->mirror, g->total, g->copy), "cannot copy the rule tables to the GPU");
+	CU(g->d.StreamSynchronize(g->copy), "cannot copy the rule tables to the GPU");
+	gpu_trace("upload: done");
 	return 0;
 }
 

@@ -81,7 +81,8 @@ def run_kernel(name, kdir):
         g.check("(while :; do :; done) & mkdir -p /mnt && mount -t tmpfs -o size=256M tmpfs /mnt && "
                 "dd if=/dev/zero of=/mnt/f bs=1M count=64 2>/dev/null")
         time.sleep(2)
-        for bundle in ("metrics.bundle", "rules.bundle", "rules1000.bundle"):
+        for bundle in [b for b in ("metrics.bundle", "rules.bundle", "rules1000.bundle")
+                       if os.path.exists(os.path.join(DEV, b))]:
             path = os.path.join(DEV, bundle)
             g.hmp("stop")
             try:

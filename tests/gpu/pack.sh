@@ -22,7 +22,8 @@ mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$o
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
 make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/rulec $B/metrics.bundle
-cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl "$out/bin/"
+make -s $B/procpoll
+cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 
 echo "gpu-pack: bundles"
@@ -30,8 +31,10 @@ echo "gpu-pack: bundles"
 # GPU in hand); the shipped rules and 1,000 generated ones with native sm_90
 cp $B/metrics.bundle "$out/metrics.bundle"
 $B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules.bundle" rules/ examples/
-sh bench/gen_rules.sh 1000 bench/out > /dev/null
-$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules1000.bundle" bench/out/sentinel.yaml
+if [ "${PACK_RULES1000:-0}" = 1 ]; then     # 11 MB: only when the 1,000-rule PTX is the question
+	sh bench/gen_rules.sh 1000 bench/out > /dev/null
+	$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules1000.bundle" bench/out/sentinel.yaml
+fi
 
 echo "gpu-pack: QEMU"
 q=$(command -v qemu-system-x86_64)

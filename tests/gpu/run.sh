@@ -31,4 +31,8 @@ if [ "$what" = all ] || [ "$what" = engine ]; then
 	# sentineld's scenarios (tests/engine) on the CUDA backend
 	PYTHONUNBUFFERED=1 python3 tests/engine/test_engine.py "$work/bin" cuda || rc=1
 fi
+if [ "$what" = bench ]; then
+	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
+	PYTHONUNBUFFERED=1 python3 bench/engine.py "$work/bin" cuda "${2:-10,1000,10000}" "${3:-30}" || rc=1
+fi
 exit $rc

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""sentineld's own costs: GPU (or CPU) tick time and host CPU use with 10,
+1,000 and 10,000 rules, and reload time; side by side, in the same run,
+with a 10 Hz /proc poller (bench/procpoll).
+
+    python3 bench/engine.py BUILD-DIR BACKEND [N,N,...] [SECONDS]
+
+Against a Debian 6.12 guest (QEMU, TCG).  For each rule count: sentineld at
+a 100 ms tick for SECONDS (host CPU use from its threads' schedstat, ns
+precision; the poller's over the same window), then the same rules at a
+10 ms tick (late ticks, longest tick), then a reload that changes one rule.
+Prints a table; results go in docs/benchmarks.md by hand.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
+import guest  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+BACKEND = sys.argv[2]
+COUNTS = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "10,1000,10000").split(",")]
+SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 30
+
+
+def cpu_ns(pid):
+    """Run time of every thread of pid, in ns."""
+    total = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def ctl(sock, cmd):
+    p = subprocess.run([os.path.join(BUILD, "sentinelctl"), "-s", sock, "--json", cmd], capture_output=True,
+                       text=True, timeout=600)
+    return json.loads(p.stdout) if p.stdout.startswith("{") else {"error": p.stderr}
+
+
+def run(tmp, ram, rules, tick, secs, poller):
+    sock = os.path.join(tmp, "ctl.sock")
+    conf = os.path.join(tmp, "b.conf")
+    with open(conf, "w") as f:
+        f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = %s\n"
+                "tasks = 1024\n[notify]\nlog = no\n[control]\nsocket = %s\n" % (ram, rules, BACKEND, tick, sock))
+    log = open(os.path.join(tmp, "d.log"), "w")
+    t_start = time.time()
+    p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    while not os.path.exists(sock) and p.poll() is None:
+        time.sleep(0.05)
+    startup = time.time() - t_start
+    time.sleep(3)                        # settle
+    s0, c0, q0, t0 = ctl(sock, "status")["status"], cpu_ns(p.pid), cpu_ns(poller.pid), time.time()
+    time.sleep(secs)
+    s1, c1, q1, t1 = ctl(sock, "status")["status"], cpu_ns(p.pid), cpu_ns(poller.pid), time.time()
+    res = {"startup_s": startup, "cpu_pct": (c1 - c0) / (t1 - t0) / 1e7, "poll_pct": (q1 - q0) / (t1 - t0) / 1e7,
+           "ticks": s1["ticks"] - s0["ticks"], "late": s1["late_ticks"] - s0["late_ticks"],
+           "last_tick_us": s1["last_tick_us"], "max_tick_us": s1["max_tick_us"], "expected": (t1 - t0) / float(tick[:-2]) * 1000}
+    return p, sock, res
+
+
+def main():
+    ks = guest.kernels()
+    poller = subprocess.Popen([os.path.join(BUILD, "procpoll"), "10"])
+    rows = []
+    try:
+        with guest.Guest(ks["debian-6.12"], kaslr=True, name="bench") as g:
+            for n in COUNTS:
+                tmp = tempfile.mkdtemp(prefix="sentinel-bench-")
+                rules = os.path.join(tmp, "rules")
+                os.makedirs(rules)
+                subprocess.run(["sh", os.path.join(TOP, "bench", "gen_rules.sh"), str(n), tmp], check=True,
+                               stdout=subprocess.DEVNULL)
+                shutil.move(os.path.join(tmp, "sentinel.yaml"), os.path.join(rules, "gen.yaml"))
+                for tick in ("100ms", "10ms"):
+                    p, sock, r = run(tmp, g.ram, rules, tick, SECS if tick == "100ms" else SECS / 2, poller)
+                    rel = ""
+                    if tick == "10ms":
+                        with open(os.path.join(rules, "gen.yaml")) as f:
+                            text = f.read()
+                        with open(os.path.join(rules, "gen.yaml"), "w") as f:
+                            f.write(text.replace("alert: Rule0\n", "alert: Rule0x\n", 1))
+                        t = time.time()
+                        rr = ctl(sock, "reload")
+                        rel = "%.2f s" % (time.time() - t) if rr.get("ok") else "failed: %s" % rr
+                        print("reload:", rr.get("message", rr), flush=True)
+                    p.terminate()
+                    p.wait(60)
+                    rows.append((n, tick, "%.1f s" % r["startup_s"], "%d/%d" % (r["ticks"], round(r["expected"])),
+                                 r["late"], "%.0f" % r["last_tick_us"], "%.0f" % r["max_tick_us"],
+                                 "%.3f%%" % r["cpu_pct"], "%.3f%%" % r["poll_pct"], rel))
+                    print(rows[-1], flush=True)
+                shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        poller.kill()
+    hdr = ("rules", "tick", "start", "ticks/expected", "late", "tick us", "max tick us", "sentineld CPU",
+           "10 Hz poller CPU", "reload")
+    w = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print()
+    for r in [hdr] + rows:
+        print("  ".join(str(x).ljust(w[i]) for i, x in enumerate(r)))
+
+
+if __name__ == "__main__":
+    main()
