@@ -169,7 +169,7 @@ $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
 
 gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
-	$(B)/procpoll
+	$(B)/procpoll $(B)/syncprobe
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
@@ -194,6 +194,10 @@ fuzz: $(B)/fuzz_rules $(B)/fuzz_cg
 
 $(B)/procpoll: bench/procpoll.c
 	$(CC) -O2 -o $@ $<
+
+# Which CUDA driver calls wait for a running kernel (tests/gpu/syncprobe.c).
+$(B)/syncprobe: tests/gpu/syncprobe.c engine/cudadrv.h
+	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl -lpthread
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)

@@ -58,7 +58,10 @@ typedef struct CUlinkState_st *CUlinkState;
 	X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *c, CUdevice d)) \
 	X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice d)) \
 	X(CtxSetCurrent, "cuCtxSetCurrent", (CUcontext c)) \
+	X(CtxGetCurrent, "cuCtxGetCurrent", (CUcontext *c)) \
 	X(CtxSynchronize, "cuCtxSynchronize", (void)) \
+	X(CtxCreate, "cuCtxCreate_v2", (CUcontext *c, unsigned flags, CUdevice d)) \
+	X(CtxDestroy, "cuCtxDestroy_v2", (CUcontext c)) \
 	X(ModuleLoadDataEx, "cuModuleLoadDataEx", (CUmodule *m, const void *image, unsigned n, int *opts, void **vals)) \
 	X(ModuleUnload, "cuModuleUnload", (CUmodule m)) \
 	X(LinkCreate, "cuLinkCreate_v2", (unsigned n, int *opts, void **vals, CUlinkState *s)) \

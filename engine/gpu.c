@@ -18,7 +18,7 @@
 struct GpuCode {
 	CuDrv d;
 	CUdevice dev;
-	CUcontext ctx;
+	CUcontext ctx;                /* from the context pool (gpu_ctx_get) */
 	bool ctx_held;
 	CUmodule mod;
 	CUfunction fn_tick, fn_main;
@@ -144,6 +144,81 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	return c;
 }
 
+/* ---- contexts --------------------------------------------------------------------------------
+ *
+ * Each engine has a CUDA context of its own, because a reload loads the new
+ * rules' module while the old persistent kernel runs, and in the context
+ * of a running kernel the driver waits for that kernel before it loads a
+ * module, frees memory or unloads one (tests/gpu/syncprobe.c measured it:
+ * cuModuleLoadData, cuMemFree, cuMemFreeHost, cuMemHostUnregister and
+ * cuModuleUnload all wait; in another context none of them does).  Kernels
+ * of two contexts time-slice, and device memory of one is readable by the
+ * other's kernels (one address space), which is how the new kernel takes
+ * the old one's state over.
+ *
+ * cuCtxDestroy waits for every kernel on the device, so a context is not
+ * destroyed while an engine runs: the pool keeps the idle ones (two, as
+ * reloads alternate) and destroys them when the last engine closes. */
+static struct { CUcontext ctx; CUdevice dev; bool used; } gpu_ctx_pool[4];
+static unsigned gpu_ctx_users;
+static pthread_mutex_t gpu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult gpu_ctx_get(GpuCode *g)
+{
+	CUresult c = 2;                                         /* CUDA_ERROR_OUT_OF_MEMORY: pool full */
+	pthread_mutex_lock(&gpu_ctx_lock);
+	size_t i, empty = SIZE_MAX, n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
+	for (i = 0; i < n; i++) {
+		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && gpu_ctx_pool[i].dev == g->dev)
+			break;
+		if (!gpu_ctx_pool[i].ctx && empty == SIZE_MAX)
+			empty = i;
+	}
+	if (i == n && empty != SIZE_MAX) {
+		gpu_trace("context: create");
+		if ((c = g->d.CtxCreate(&gpu_ctx_pool[empty].ctx, 0, g->dev)) == CUDA_SUCCESS) {
+			gpu_ctx_pool[empty].dev = g->dev;
+			i = empty;
+		}
+	}
+	if (i < n) {
+		gpu_ctx_pool[i].used = true;
+		gpu_ctx_users++;
+		g->ctx = gpu_ctx_pool[i].ctx;
+		g->ctx_held = true;
+		c = g->d.CtxSetCurrent(g->ctx);
+	}
+	pthread_mutex_unlock(&gpu_ctx_lock);
+	return c;
+}
+
+static void gpu_ctx_put(GpuCode *g)
+{
+	pthread_mutex_lock(&gpu_ctx_lock);
+	size_t n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
+	for (size_t i = 0; i < n; i++)
+		if (gpu_ctx_pool[i].ctx == g->ctx && gpu_ctx_pool[i].used) {
+			gpu_ctx_pool[i].used = false;
+			gpu_ctx_users--;
+		}
+	if (!gpu_ctx_users) {                                   /* no kernel runs: destroying waits for none */
+		for (size_t i = 0; i < n; i++)
+			if (gpu_ctx_pool[i].ctx) {
+				g->d.CtxDestroy(gpu_ctx_pool[i].ctx);
+				gpu_ctx_pool[i].ctx = NULL;
+			}
+	}
+	g->ctx_held = false;
+	pthread_mutex_unlock(&gpu_ctx_lock);
+}
+
+/* Every entry point makes the engine's context current on the calling thread. */
+static void gpu_enter(const GpuCode *g)
+{
+	if (g->ctx_held)
+		g->d.CtxSetCurrent(g->ctx);
+}
+
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 {
 	GpuCode *g = calloc(1, sizeof *g);
@@ -179,8 +254,9 @@ int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 		r = -ENOTSUP;
 		goto fail;
 	}
-	/* the primary context: CUDA 13 changed cuCtxCreate's signature */
-	if ((c = g->d.DevicePrimaryCtxRetain(&g->ctx, g->dev)) || (g->ctx_held = true, c = g->d.CtxSetCurrent(g->ctx))) {
+	/* a context of its own (see above); cuCtxCreate_v2 is in every driver
+	 * since CUDA 4, including CUDA 13's, whose header names the v4 one */
+	if ((c = gpu_ctx_get(g))) {
 		gpu_err(g, c, err, n, "cannot open a context on %s", g->name);
 		goto fail;
 	}
@@ -296,11 +372,12 @@ static int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, k
 	for (uint32_t i = 0; i < mem->nranges; i++) {
 		void *base;
 		size_t len;
-		unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY;
+		/* portable: the next engine's context (a reload) uses it too */
+		unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE;
 		if (src->kind == MS_PMEM) {
 			base = src->pmem_maps[i];
 			len = mem->r[i].size;
-			flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY;
+			flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_PORTABLE;
 		} else {
 			base = src->map;
 			len = src->map_len;
@@ -340,6 +417,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	      const kx_mem *mem, const MemSource *src, void **mirror, sn_ring **ring, sn_stats **stats,
 	      char *err, size_t n)
 {
+	gpu_enter(g);
 	g->b = b;
 	g->L = *L;
 	g->total = L->total;
@@ -394,6 +472,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 
 int gpu_run(GpuCode *g, char *err, size_t n)
 {
+	gpu_enter(g);
 	gpu_trace("run: launch persistent kernel");
 	void *args[1] = {&g->dblock};
 	CU(g->d.LaunchKernel(g->fn_main, g->grid_main, 1, 1, GPU_BLOCK, 1, 1, 0, g->run, args, NULL),
@@ -413,6 +492,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_
 	__atomic_store_n(&old->stats->handoff_tick, k + 2, __ATOMIC_RELEASE);
 	struct timespec ts = {0, 1000000};
 	for (uint64_t waited = 0; waited < timeout_ns; waited += 1000000) {
+		gpu_enter(old);
 		CUresult c = old->d.StreamQuery(old->run);
 		bool old_done = c == CUDA_SUCCESS;
 		if (c != CUDA_SUCCESS && c != CUDA_ERROR_NOT_READY)
@@ -437,6 +517,7 @@ void *gpu_mirror(GpuCode *g) { return g->mirror; }
 
 int gpu_upload(GpuCode *g, char *err, size_t n)
 {
+	gpu_enter(g);
 	gpu_trace("upload");
 	CU(g->d.MemcpyHtoDAsync(g->dblock, g->mirror, g->total, g->copy), "cannot copy the rule tables to the GPU");
 	CU(g->d.StreamSynchronize(g->copy), "cannot copy the rule tables to the GPU");
@@ -448,6 +529,7 @@ int gpu_poll(GpuCode *g, char *err, size_t n)
 {
 	if (!g->running)
 		return 0;
+	gpu_enter(g);
 	CUresult c = g->d.StreamQuery(g->run);
 	if (c == CUDA_SUCCESS || c == CUDA_ERROR_NOT_READY)
 		return 0;
@@ -459,6 +541,7 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 {
 	if (!g->running)
 		return 0;
+	gpu_enter(g);
 	*(volatile uint32_t *)&g->stats->stop = 1;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	struct timespec ts = {0, 1000000};
@@ -481,6 +564,7 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 
 int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t n)
 {
+	gpu_enter(g);
 	CU(g->d.MemcpyDtoHAsync(dst, g->dblock + off, bytes, g->copy), "cannot read the GPU's tables");
 	CU(g->d.StreamSynchronize(g->copy), "cannot read the GPU's tables");
 	return 0;
@@ -488,6 +572,7 @@ int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t 
 
 int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n)
 {
+	gpu_enter(g);
 	void *args[2] = {&g->dblock, &now};
 	CU(g->d.LaunchKernel(g->fn_tick, g->grid, 1, 1, GPU_BLOCK, 1, 1, 0, NULL, args, NULL),
 	   "cannot launch the evaluation kernel");
@@ -509,6 +594,7 @@ void gpu_close(GpuCode *g)
 		return;
 	if (g->d.lib && g->ctx_held) {
 		char err[256];
+		gpu_enter(g);
 		if (g->running && g->stats)
 			gpu_halt(g, 2000000000ull, err, sizeof err);
 		g->d.CtxSynchronize();
@@ -526,7 +612,7 @@ void gpu_close(GpuCode *g)
 			g->d.MemFreeHost(g->stats);
 		if (g->mod)
 			g->d.ModuleUnload(g->mod);
-		g->d.DevicePrimaryCtxRelease(g->dev);
+		gpu_ctx_put(g);
 	}
 	free(g->mirror);
 	if (g->d.lib)

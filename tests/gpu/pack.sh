@@ -22,8 +22,8 @@ mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$o
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
 make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/rulec $B/metrics.bundle
-make -s $B/procpoll
-cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll "$out/bin/"
+make -s $B/procpoll $B/syncprobe
+cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll $B/syncprobe "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 
 echo "gpu-pack: bundles"

@@ -2,7 +2,7 @@
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
-#   sh tests/gpu/run.sh [all|metrics|engine|bench]
+#   sh tests/gpu/run.sh [all|syncprobe|metrics|engine|bench]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -24,6 +24,10 @@ export SENTINEL_GUEST_KERNELS="$d/guest"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 what=${1:-all}
 rc=0
+if [ "$what" = all ] || [ "$what" = syncprobe ]; then
+	# which driver calls wait for a running kernel (the reload must avoid them)
+	"$work/bin/syncprobe" || rc=1
+fi
 if [ "$what" = all ] || [ "$what" = metrics ]; then
 	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d" || rc=1
 fi
