@@ -29,16 +29,30 @@ COUNTS = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "10,1000,10000"
 SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 30
 
 
-def cpu_ns(pid):
-    """Run time of every thread of pid, in ns."""
-    total = 0
+def threads_ns(pid):
+    """{tid: (name, run time in ns, wakeups)} for every thread of pid."""
+    out = {}
     for t in os.listdir("/proc/%d/task" % pid):
         try:
             with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-                total += int(f.read().split()[0])
+                w = f.read().split()
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                out[t] = (f.read().strip(), int(w[0]), int(w[2]))
         except OSError:
             pass
-    return total
+    return out
+
+
+def cpu_ns(pid):
+    """Run time of every thread of pid, in ns."""
+    return sum(x[1] for x in threads_ns(pid).values())
+
+
+def per_thread(a, b, secs):
+    """Each thread's share of one core between two threads_ns samples, busiest first."""
+    rows = [(name, (ns - a.get(t, (name, 0, 0))[1]) / secs / 1e7, (k - a.get(t, (name, 0, 0))[2]) / secs)
+            for t, (name, ns, k) in b.items()]
+    return ", ".join("%s %.3f%% (%.0f runs/s)" % r for r in sorted(rows, key=lambda r: -r[1]) if r[1] > 0.0005) or "none"
 
 
 def ctl(sock, cmd):
@@ -47,7 +61,7 @@ def ctl(sock, cmd):
     return json.loads(p.stdout) if p.stdout.startswith("{") else {"error": p.stderr}
 
 
-def run(tmp, ram, rules, tick, secs, poller):
+def run(tmp, ram, rules, tick, secs, poller, env=None):
     sock = os.path.join(tmp, "ctl.sock")
     conf = os.path.join(tmp, "b.conf")
     with open(conf, "w") as f:
@@ -55,18 +69,44 @@ def run(tmp, ram, rules, tick, secs, poller):
                 "tasks = 1024\n[notify]\nlog = no\n[control]\nsocket = %s\n" % (ram, rules, BACKEND, tick, sock))
     log = open(os.path.join(tmp, "d.log"), "w")
     t_start = time.time()
-    p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, **(env or {})))
     while not os.path.exists(sock) and p.poll() is None:
         time.sleep(0.05)
     startup = time.time() - t_start
     time.sleep(3)                        # settle
-    s0, c0, q0, t0 = ctl(sock, "status")["status"], cpu_ns(p.pid), cpu_ns(poller.pid), time.time()
+    s0, h0, q0, t0 = ctl(sock, "status")["status"], threads_ns(p.pid), cpu_ns(poller.pid), time.time()
     time.sleep(secs)
-    s1, c1, q1, t1 = ctl(sock, "status")["status"], cpu_ns(p.pid), cpu_ns(poller.pid), time.time()
+    s1, h1, q1, t1 = ctl(sock, "status")["status"], threads_ns(p.pid), cpu_ns(poller.pid), time.time()
+    c0, c1 = sum(x[1] for x in h0.values()), sum(x[1] for x in h1.values())
+    print("  threads (%s rules dir, %s): %s" % (os.path.basename(tmp), tick, per_thread(h0, h1, t1 - t0)), flush=True)
     res = {"startup_s": startup, "cpu_pct": (c1 - c0) / (t1 - t0) / 1e7, "poll_pct": (q1 - q0) / (t1 - t0) / 1e7,
            "ticks": s1["ticks"] - s0["ticks"], "late": s1["late_ticks"] - s0["late_ticks"],
            "last_tick_us": s1["last_tick_us"], "max_tick_us": s1["max_tick_us"], "expected": (t1 - t0) / float(tick[:-2]) * 1000}
     return p, sock, res
+
+
+def link_ms(logpath):
+    """The driver's JIT (cuLink) time from sentineld's SENTINEL_GPU_TRACE lines."""
+    t = {}
+    with open(logpath) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[0] == "gpu-trace" and " ".join(w[2:]) in ("link: create", "link: complete"):
+                t.setdefault(" ".join(w[2:]), float(w[1]))
+    return (t["link: complete"] - t["link: create"]) * 1000 if len(t) == 2 else -1
+
+
+def jit_levels(tmp, ram, rules, levels, poller):
+    """BENCH_JIT=4,1,0: JIT time and tick time of the same rules at each ptxas -O level."""
+    for lv in levels:
+        p, sock, r = run(tmp, ram, rules, "100ms", 5, poller,
+                         {"SENTINEL_GPU_JIT_O": lv, "SENTINEL_GPU_TRACE": "1"})
+        p.terminate()
+        p.wait(60)
+        print("jit -O%s: link %.0f ms, start %.1f s, tick %.0f us (max %.0f us)" %
+              (lv, link_ms(os.path.join(tmp, "d.log")), r["startup_s"], r["last_tick_us"], r["max_tick_us"]),
+              flush=True)
 
 
 def main():
@@ -82,6 +122,10 @@ def main():
                 subprocess.run(["sh", os.path.join(TOP, "bench", "gen_rules.sh"), str(n), tmp], check=True,
                                stdout=subprocess.DEVNULL)
                 shutil.move(os.path.join(tmp, "sentinel.yaml"), os.path.join(rules, "gen.yaml"))
+                if os.environ.get("BENCH_JIT") and BACKEND == "cuda":
+                    jit_levels(tmp, g.ram, rules, os.environ["BENCH_JIT"].split(","), poller)
+                    if os.environ.get("BENCH_JIT_ONLY"):
+                        continue
                 for tick in ("100ms", "10ms"):
                     p, sock, r = run(tmp, g.ram, rules, tick, SECS if tick == "100ms" else SECS / 2, poller)
                     rel = ""

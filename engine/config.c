@@ -78,7 +78,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, ring"
-#define KEYS_NOTIFY "log, log_pending, jsonl"
+#define KEYS_NOTIFY "log, log_pending, jsonl, delay"
 #define KEYS_CONTROL "socket, mode"
 
 static int cf_handler(void *user, const char *sec, const char *key, const char *v)
@@ -130,6 +130,14 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		if (IS("notify", "log")) cf_bool(R, key, v, &c->log);
 		else if (IS("notify", "log_pending")) cf_bool(R, key, v, &c->log_pending);
 		else if (IS("notify", "jsonl")) cf_str(&c->jsonl, v);
+		else if (IS("notify", "delay")) {
+			double t;
+			size_t bad;
+			if (unit_parse_duration(v, strlen(v), &t, &bad) < 0 || t < 0.005 || t > 10)
+				cf_error(R, "delay takes a duration from 5ms to 10s, such as 250ms, not '%s'", v);
+			else
+				c->delay_ns = (uint64_t)(t * 1e9 + 0.5);
+		}
 		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
 	} else if (!strcmp(sec, "control")) {
 		if (IS("control", "socket")) cf_str(&c->socket, v);
@@ -151,6 +159,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->rules_dir = strdup(SENTINEL_SYSCONFDIR "/sentinel/rules");
 	c->backend = strdup("auto");
 	c->tick_ns = 100000000ull;
+	c->delay_ns = 250000000ull;
 	c->tasks = 4096;
 	c->ring = 4096;
 	c->log = true;

@@ -7,7 +7,8 @@
  *              bundle = FILE                    (or: one made by rulec -o)
  *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
  *              tasks = 4096,  ring = 4096
- *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl
+ *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
+ *              delay = 250ms                    (how often the host collects alerts)
  *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
  *
  * Every unknown section or key and every bad value is an error with the
@@ -34,6 +35,7 @@ typedef struct Config {
 	uint32_t tasks, ring;
 	bool log, log_pending;
 	char *jsonl;
+	uint64_t delay_ns;         /* the host wakes this often to deliver alerts */
 	char *socket;
 	unsigned mode;
 } Config;

@@ -42,6 +42,7 @@ typedef struct CUlinkState_st *CUlinkState;
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 
 #define CU_JIT_WALL_TIME 2
+#define CU_JIT_OPTIMIZATION_LEVEL 7
 #define CU_JIT_SPLIT_COMPILE 34
 #define CU_JIT_INPUT_PTX 1
 

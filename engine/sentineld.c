@@ -626,12 +626,10 @@ int main(int argc, char **argv)
 	       (double)D.cf.tick_ns / 1e6, eng_backend_note(D.e), D.cf.socket);
 	d_log_disabled(&D);
 	d_sd_notify("READY=1\nSTATUS=running");
-	/* the host's share: wake a few times per tick at most, to deliver alerts */
-	int wait_ms = (int)(D.cf.tick_ns / 1000000);
-	if (wait_ms < 5)
-		wait_ms = 5;
-	if (wait_ms > 200)
-		wait_ms = 200;
+	/* the host's share: wake every [notify] delay to deliver alerts (the
+	 * GPU cannot wake it; each wakeup costs ~50 us here, docs/benchmarks.md),
+	 * at once for the control socket and signals */
+	int wait_ms = (int)(D.cf.delay_ns / 1000000);
 	while (!d_quit_flag) {
 		struct pollfd pf[D_MAX_CLIENTS + 1];
 		int np = 0;

@@ -155,11 +155,43 @@ int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err,
 	return e ? lvm_error(e, "optimiser", err, n) : 0;
 }
 
+/* NVPTX lowers each call to a function of local linkage after asking
+ * whether its address is taken, which walks every use of the callee: with
+ * N rules calling the same helpers that is N^2 (10,000 rules took 6
+ * minutes, half of it there).  After optimization, local linkage has done
+ * its work; the helpers become hidden external functions, whose calls are
+ * lowered without the walk.  Their names become valid PTX identifiers here
+ * (NVPTX only cleans up names of local symbols). */
+static void lvm_unlocal(LLVMModuleRef m)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+		LLVMLinkage l = LLVMGetLinkage(f);
+		if (LLVMIsDeclaration(f) || (l != LLVMInternalLinkage && l != LLVMPrivateLinkage))
+			continue;
+		size_t len;
+		const char *name = LLVMGetValueName2(f, &len);
+		char clean[256];
+		size_t k = 0;
+		for (size_t i = 0; i < len && k + 1 < sizeof clean; i++) {
+			char c = name[i];
+			clean[k++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+					     c == '$' ? c : '_';
+		}
+		clean[k] = 0;
+		if (k != len || memcmp(clean, name, len))
+			LLVMSetValueName2(f, clean, k);     /* LLVM makes it unique, without dots for NVPTX */
+		LLVMSetLinkage(f, LLVMExternalLinkage);
+		LLVMSetVisibility(f, LLVMHiddenVisibility);
+	}
+}
+
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n)
 {
 	char *triple = LLVMGetTargetMachineTriple(tm);
 	int ptx = strncmp(triple, "nvptx", 5) == 0;
 	LLVMDisposeMessage(triple);
+	if (ptx)
+		lvm_unlocal(m);
 	LLVMMemoryBufferRef buf;
 	char *msg = NULL;
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, ptx ? LLVMAssemblyFile : LLVMObjectFile, &msg, &buf)) {
