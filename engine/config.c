@@ -61,6 +61,18 @@ static bool cf_bool(CfRead *R, const char *key, const char *v, bool *out)
 	return true;
 }
 
+/* A duration from lo to hi seconds, in ns; `like` is an example for the message. */
+static void cf_duration(CfRead *R, const char *key, const char *v, double lo, double hi, const char *range,
+			const char *like, uint64_t *out)
+{
+	double t;
+	size_t bad;
+	if (unit_parse_duration(v, strlen(v), &t, &bad) < 0 || t < lo || t > hi)
+		cf_error(R, "%s takes a duration from %s, such as %s, not '%s'", key, range, like, v);
+	else
+		*out = (uint64_t)(t * 1e9 + 0.5);
+}
+
 static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo, unsigned long hi, int base,
 		    unsigned long *out)
 {
@@ -107,12 +119,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 			if (cf_uint(R, "gpu", v, 0, 63, 10, &u))
 				c->gpu = (int)u;
 		} else if (IS("engine", "tick")) {
-			double t;
-			size_t bad;
-			if (unit_parse_duration(v, strlen(v), &t, &bad) < 0 || t < 0.001 || t > 60)
-				cf_error(R, "tick takes a duration from 1ms to 60s, such as 100ms, not '%s'", v);
-			else
-				c->tick_ns = (uint64_t)(t * 1e9 + 0.5);
+			cf_duration(R, "tick", v, 0.001, 60, "1ms to 60s", "100ms", &c->tick_ns);
 		} else if (IS("engine", "tasks")) {
 			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
 				c->tasks = (uint32_t)u;
@@ -130,14 +137,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		if (IS("notify", "log")) cf_bool(R, key, v, &c->log);
 		else if (IS("notify", "log_pending")) cf_bool(R, key, v, &c->log_pending);
 		else if (IS("notify", "jsonl")) cf_str(&c->jsonl, v);
-		else if (IS("notify", "delay")) {
-			double t;
-			size_t bad;
-			if (unit_parse_duration(v, strlen(v), &t, &bad) < 0 || t < 0.005 || t > 10)
-				cf_error(R, "delay takes a duration from 5ms to 10s, such as 250ms, not '%s'", v);
-			else
-				c->delay_ns = (uint64_t)(t * 1e9 + 0.5);
-		}
+		else if (IS("notify", "delay")) cf_duration(R, "delay", v, 0.005, 10, "5ms to 10s", "250ms", &c->delay_ns);
 		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
 	} else if (!strcmp(sec, "control")) {
 		if (IS("control", "socket")) cf_str(&c->socket, v);
