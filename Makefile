@@ -208,24 +208,45 @@ bench: $(B)/rulec $(B)/kmodel_bench
 
 # The main job.  Until the engine lands this checks the shipped rules and
 # prints the metric catalog the detector will evaluate them against.
-demo: $(B)/rulec
+# The main job: sentineld with the shipped rules against a demo guest, and
+# an alert when the guest's CPUs are hogged (examples/demo.py).
+demo: $(PROGRAMS)
 	$(B)/rulec --check rules/ examples/
-	@echo "demo: the rules above are valid. sentineld (the detector) is not built yet;"
-	@echo "demo: see README.md 'Status' for what runs today."
+	$(PYTHON) examples/demo.py $(B)
 
 docs: $(B)/rulec
 	$(B)/rulec --list-metrics=markdown > docs/metrics.md
 
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+
+# Programs, the shipped rules (as the default rule directory, and for
+# reference), the configuration template and the systemd unit.  An
+# existing /etc/sentinel/sentinel.conf or rule directory is left alone.
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/sentinel/rules \
-		$(DESTDIR)$(DATADIR)/sentinel/examples $(DESTDIR)$(DATADIR)/doc/sentinel
-	install -m 755 $(B)/rulec $(B)/sentinel-inspect $(DESTDIR)$(BINDIR)/
+		$(DESTDIR)$(DATADIR)/sentinel/examples $(DESTDIR)$(DATADIR)/doc/sentinel \
+		$(DESTDIR)$(SYSCONFDIR)/sentinel $(DESTDIR)$(SYSTEMDUNITDIR)
+	install -m 755 $(B)/rulec $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl $(DESTDIR)$(BINDIR)/
 	install -m 644 rules/*.yaml rules/schema.json $(DESTDIR)$(DATADIR)/sentinel/rules/
-	install -m 644 examples/*.yaml $(DESTDIR)$(DATADIR)/sentinel/examples/
+	install -m 644 examples/*.yaml examples/sentinel.conf $(DESTDIR)$(DATADIR)/sentinel/examples/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/sentinel/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf ]; then \
+		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf"; \
+	else \
+		install -m 644 examples/sentinel.conf $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf; fi
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/rules ]; then \
+		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/sentinel/rules/"; \
+	else \
+		install -d $(DESTDIR)$(SYSCONFDIR)/sentinel/rules && \
+		install -m 644 rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/sentinel/rules/; fi
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' \
+		engine/sentineld.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
 
+# Leaves the configuration and rules in $(SYSCONFDIR)/sentinel: they are the admin's.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rulec $(DESTDIR)$(BINDIR)/sentinel-inspect
+	rm -f $(DESTDIR)$(BINDIR)/rulec $(DESTDIR)$(BINDIR)/sentinel-inspect $(DESTDIR)$(BINDIR)/sentineld \
+		$(DESTDIR)$(BINDIR)/sentinelctl $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
 	rm -rf $(DESTDIR)$(DATADIR)/sentinel $(DESTDIR)$(DATADIR)/doc/sentinel
 
 clean:

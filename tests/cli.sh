@@ -96,14 +96,36 @@ for m in host.cpu_busy_time cpu.busy_time host.cpu_system_time cpu.system_time h
 done
 if [ -z "${missing:-}" ]; then pass "cli/catalog-coverage"; else fail "cli/catalog-coverage" "missing:$missing"; fi
 
-# make install honours DESTDIR and PREFIX, and the installed rulec runs.
+# make install honours DESTDIR and PREFIX, and the installed rulec runs;
+# sentineld gets its configuration in SYSCONFDIR/sentinel (kept on a
+# second install) and a systemd unit (Type=notify) naming both.
 inst=$(mktemp -d /tmp/sentinel-install.XXXXXX)
-if make -s install DESTDIR="$inst" PREFIX=/usr BINDIR=/usr/bin DATADIR=/usr/share > "$inst.log" 2>&1 &&
+iargs="DESTDIR=$inst PREFIX=/usr BINDIR=/usr/bin DATADIR=/usr/share SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system"
+unit=$inst/usr/lib/systemd/system/sentineld.service
+# shellcheck disable=SC2086
+if make -s install $iargs > "$inst.log" 2>&1 &&
    "$inst/usr/bin/rulec" --check -q "$inst"/usr/share/sentinel/rules/*.yaml &&
-   [ -f "$inst/usr/share/sentinel/rules/schema.json" ] && [ -f "$inst/usr/share/doc/sentinel/rules.md" ]; then
+   [ -f "$inst/usr/share/sentinel/rules/schema.json" ] && [ -f "$inst/usr/share/doc/sentinel/rules.md" ] &&
+   [ -x "$inst/usr/bin/sentineld" ] && [ -x "$inst/usr/bin/sentinelctl" ] && [ -f "$inst/etc/sentinel/rules/paper.yaml" ] &&
+   grep -qx 'Type=notify' "$unit" && grep -qx 'ExecStart=/usr/bin/sentineld -c /etc/sentinel/sentinel.conf' "$unit"; then
 	pass "cli/make-install-destdir"
 else
-	fail "cli/make-install-destdir" "$(cat "$inst.log"; find "$inst" | head -20)"
+	fail "cli/make-install-destdir" "$(cat "$inst.log"; find "$inst" | head -30)"
+fi
+# the installed configuration and rules are good: what stops it is the example's VM
+sed -e "s|= /etc/sentinel/rules|= $inst/etc/sentinel/rules|" -e "s|= /var/log/sentinel/|= $inst/|" "$inst/etc/sentinel/sentinel.conf" > "$inst/check.conf"
+out=$("$inst/usr/bin/sentineld" -c "$inst/check.conf" --check-config 2>&1); rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q "/dev/shm/vm.ram"; then
+	pass "cli/installed-config-parses"
+else
+	fail "cli/installed-config-parses" "exit $rc: $out"
+fi
+echo "# edited" >> "$inst/etc/sentinel/sentinel.conf"
+# shellcheck disable=SC2086
+if make -s install $iargs > "$inst.log" 2>&1 && tail -n 1 "$inst/etc/sentinel/sentinel.conf" | grep -q "# edited"; then
+	pass "cli/install-keeps-config"
+else
+	fail "cli/install-keeps-config" "$(cat "$inst.log")"
 fi
 rm -rf "$inst" "$inst.log"
 

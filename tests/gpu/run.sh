@@ -2,7 +2,7 @@
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
-#   sh tests/gpu/run.sh [all|syncprobe|metrics|engine|bench]
+#   sh tests/gpu/run.sh [all|syncprobe|metrics|engine|demo|bench]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -34,6 +34,10 @@ fi
 if [ "$what" = all ] || [ "$what" = engine ]; then
 	# sentineld's scenarios (tests/engine) on the CUDA backend
 	PYTHONUNBUFFERED=1 python3 tests/engine/test_engine.py "$work/bin" cuda || rc=1
+fi
+if [ "$what" = demo ]; then
+	# the main job (make demo) on the GPU
+	PYTHONUNBUFFERED=1 python3 examples/demo.py "$work/bin" || rc=1
 fi
 if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
