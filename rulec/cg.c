@@ -605,29 +605,75 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 	return f;
 }
 
-/* name(w, i): switch (i) { case k: fns[k](w); } */
-static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
+#define CG_FANOUT 64      /* cases per dispatch function */
+
+/* f's body: switch (key) { case k: callees[k](w[, i]); }, k from 0 to n-1 */
+static void cg_switch(Cg *C, LLVMValueRef f, LLVMValueRef key, LLVMValueRef *callees, unsigned n, bool pass_i)
 {
-	LLVMTypeRef pt[2] = {C->ptr, C->i32};
-	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
-	if (!f)
-		f = LLVMAddFunction(C->m, name, LLVMFunctionType(C->vd, pt, 2, 0));
-	LLVMGlobalClearMetadata(f);     /* the library's declaration carried debug info */
 	C->fn = f;
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, f, "entry");
 	LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(C->ctx, f, "out");
 	LLVMPositionBuilderAtEnd(C->b, entry);
-	LLVMValueRef sw = LLVMBuildSwitch(C->b, LLVMGetParam(f, 1), out, n);
-	for (unsigned i = 0; i < n; i++) {
+	if (!key)
+		key = LLVMGetParam(f, 1);
+	LLVMValueRef sw = LLVMBuildSwitch(C->b, key, out, n);
+	LLVMValueRef args[2] = {LLVMGetParam(f, 0), LLVMGetParam(f, 1)};
+	for (unsigned k = 0; k < n; k++) {
 		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(C->ctx, f, "case");
-		LLVMAddCase(sw, cg_u32(C, i), bb);
+		LLVMAddCase(sw, cg_u32(C, k), bb);
 		LLVMPositionBuilderAtEnd(C->b, bb);
-		LLVMValueRef w = LLVMGetParam(f, 0);
-		LLVMBuildCall2(C->b, LLVMGlobalGetValueType(fns[i]), fns[i], &w, 1, "");
+		LLVMBuildCall2(C->b, LLVMGlobalGetValueType(callees[k]), callees[k], args, pass_i ? 2 : 1, "");
 		LLVMBuildBr(C->b, out);
 	}
 	LLVMPositionBuilderAtEnd(C->b, out);
 	LLVMBuildRetVoid(C->b);
+}
+
+/* name(w, i): fns[i](w).  One switch of n cases is one function of n call
+ * sites, which ptxas compiles in time worse than linear (10,000 rules took
+ * 9 minutes to load); above CG_FANOUT rules the switch is on i / CG_FANOUT
+ * and calls one of the functions dispatch_NAME_K (noinline, see
+ * comp_internalize), each a switch of CG_FANOUT cases. */
+static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
+{
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMTypeRef ft = LLVMFunctionType(C->vd, pt, 2, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
+	if (!f)
+		f = LLVMAddFunction(C->m, name, ft);
+	LLVMGlobalClearMetadata(f);     /* the library's declaration carried debug info */
+	if (n <= CG_FANOUT) {
+		cg_switch(C, f, NULL, fns, n, false);
+		return;
+	}
+	unsigned nchunks = (n + CG_FANOUT - 1) / CG_FANOUT;
+	LLVMValueRef *chunks = malloc(nchunks * sizeof *chunks);
+	if (!chunks) {
+		if (!C->nerr++)
+			snprintf(C->err, C->errlen, "out of memory");
+		return;
+	}
+	for (unsigned c = 0; c < nchunks; c++) {
+		char cname[96];
+		snprintf(cname, sizeof cname, "dispatch_%s_%u", name, c);
+		chunks[c] = LLVMAddFunction(C->m, cname, ft);
+		LLVMSetLinkage(chunks[c], LLVMInternalLinkage);
+		unsigned first = c * CG_FANOUT, cnt = n - first < CG_FANOUT ? n - first : CG_FANOUT;
+		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, chunks[c], "key");
+		LLVMPositionBuilderAtEnd(C->b, entry);
+		LLVMValueRef key = LLVMBuildSub(C->b, LLVMGetParam(chunks[c], 1), cg_u32(C, first), "k");
+		cg_switch(C, chunks[c], key, fns + first, cnt, false);
+		/* the key block falls into the switch's entry */
+		LLVMPositionBuilderAtEnd(C->b, entry);
+		LLVMBuildBr(C->b, LLVMGetNextBasicBlock(entry));
+	}
+	LLVMBasicBlockRef top = LLVMAppendBasicBlockInContext(C->ctx, f, "key");
+	LLVMPositionBuilderAtEnd(C->b, top);
+	LLVMValueRef key = LLVMBuildUDiv(C->b, LLVMGetParam(f, 1), cg_u32(C, CG_FANOUT), "chunk");
+	cg_switch(C, f, key, chunks, nchunks, true);
+	LLVMPositionBuilderAtEnd(C->b, top);
+	LLVMBuildBr(C->b, LLVMGetNextBasicBlock(top));
+	free(chunks);
 }
 
 int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)

@@ -53,7 +53,7 @@ static void comp_internalize(LLVMModuleRef m)
 		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
 		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-features", 15);
 		/* rules and jobs stay functions: readable PTX, and code size per rule */
-		if (!strncmp(name, "rule_", 5) || !strncmp(name, "job_", 4))
+		if (!strncmp(name, "rule_", 5) || !strncmp(name, "job_", 4) || !strncmp(name, "dispatch_", 9))
 			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
 						LLVMCreateEnumAttribute(LLVMGetModuleContext(m),
 									LLVMGetEnumAttributeKindForName("noinline", 8), 0));
