@@ -130,6 +130,10 @@ def main():
                     p, sock, r = run(tmp, g.ram, rules, tick, SECS if tick == "100ms" else SECS / 2, poller)
                     rel = ""
                     if tick == "10ms":
+                        # what was measured, before a reload that may take long
+                        print("  %s rules at 10ms: %d/%d ticks, %d late, tick %.0f us (longest %.0f us), CPU %.3f%%" %
+                              (n, r["ticks"], round(r["expected"]), r["late"], r["last_tick_us"], r["max_tick_us"],
+                               r["cpu_pct"]), flush=True)
                         with open(os.path.join(rules, "gen.yaml")) as f:
                             text = f.read()
                         with open(os.path.join(rules, "gen.yaml"), "w") as f:
