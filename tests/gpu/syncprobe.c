@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "cudadrv.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -162,10 +163,76 @@ static int nblocking;
 	d.CtxSetCurrent(_cur); \
 } while (0)
 
+/* Every thread of this process: CPU ns and times it ran, summed by name. */
+static void threads_sample(char names[8][32], unsigned long long ns[8], unsigned long long runs[8], int *n)
+{
+	*n = 0;
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+	while (dir && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		unsigned long long a = 0, b = 0, c = 0;
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(comm, sizeof comm, f))
+				comm[strcspn(comm, "\n")] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%llu %llu %llu", &a, &b, &c) != 3)
+				a = c = 0;
+			fclose(f);
+		}
+		int k;
+		for (k = 0; k < *n && strcmp(names[k], comm); k++)
+			;
+		if (k == *n && *n < 8) {
+			snprintf(names[k], 32, "%s", comm);
+			ns[k] = runs[k] = 0;
+			(*n)++;
+		}
+		if (k < 8) {
+			ns[k] += a;
+			runs[k] += c;
+		}
+	}
+	if (dir)
+		closedir(dir);
+}
+
+/* The host cost of an idle process that holds a CUDA context, per thread. */
+static void idle_phase(const char *what, double secs)
+{
+	char n0[8][32], n1[8][32];
+	unsigned long long ns0[8], r0[8], ns1[8], r1[8];
+	int c0, c1;
+	threads_sample(n0, ns0, r0, &c0);
+	struct timespec ts = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
+	nanosleep(&ts, NULL);
+	threads_sample(n1, ns1, r1, &c1);
+	printf("%-44s", what);
+	for (int i = 0; i < c1; i++) {
+		unsigned long long a = 0, b = 0;
+		for (int k = 0; k < c0; k++)
+			if (!strcmp(n0[k], n1[i]))
+				a = ns0[k], b = r0[k];
+		if (strcmp(n1[i], "syncprobe"))
+			printf(" %s %.3f%% (%.0f runs/s)", n1[i], (double)(ns1[i] - a) / secs / 1e7, (double)(r1[i] - b) / secs);
+	}
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: syncprobe\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n");
+		printf("usage: syncprobe [--idle]\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n"
+		       "--idle: the host CPU of each thread of an idle process holding a context, with and\n"
+		       "without a running kernel.\n");
 		return 0;
 	}
 	d.lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -219,6 +286,38 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	flag = hflag;
+	if (argc > 1 && !strcmp(argv[1], "--idle")) {
+		/* where the host time of an idle CUDA process goes (docs/benchmarks.md) */
+		idle_phase("a context, no kernel", 10);
+		*flag = 0;
+		void *args[1] = {&dflag};
+		d.LaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, run, args, NULL);
+		idle_phase("a kernel running (spinning)", 10);
+		*flag = 1;
+		d.StreamSynchronize(run);
+		idle_phase("the kernel ended", 10);
+		static const struct { unsigned flags; const char *name; } sched[] = {
+			{1, "SCHED_SPIN"}, {2, "SCHED_YIELD"}, {4, "SCHED_BLOCKING_SYNC"}};
+		for (size_t i = 0; ctx_create && i < sizeof sched / sizeof *sched; i++) {
+			CUcontext c2;
+			CUmodule m2;
+			CUfunction f2;
+			CUstream s2;
+			char what[64];
+			if (ctx_create(&c2, sched[i].flags, dev) || d.ModuleLoadDataEx(&m2, ptx, 0, NULL, NULL) ||
+			    d.ModuleGetFunction(&f2, m2, "spin") || d.StreamCreate(&s2, CU_STREAM_NON_BLOCKING))
+				continue;
+			*flag = 0;
+			d.LaunchKernel(f2, 1, 1, 1, 32, 1, 1, 0, s2, args, NULL);
+			snprintf(what, sizeof what, "a kernel in a %s context", sched[i].name);
+			idle_phase(what, 10);
+			*flag = 1;
+			d.StreamSynchronize(s2);
+			d.CtxSetCurrent(ctx);
+			ctx_destroy(c2);
+		}
+		return 0;
+	}
 	pthread_t wd;
 	pthread_create(&wd, NULL, watchdog, NULL);
 	launch();
