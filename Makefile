@@ -196,11 +196,11 @@ $(B)/procpoll: bench/procpoll.c
 	$(CC) -O2 -o $@ $<
 
 # Does a reload work in green contexts (tests/gpu/greenprobe.c; needs cuda.h).
-$(B)/greenprobe: tests/gpu/greenprobe.c
+$(B)/greenprobe: tests/gpu/greenprobe.c tests/gpu/probe.h
 	$(CC) -std=gnu11 $(WARN) -O2 $(CUDA_CFLAGS) -o $@ $< -L/usr/local/cuda/lib64/stubs -lcuda -lpthread
 
 # Which CUDA driver calls wait for a running kernel (tests/gpu/syncprobe.c).
-$(B)/syncprobe: tests/gpu/syncprobe.c engine/cudadrv.h
+$(B)/syncprobe: tests/gpu/syncprobe.c tests/gpu/probe.h engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl -lpthread
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 static volatile unsigned *flag;
 static volatile int busy, fired;
 
 static const char ptx[] =
-	".version 7.0\n.target sm_70\n.address_size 64\n"
-	".visible .entry spin(.param .u64 flag)\n{\n  .reg .u64 %rd<2>;\n  .reg .u32 %r<2>;\n  .reg .pred %p<2>;\n"
-	"  ld.param.u64 %rd1, [flag];\nLOOP:\n  ld.volatile.global.u32 %r1, [%rd1];\n  setp.eq.u32 %p1, %r1, 0;\n"
-	"  @%p1 bra LOOP;\n  ret;\n}\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+	PROBE_SPIN_PTX;
 
 /* releases the spinning kernel when a call has not returned in 2 s */
 static void *watchdog(void *arg)
@@ -63,36 +54,20 @@ static void *watchdog(void *arg)
 	if (fired) { printf("greenprobe: the kernel was released; the rest is not meaningful\n"); } \
 } while (0)
 
+/* the driver's event threads: CPU ns and times they ran */
 static unsigned long long evt_runs(double *cpu_ns)
 {
-	unsigned long long runs = 0;
+	char names[8][32];
+	unsigned long long ns[8], runs[8], r = 0;
+	int n;
+	threads_sample(names, ns, runs, &n);
 	*cpu_ns = 0;
-	DIR *dir = opendir("/proc/self/task");
-	struct dirent *de;
-	while (dir && (de = readdir(dir))) {
-		char path[300], comm[32] = "";
-		snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(comm, sizeof comm, f))
-			comm[0] = 0;
-		fclose(f);
-		if (strncmp(comm, "cuda-EvtHandlr", 14))
-			continue;
-		snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", de->d_name);
-		unsigned long long a = 0, b = 0, c = 0;
-		if ((f = fopen(path, "r"))) {
-			if (fscanf(f, "%llu %llu %llu", &a, &b, &c) == 3) {
-				*cpu_ns += (double)a;
-				runs += c;
-			}
-			fclose(f);
+	for (int k = 0; k < n; k++)
+		if (!strncmp(names[k], "cuda-EvtHandlr", 14)) {
+			*cpu_ns += (double)ns[k];
+			r += runs[k];
 		}
-	}
-	if (dir)
-		closedir(dir);
-	return runs;
+	return r;
 }
 
 int main(int argc, char **argv)
