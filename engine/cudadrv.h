@@ -47,6 +47,12 @@ typedef struct CUlinkState_st *CUlinkState;
 #define CU_JIT_INPUT_PTX 1
 
 #define CU_STREAM_NON_BLOCKING 0x1
+#define CU_STREAM_WAIT_VALUE_GEQ 0x0       /* (int32_t)(*addr - value) >= 0 */
+
+typedef void (*CUhostFn)(void *user);
+/* Optional (looked up apart; the engine polls without them). */
+typedef CUresult (*CuStreamWaitValue32Fn)(CUstream s, CUdeviceptr addr, unsigned value, unsigned flags);
+typedef CUresult (*CuLaunchHostFuncFn)(CUstream s, CUhostFn fn, void *user);
 
 /* X(name, "symbol", return, (params)) */
 #define CUDRV_FUNCS(X) \

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct Engine {
 	const Bundle *b;
@@ -30,6 +31,7 @@ struct Engine {
 	struct Engine *handoff_to;    /* reload: the engine to hand the clock to */
 	uint64_t first_next;          /* a thread started by a handoff: its first tick time */
 	bool handed;                  /* this engine's thread handed over and ended */
+	int wake_fd;                  /* EngOpts.wake_fd */
 };
 
 static uint64_t eng_clock(void)
@@ -108,11 +110,14 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		r = -EINVAL;
 		goto fail;
 	}
-	if (e->backend == ENG_CPU)
+	e->wake_fd = o->wake_fd;
+	if (e->backend == ENG_CPU) {
 		r = eng_open_cpu(e, err, n);
-	else
+	} else {
 		r = gpu_start(e->gpu, b, &e->params, &e->L, &e->res, &t->mem, t->src, &e->block, &e->ring,
-			       &e->stats, err, n);
+			      &e->stats, err, n);
+		gpu_set_wake(e->gpu, e->wake_fd);
+	}
 	if (r)
 		goto fail;
 	*out = e;
@@ -205,6 +210,12 @@ static void *eng_cpu_thread(void *arg)
 			S->first_tick_ns = t;
 		}
 		uint64_t len = eng_clock() - t;
+		uint64_t head = __atomic_load_n(&e->ring->head, __ATOMIC_ACQUIRE);
+		if (e->wake_fd > 0 && head != __atomic_load_n(&e->ring->tail, __ATOMIC_ACQUIRE)) {
+			uint64_t one = 1;
+			ssize_t wr = write(e->wake_fd, &one, sizeof one);
+			(void)wr;               /* a full counter wakes the host just as well */
+		}
 		S->last_tick_ns = t;
 		S->last_tick_len_ns = len;
 		if (len > S->max_tick_len_ns)
@@ -276,6 +287,32 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 	}
 	pthread_join(old->thread, NULL);
 	old->thread_on = false;
+	return 0;
+}
+
+bool eng_arm(Engine *e)
+{
+	if (e->backend == ENG_CUDA)
+		return gpu_arm(e->gpu);
+	return e->wake_fd > 0;
+}
+
+int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
+{
+	*note = 0;
+	if (e->backend != ENG_CUDA)
+		return 0;
+	GpuReap R;
+	int r = gpu_reap(e->gpu, &R, err, n);
+	if (r)
+		return r;
+	if (R.kept)
+		snprintf(note, nn, "the old CUDA context is kept for the next reload (a %.0f ms tick leaves no room to "
+			 "release it)", (double)e->params.tick_ns / 1e6);
+	else if (R.destroyed)
+		snprintf(note, nn, "the old CUDA context released in %.1f ms between two ticks (the next ran %.1f ms "
+			 "after its time, %llu late)", (double)R.destroy_ns / 1e6, (double)R.delay_ns / 1e6,
+			 (unsigned long long)R.late);
 	return 0;
 }
 

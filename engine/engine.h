@@ -30,6 +30,7 @@ typedef struct EngOpts {
 	uint32_t task_cap;        /* 0: WD_DEFAULT_TASKS */
 	uint32_t ring_cap;        /* 0: WD_DEFAULT_RING */
 	int gpu;                  /* CUDA device ordinal */
+	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
 } EngOpts;
 
 typedef struct Engine Engine;
@@ -56,6 +57,10 @@ int eng_health(Engine *e, char *err, size_t n);
 /* The alert records written since the last call, in order, to fn.  A record
  * the ring had no room for is counted in the statistics' drops. */
 typedef void (*EngAlertFn)(void *ctx, const sn_alert *a);
+/* After draining: ask to be woken through EngOpts.wake_fd when the next
+ * alert is in the ring.  false: the backend cannot (no wake_fd, or a
+ * driver without stream waits), so poll the ring. */
+bool eng_arm(Engine *e);
 unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx);
 /* Statistics now: ticks, late ticks, tick lengths, read errors, ring drops. */
 void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped);
@@ -68,6 +73,10 @@ int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
  * e continues old's tick count and schedule.  On success old has stopped
  * (close it) and e runs; on failure old runs on untouched. */
 int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
+/* After a reload, once old is closed: give back what it leaves behind (on
+ * CUDA its context, in a pause between two ticks; gpu_reap).  note says
+ * what was done, empty when nothing was. */
+int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
 
 EngBackend eng_backend(const Engine *e);
 /* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */

@@ -7,11 +7,14 @@
 #include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define GPU_BLOCK 128               /* threads per block: 4 warps */
 #define GPU_JIT_LEVEL 4             /* ptxas -O level of the driver's JIT (docs/benchmarks.md) */
@@ -30,6 +33,13 @@ struct GpuCode {
 	unsigned grid_main;           /* blocks the persistent kernel runs */
 	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */
 	bool running;
+	/* alerts wake the host: a wait on stats->doorbell, then a host function
+	 * that writes wake_fd, queued on the watch stream (gpu_arm) */
+	CuStreamWaitValue32Fn wait_value;
+	CuLaunchHostFuncFn host_func;
+	CUstream watch;
+	int wake_fd;                  /* 0: none */
+	int armed;                    /* a wait is queued (atomic: the driver's thread clears it) */
 	/* the world */
 	const Bundle *b;
 	WdLayout L;
@@ -37,8 +47,14 @@ struct GpuCode {
 	void *mirror;
 	sn_ring *ring;
 	sn_stats *stats;
-	void *registered[KX_MAX_RANGES + 1];
-	unsigned nregistered;
+	struct GpuMap {               /* the target's RAM: our own mapping of the source, registered */
+		void *src, *map;      /* the source's mapping, ours */
+		size_t len;
+		CUdeviceptr dev;
+		bool registered;
+	} maps[KX_MAX_RANGES];
+	unsigned nmaps;
+	uint64_t tick_ns;
 	size_t total;
 };
 
@@ -92,6 +108,8 @@ static int gpu_load_driver(GpuCode *g, char *err, size_t n)
 	}
 	CUDRV_FUNCS(X)
 #undef X
+	*(void **)&g->wait_value = dlsym(g->d.lib, "cuStreamWaitValue32_v2");
+	*(void **)&g->host_func = dlsym(g->d.lib, "cuLaunchHostFunc");
 	return 0;
 }
 
@@ -162,9 +180,13 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
  * other's kernels (one address space), which is how the new kernel takes
  * the old one's state over.
  *
- * cuCtxDestroy waits for every kernel on the device, so a context is not
- * destroyed while an engine runs: the pool keeps the idle ones (two, as
- * reloads alternate) and destroys them when the last engine closes. */
+ * cuCtxDestroy waits for every kernel on the device, and each context
+ * costs a driver thread that wakes ten times a second (0.08% of a core,
+ * docs/engine.md), so a context freed by a reload goes back to the pool
+ * and gpu_reap destroys it in a pause of the running kernel between two
+ * ticks; at short ticks, where the pause would not fit, it stays for the
+ * next reload.  Everything an engine uses lives in its own context (its
+ * module, tables, ring and its own registration of the target's RAM). */
 static struct { CUcontext ctx; CUdevice dev; bool used; } gpu_ctx_pool[4];
 static unsigned gpu_ctx_users;
 static pthread_mutex_t gpu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -302,7 +324,8 @@ int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 	g->grid_main = (unsigned)(per_sm_main * g->sms) / 2;
 	if (!g->grid_main)
 		g->grid_main = 1;
-	if ((c = g->d.StreamCreate(&g->run, CU_STREAM_NON_BLOCKING)) || (c = g->d.StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING))) {
+	if ((c = g->d.StreamCreate(&g->run, CU_STREAM_NON_BLOCKING)) || (c = g->d.StreamCreate(&g->copy, CU_STREAM_NON_BLOCKING)) ||
+	    (c = g->d.StreamCreate(&g->watch, CU_STREAM_NON_BLOCKING))) {
 		gpu_err(g, c, err, n, "cannot create CUDA streams");
 		goto fail;
 	}
@@ -333,73 +356,48 @@ int gpu_probe_arch(char *arch, size_t n)
 	return r;
 }
 
-/* Registrations of host memory are per process, not per module: two
- * engines on one target (a reload) share them.  Counted here. */
-static struct { void *base; unsigned refs; } gpu_regs[KX_MAX_RANGES * 4];
-static pthread_mutex_t gpu_regs_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static CUresult gpu_register(GpuCode *g, void *base, size_t len, unsigned flags)
-{
-	CUresult c = CUDA_SUCCESS;
-	pthread_mutex_lock(&gpu_regs_lock);
-	size_t free_slot = SIZE_MAX, i;
-	for (i = 0; i < sizeof gpu_regs / sizeof *gpu_regs; i++) {
-		if (gpu_regs[i].refs && gpu_regs[i].base == base)
-			break;
-		if (!gpu_regs[i].refs && free_slot == SIZE_MAX)
-			free_slot = i;
-	}
-	if (i < sizeof gpu_regs / sizeof *gpu_regs) {
-		gpu_regs[i].refs++;
-	} else if (free_slot == SIZE_MAX) {
-		c = 2;                                 /* CUDA_ERROR_OUT_OF_MEMORY */
-	} else if ((c = g->d.MemHostRegister(base, len, flags)) == CUDA_SUCCESS) {
-		gpu_regs[free_slot].base = base;
-		gpu_regs[free_slot].refs = 1;
-	}
-	pthread_mutex_unlock(&gpu_regs_lock);
-	return c;
-}
-
-static void gpu_unregister(GpuCode *g, void *base)
-{
-	pthread_mutex_lock(&gpu_regs_lock);
-	for (size_t i = 0; i < sizeof gpu_regs / sizeof *gpu_regs; i++)
-		if (gpu_regs[i].refs && gpu_regs[i].base == base && !--gpu_regs[i].refs)
-			g->d.MemHostUnregister(base);
-	pthread_mutex_unlock(&gpu_regs_lock);
-}
-
-/* The target's RAM, mapped into the GPU: each distinct host mapping of the
- * source registered once, read-only (IOMEMORY for the pmem device). */
+/* The target's RAM, mapped into the GPU: each engine maps the source's
+ * file again and registers its own mapping, read-only (IOMEMORY for the
+ * pmem device), in its own context.  Sharing one registration between the
+ * engines of a reload would tie the new engine to the old one's context,
+ * which gpu_reap destroys. */
 static int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, kx_mem *dmem, char *err, size_t n)
 {
 	*dmem = *mem;
 	for (uint32_t i = 0; i < mem->nranges; i++) {
-		void *base;
+		void *base;                          /* the source's mapping the range lies in */
 		size_t len;
-		/* portable: the next engine's context (a reload) uses it too */
-		unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY | CU_MEMHOSTREGISTER_PORTABLE;
+		off_t off;
+		unsigned flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY;
 		if (src->kind == MS_PMEM) {
 			base = src->pmem_maps[i];
 			len = mem->r[i].size;
-			flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_PORTABLE;
+			off = (off_t)mem->r[i].phys;
+			flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY;
 		} else {
 			base = src->map;
 			len = src->map_len;
+			off = 0;
 		}
-		bool done = false;
-		for (unsigned k = 0; k < g->nregistered; k++)
-			done = done || g->registered[k] == base;
-		if (!done) {
-			CU(gpu_register(g, base, len, flags),
-			   "cannot map the target's RAM (%zu MiB at %p) into %s; a registration above the driver's limit "
-			   "(about the host's RAM - 0.6 GiB) fails", len >> 20, base, g->name);
-			g->registered[g->nregistered++] = base;
+		unsigned k;
+		for (k = 0; k < g->nmaps && g->maps[k].src != base; k++)
+			;
+		if (k == g->nmaps) {
+			void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, src->fd, off);
+			if (p == MAP_FAILED) {
+				snprintf(err, n, "cannot map the target's RAM (%s, %zu MiB) again for the GPU: %s", src->path,
+					 len >> 20, strerror(errno));
+				return -errno;
+			}
+			g->maps[k] = (struct GpuMap){.src = base, .map = p, .len = len};
+			g->nmaps++;
+			CU(g->d.MemHostRegister(p, len, flags),
+			   "cannot map the target's RAM (%zu MiB) into %s; a registration above the driver's limit "
+			   "(about the host's RAM - 0.6 GiB) fails", len >> 20, g->name);
+			g->maps[k].registered = true;
+			CU(g->d.MemHostGetDevicePointer(&g->maps[k].dev, p, 0), "no GPU address for the target's RAM");
 		}
-		CUdeviceptr d;
-		CU(g->d.MemHostGetDevicePointer(&d, base, 0), "no GPU address for the target's RAM");
-		dmem->r[i].ptr = d + (mem->r[i].ptr - (uint64_t)(uintptr_t)base);
+		dmem->r[i].ptr = g->maps[k].dev + (mem->r[i].ptr - (uint64_t)(uintptr_t)base);
 	}
 	return 0;
 }
@@ -427,6 +425,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	g->b = b;
 	g->L = *L;
 	g->total = L->total;
+	g->tick_ns = p->tick_ns;
 	kx_mem dmem;
 	gpu_trace("start: map target");
 	int r = gpu_map_target(g, mem, src, &dmem, err, n);
@@ -568,6 +567,156 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 	return -ETIMEDOUT;
 }
 
+/* ---- waking the host ---------------------------------------------------------------------------
+ *
+ * The persistent kernel writes the ring's head into stats->doorbell after
+ * every tick.  gpu_arm queues, on a stream of its own, a wait until the
+ * doorbell passes the records the host has taken, then a host function
+ * that writes wake_fd: the driver's thread, awake anyway, runs it, and
+ * sentineld sleeps until there are alerts.  Without the two calls (drivers
+ * before CUDA 11.7) the caller polls. */
+static void gpu_woken(void *arg)
+{
+	GpuCode *g = arg;
+	__atomic_store_n(&g->armed, 0, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	ssize_t w = write(g->wake_fd, &one, sizeof one);
+	(void)w;                                     /* a full counter wakes the host just as well */
+}
+
+void gpu_set_wake(GpuCode *g, int fd) { g->wake_fd = fd; }
+
+bool gpu_arm(GpuCode *g)
+{
+	if (!g->wait_value || !g->host_func || g->wake_fd <= 0 || !g->running || !g->stats)
+		return false;
+	if (__atomic_load_n(&g->armed, __ATOMIC_ACQUIRE))
+		return true;
+	gpu_enter(g);
+	uint32_t want = (uint32_t)__atomic_load_n(&g->ring->tail, __ATOMIC_ACQUIRE) + 1;
+	__atomic_store_n(&g->armed, 1, __ATOMIC_RELEASE);
+	if (g->wait_value(g->watch, g->dstats + offsetof(sn_stats, doorbell), want, CU_STREAM_WAIT_VALUE_GEQ) ||
+	    g->host_func(g->watch, gpu_woken, g)) {
+		/* not on this device or driver: poll from now on */
+		g->wait_value = NULL;
+		__atomic_store_n(&g->armed, 0, __ATOMIC_RELEASE);
+		return false;
+	}
+	return true;
+}
+
+/* With the kernel stopped: release the queued wait, let the host function
+ * run, and put the doorbell back at the ring's head (no spurious wakeups
+ * after a resume). */
+static void gpu_unwatch(GpuCode *g)
+{
+	if (!g->stats || !g->watch)
+		return;
+	if (__atomic_load_n(&g->armed, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&g->stats->doorbell, (uint32_t)g->ring->tail + 1, __ATOMIC_SEQ_CST);
+		g->d.StreamSynchronize(g->watch);
+	}
+	__atomic_store_n(&g->stats->doorbell, (uint32_t)__atomic_load_n(&g->ring->head, __ATOMIC_ACQUIRE),
+			 __ATOMIC_SEQ_CST);
+}
+
+/* Kernel stops at a tick boundary; destroying the idle contexts waits for
+ * it; the relaunched kernel keeps the schedule (snrt.c: next tick at
+ * last_tick_ns + tick_ns).  Only where the pause fits in a tick with room
+ * to spare. */
+#define GPU_REAP_MIN_TICK_NS 100000000ull      /* cuCtxDestroy took 56-83 ms on an H100 (syncprobe --destroy) */
+
+static uint64_t gpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait up to timeout_ns for the persistent kernel to leave. */
+static CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns)
+{
+	struct timespec ts = {0, 50000};
+	for (uint64_t t0 = gpu_now(); gpu_now() - t0 < timeout_ns;) {
+		CUresult c = g->d.StreamQuery(g->run);
+		if (c != CUDA_ERROR_NOT_READY)
+			return c;
+		nanosleep(&ts, NULL);
+	}
+	return CUDA_ERROR_NOT_READY;
+}
+
+int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&gpu_ctx_lock);
+	size_t np = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
+	for (size_t i = 0; i < np; i++)
+		out->idle += gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used;
+	pthread_mutex_unlock(&gpu_ctx_lock);
+	if (!out->idle)
+		return 0;
+	if (g->running && g->tick_ns < GPU_REAP_MIN_TICK_NS) {
+		out->kept = true;                       /* the pause would not fit: the next reload uses it */
+		return 0;
+	}
+	gpu_enter(g);
+	bool was_running = g->running;
+	uint64_t late0 = __atomic_load_n(&g->stats->late, __ATOMIC_ACQUIRE), due = 0;
+	if (was_running) {
+		/* right after a tick ends, so the pause has the whole gap */
+		uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t0 = gpu_now();
+		struct timespec ts = {0, 50000};
+		while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && gpu_now() - t0 < 4 * g->tick_ns)
+			nanosleep(&ts, NULL);
+		gpu_trace("reap: pause");
+		__atomic_store_n(&g->stats->stop, 1, __ATOMIC_SEQ_CST);
+		CUresult c = gpu_wait_exit(g, 2 * g->tick_ns + 1000000000ull);
+		if (c != CUDA_SUCCESS) {
+			g->running = c == CUDA_ERROR_NOT_READY;
+			return gpu_err(g, c, err, n, "the persistent kernel did not pause to release an idle context");
+		}
+		g->running = false;
+		due = __atomic_load_n(&g->stats->last_tick_ns, __ATOMIC_ACQUIRE) + g->tick_ns;
+		gpu_unwatch(g);                        /* a queued wait may count as work on the device */
+	}
+	uint64_t t1 = gpu_now();
+	gpu_trace("reap: destroy");
+	pthread_mutex_lock(&gpu_ctx_lock);
+	for (size_t i = 0; i < np; i++)
+		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used) {
+			g->d.CtxDestroy(gpu_ctx_pool[i].ctx);
+			gpu_ctx_pool[i].ctx = NULL;
+			out->destroyed++;
+		}
+	pthread_mutex_unlock(&gpu_ctx_lock);
+	g->d.CtxSetCurrent(g->ctx);
+	out->destroy_ns = gpu_now() - t1;
+	if (!was_running)
+		return 0;
+	/* the world no longer takes over from anyone: its old one is gone */
+	static const uint64_t zero;
+	CU(g->d.MemcpyHtoDAsync(g->dblock + offsetof(sn_world, from), &zero, sizeof zero, g->copy),
+	   "cannot resume the persistent kernel");
+	CU(g->d.StreamSynchronize(g->copy), "cannot resume the persistent kernel");
+	__atomic_store_n(&g->stats->stopped, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->stats->stop, 0, __ATOMIC_SEQ_CST);
+	int r = gpu_run(g, err, n);
+	out->pause_ns = gpu_now() - t1;
+	gpu_trace("reap: resumed");
+	if (r)
+		return r;
+	/* its next tick tells whether the pause cost one */
+	uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t2 = gpu_now();
+	struct timespec ts = {0, 1000000};
+	while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && gpu_now() - t2 < 4 * g->tick_ns)
+		nanosleep(&ts, NULL);
+	out->late = __atomic_load_n(&g->stats->late, __ATOMIC_ACQUIRE) - late0;
+	uint64_t first = __atomic_load_n(&g->stats->last_tick_ns, __ATOMIC_ACQUIRE);
+	out->delay_ns = first > due ? first - due : 0;
+	return 0;
+}
+
 int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t n)
 {
 	gpu_enter(g);
@@ -603,13 +752,18 @@ void gpu_close(GpuCode *g)
 		gpu_enter(g);
 		if (g->running && g->stats)
 			gpu_halt(g, 2000000000ull, err, sizeof err);
+		if (!g->running)
+			gpu_unwatch(g);
 		g->d.CtxSynchronize();
 		if (g->run)
 			g->d.StreamDestroy(g->run);
 		if (g->copy)
 			g->d.StreamDestroy(g->copy);
-		for (unsigned i = 0; i < g->nregistered; i++)
-			gpu_unregister(g, g->registered[i]);
+		if (g->watch)
+			g->d.StreamDestroy(g->watch);
+		for (unsigned i = 0; i < g->nmaps; i++)
+			if (g->maps[i].registered)
+				g->d.MemHostUnregister(g->maps[i].map);
 		if (g->dblock)
 			g->d.MemFree(g->dblock);
 		if (g->ring)
@@ -620,6 +774,8 @@ void gpu_close(GpuCode *g)
 			g->d.ModuleUnload(g->mod);
 		gpu_ctx_put(g);
 	}
+	for (unsigned i = 0; i < g->nmaps; i++)
+		munmap(g->maps[i].map, g->maps[i].len);
 	free(g->mirror);
 	if (g->d.lib)
 		dlclose(g->d.lib);

@@ -46,11 +46,30 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
  * once old has stopped and g has ticked on its own.  g's world must have
  * been linked to old's (wd_link). */
 int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_t n);
+/* After a reload: destroy the contexts that engines closed since (each
+ * costs a driver thread), pausing g's persistent kernel between two ticks
+ * while the driver does, since destroying a context waits for every kernel
+ * on the device.  Below a 100 ms tick the pause is not taken and the idle
+ * context is kept for the next reload (kept).  What it did goes in *out. */
+typedef struct GpuReap {
+	unsigned idle, destroyed;  /* idle contexts found, destroyed */
+	bool kept;                 /* not destroyed: the tick is too short */
+	uint64_t destroy_ns;       /* cuCtxDestroy, all of them */
+	uint64_t pause_ns;         /* kernel left .. relaunched */
+	uint64_t late;             /* ticks the pause made late (0 expected) */
+	uint64_t delay_ns;         /* how much after its time the first tick after the pause ran */
+} GpuReap;
+int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n);
 /* The world block: its GPU address, its host copy, and copying that copy
  * (changed by wd_link) to the GPU again before the kernel starts. */
 uint64_t gpu_block_addr(const GpuCode *g);
 void *gpu_mirror(GpuCode *g);
 int gpu_upload(GpuCode *g, char *err, size_t n);
+/* Alerts wake the host: once armed, fd (an eventfd) is written when the
+ * ring holds a record past the ones the host took (ring->tail).  Arm again
+ * after each wakeup; false: this driver cannot, poll instead. */
+void gpu_set_wake(GpuCode *g, int fd);
+bool gpu_arm(GpuCode *g);
 /* The kernel's state without waiting: 0 running (or done), else the error. */
 int gpu_poll(GpuCode *g, char *err, size_t n);
 /* Copy bytes at offset off of the world block to dst while the kernel runs. */

@@ -112,6 +112,12 @@ static void print_status(json_t *s)
 	       num(s, "tick_ns") / 1e6, num(s, "late_ticks"), num(s, "last_tick_us"), num(s, "max_tick_us"));
 	printf("alerts:    %.0f delivered, %.0f dropped (ring full); %.0f read errors\n", num(s, "alerts_delivered"),
 	       num(s, "ring_dropped"), num(s, "read_errors"));
+	if (json_object_get(s, "alerts_wake")) {
+		if (strcmp(str(s, "alerts_wake"), "poll"))
+			printf("delivery:  at once (woken by the %s)\n", str(s, "alerts_wake"));
+		else
+			printf("delivery:  every %.0f ms (this driver cannot wake sentineld)\n", num(s, "notify_delay_ns") / 1e6);
+	}
 	if (json_object_get(s, "last_reload"))
 		printf("reload:    %s\n", str(s, "last_reload"));
 }

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -73,6 +74,7 @@ typedef struct Daemon {
 	unsigned reloads, target_restarts;
 	char last_reload[600];
 	uint64_t alerts_seen;
+	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 } Daemon;
 
 static volatile sig_atomic_t d_reload_flag, d_quit_flag;
@@ -273,12 +275,17 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	eng_close(old);
 	bd_free(ob);
 	D->reloads++;
+	uint64_t t1 = d_now();
+	char settled[256];
+	if ((r = eng_settle(D->e, settled, sizeof settled, err, sizeof err)))
+		snprintf(settled, sizeof settled, "after the handover: %s", err);
 	/* the proof of no gap: the new engine's first tick is the old one's
 	 * last plus one, one tick later */
 	snprintf(msg, n, "%zu rules running (%u kept their state), reloaded in %.0f ms; handover: old tick %llu, "
-		 "new tick %llu %.1f ms later (tick %.1f ms)", nb->nrules, kept, (double)(d_now() - t0) / 1e6,
+		 "new tick %llu %.1f ms later (tick %.1f ms)%s%s", nb->nrules, kept, (double)(t1 - t0) / 1e6,
 		 (unsigned long long)os.ticks, (unsigned long long)ns.first_tick,
-		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6);
+		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6,
+		 *settled ? "; " : "", settled);
 	snprintf(D->last_reload, sizeof D->last_reload, "%s", msg);
 	d_log_disabled(D);
 	return 0;
@@ -363,6 +370,9 @@ static json_t *d_status(Daemon *D)
 	if (*D->last_reload)
 		json_object_set_new(o, "last_reload", json_string(D->last_reload));
 	json_object_set_new(o, "alerts_delivered", json_integer((json_int_t)D->alerts_seen));
+	if (D->wake)
+		json_object_set_new(o, "alerts_wake", json_string(D->wake));
+	json_object_set_new(o, "notify_delay_ns", json_integer((json_int_t)D->cf.delay_ns));
 	if (D->e) {
 		sn_stats S;
 		uint64_t dropped;
@@ -602,8 +612,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sentineld: %d error%s in %s; not starting\n", nerr, nerr == 1 ? "" : "s", config);
 		goto out;
 	}
+	/* the engines write it when alerts wait; fd 0 is stdin, so never it */
+	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
-			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu};
+			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
 	/* the baseline PTX and, with a GPU here, its native code */
 	char native[16];
 	snprintf(D.archs, sizeof D.archs, "%s", COMP_DEFAULT_ARCHS);
@@ -656,18 +668,33 @@ int main(int argc, char **argv)
 	       (double)D.cf.tick_ns / 1e6, eng_backend_note(D.e), D.cf.socket);
 	d_log_disabled(&D);
 	d_sd_notify("READY=1\nSTATUS=running");
-	/* the host's share: wake every [notify] delay to deliver alerts (the
-	 * GPU cannot wake it; each wakeup costs ~50 us here, docs/benchmarks.md),
-	 * at once for the control socket and signals */
-	int wait_ms = (int)(D.cf.delay_ns / 1000000);
+	/* the host's share: sleep until the engine says alerts wait (the wake
+	 * fd: the GPU's doorbell, gpu_arm), the control socket or a signal
+	 * needs us, or the target is due a check; every [notify] delay where
+	 * the engine cannot wake us.  Each wakeup costs ~50 us here
+	 * (docs/benchmarks.md). */
 	while (!d_quit_flag) {
-		struct pollfd pf[D_MAX_CLIENTS + 1];
+		struct pollfd pf[D_MAX_CLIENTS + 2];
 		int np = 0;
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
+		pf[np++] = (struct pollfd){.fd = D.eo.wake_fd > 0 ? D.eo.wake_fd : -1, .events = POLLIN};
 		for (int i = 0; i < D_MAX_CLIENTS; i++)
 			if (D.cl[i].fd >= 0)
 				pf[np++] = (struct pollfd){.fd = D.cl[i].fd, .events = POLLIN};
-		int pr = poll(pf, (nfds_t)np, wait_ms);
+		uint64_t now = d_now(), wait_ns = D.next_check_ns > now ? D.next_check_ns - now : 0;
+		bool armed = D.ts == TS_OK && D.e && eng_arm(D.e);
+		if (armed)
+			D.wake = eng_backend(D.e) == ENG_CUDA ? "gpu doorbell" : "tick thread";
+		else if (D.ts == TS_OK && D.e)
+			D.wake = "poll";
+		if (!armed && wait_ns > D.cf.delay_ns)
+			wait_ns = D.cf.delay_ns;
+		int pr = poll(pf, (nfds_t)np, (int)((wait_ns + 999999) / 1000000));
+		if (pr > 0 && (pf[1].revents & POLLIN)) {
+			uint64_t count;
+			ssize_t got = read(D.eo.wake_fd, &count, sizeof count);
+			(void)got;
+		}
 		d_drain(&D);
 		if (d_reload_flag) {
 			d_reload_flag = 0;
@@ -697,7 +724,7 @@ int main(int argc, char **argv)
 				close(fd);
 			}
 		}
-		for (int k = 1; k < np; k++) {
+		for (int k = 2; k < np; k++) {
 			if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			for (int i = 0; i < D_MAX_CLIENTS; i++)
@@ -724,5 +751,7 @@ out:
 	bd_free(D.b);
 	nt_close(D.nt);
 	cf_free(&D.cf);
+	if (D.eo.wake_fd > 0)
+		close(D.eo.wake_fd);
 	return rc;
 }

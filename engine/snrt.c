@@ -513,7 +513,9 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 	uint32_t warp = __nvvm_read_ptx_sreg_ctaid_x() * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
 	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
 	sn_stats *S = w->stats;
-	uint64_t next = sn_clock();
+	/* a first start ticks now; a kernel resumed after a pause (the loader
+	 * destroying an idle context, gpu_reap) keeps its schedule */
+	uint64_t next = S->last_tick_ns ? S->last_tick_ns + w->tick_ns : sn_clock();
 	if (w->from) {
 		/* a reload: the old kernel stops after its stats->handoff_tick;
 		 * take its state over then, and keep its schedule */
@@ -573,6 +575,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 				S->max_tick_len_ns = len;
 			sn_fence_system();
 			*(volatile uint64_t *)&S->ticks = w->tick;
+			*(volatile uint32_t *)&S->doorbell = (uint32_t)sn_load_volatile(&w->ring->head);
 		}
 	}
 	if (warp == 0 && simt_lane() == 0) {

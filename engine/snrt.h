@@ -75,7 +75,10 @@ typedef struct sn_stats {
 	uint64_t handoff_tick;     /* reload: the old kernel stops after this tick */
 	uint64_t first_tick;       /* the first tick this engine ran, and when */
 	uint64_t first_tick_ns;
-	uint64_t _pad[5];
+	uint32_t doorbell;         /* GPU -> host: the ring's head (low bits) at the end of the last tick;
+				    * the host's stream waits on it to be woken for alerts (gpu_arm) */
+	uint32_t _pad32;
+	uint64_t _pad[4];
 } sn_stats;
 
 /* ---- alert state of one rule ----------------------------------------------- */

@@ -2,7 +2,7 @@
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
-#   sh tests/gpu/run.sh [all|syncprobe|metrics|engine|demo|bench]
+#   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|metrics|engine|demo|bench [N,N SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -26,7 +26,7 @@ what=${1:-all}
 rc=0
 if [ "$what" = all ] || [ "$what" = syncprobe ]; then
 	# which driver calls wait for a running kernel (the reload must avoid them)
-	"$work/bin/syncprobe" || rc=1
+	"$work/bin/syncprobe" ${2:+"$2"} || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = metrics ]; then
 	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d" || rc=1

@@ -174,12 +174,61 @@ static void idle_phase(const char *what, double secs)
 	printf("\n");
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* How long cuCtxDestroy of an idle context takes (gpu_reap pauses the
+ * persistent kernel for it): a bare context, or one that held what an
+ * engine holds (a module, a stream, device and mapped host memory), all
+ * freed before.  Twenty of each, a random pause between. */
+static void destroy_phase(CUdevice dev, int used)
+{
+	enum { REPS = 20 };
+	double t[REPS];
+	int n = 0;
+	for (int i = 0; ctx_create && ctx_destroy && i < REPS; i++) {
+		CUcontext c2;
+		if (ctx_create(&c2, 0, dev))
+			break;
+		if (used) {
+			CUmodule m2;
+			CUstream s2;
+			CUdeviceptr p2;
+			void *h2;
+			if (d.ModuleLoadDataEx(&m2, ptx, 0, NULL, NULL) || d.StreamCreate(&s2, CU_STREAM_NON_BLOCKING) ||
+			    d.MemAlloc(&p2, 64 << 20) || d.MemHostAlloc(&h2, 1 << 20, CU_MEMHOSTALLOC_DEVICEMAP))
+				break;
+			d.MemFree(p2);
+			d.MemFreeHost(h2);
+			d.StreamDestroy(s2);
+			d.ModuleUnload(m2);
+		}
+		struct timespec ts = {0, (long)(rand() % 150) * 1000000};
+		nanosleep(&ts, NULL);
+		double t0 = now_s();
+		ctx_destroy(c2);
+		t[n++] = (now_s() - t0) * 1e3;
+	}
+	d.CtxSetCurrent(ctx);
+	if (!n) {
+		printf("  cuCtxDestroy (%s): could not create contexts\n", used ? "used" : "bare");
+		return;
+	}
+	qsort(t, (size_t)n, sizeof *t, cmp_double);
+	printf("  cuCtxDestroy of an idle %s context, %d times: min %.1f ms, median %.1f ms, max %.1f ms\n",
+	       used ? "used (module, stream, memory; freed)" : "bare", n, t[0], t[n / 2], t[n - 1]);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: syncprobe [--idle]\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n"
+		printf("usage: syncprobe [--idle|--destroy]\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n"
 		       "--idle: the host CPU of each thread of an idle process holding a context, with and\n"
-		       "without a running kernel.\n");
+		       "without a running kernel.\n"
+		       "--destroy: how long cuCtxDestroy of an idle context takes (no kernel running).\n");
 		return 0;
 	}
 	d.lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -233,6 +282,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	flag = hflag;
+	if (argc > 1 && !strcmp(argv[1], "--destroy")) {
+		destroy_phase(dev, 0);
+		destroy_phase(dev, 1);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "--idle")) {
 		/* where the host time of an idle CUDA process goes (docs/benchmarks.md) */
 		idle_phase("a context, no kernel", 10);
