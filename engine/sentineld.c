@@ -53,7 +53,27 @@ typedef struct Client {
 	int fd;
 	char buf[4096];
 	size_t len;
+	bool waiting;                 /* for its reload: not read until answered */
 } Client;
+
+/* A reload in two halves: the slow one (compile the rule directory, load
+ * the new rules on the backend: seconds, minutes for 10,000 rules) on a
+ * thread of its own, while the main loop goes on delivering alerts and
+ * answering; the handover on the main loop once that is done.  Owns nb,
+ * ne and diags until the handover takes them. */
+typedef struct DReload {
+	struct Daemon *D;
+	pthread_t thread;
+	bool on;                      /* in progress (the thread runs, or is done and not yet joined) */
+	int done;                     /* atomic: the thread has finished */
+	Client *client;               /* waits for the answer; NULL: SIGHUP */
+	uint64_t t0;
+	Bundle *nb;
+	Engine *ne;
+	char *diags;                  /* rule errors, rulec's format */
+	char err[1024];
+	int r_rules, r_open;          /* d_rules_load's and eng_open's results */
+} DReload;
 
 typedef struct Daemon {
 	Config cf;
@@ -75,6 +95,7 @@ typedef struct Daemon {
 	char last_reload[600];
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
+	DReload rl;
 } Daemon;
 
 static volatile sig_atomic_t d_reload_flag, d_quit_flag;
@@ -226,16 +247,64 @@ static int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t
 	return j.r;
 }
 
-/* Validate everything, then hand over; the running rules stay on any error.
- * Returns 0 or an error; *diags gets rule errors in rulec's format. */
+static void *d_reload_thread(void *arg)
+{
+	DReload *R = arg;
+	Daemon *D = R->D;
+	/* the JIT of eng_open at nice 10 too, for the reason above */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	if (!R->r_rules && D->ts == TS_OK)     /* ts holds still: the target watch waits for us */
+		R->r_open = eng_open(R->nb, D->t, &D->eo, &R->ne, R->err, sizeof R->err);
+	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
+	if (D->eo.wake_fd > 0) {
+		uint64_t one = 1;
+		ssize_t w = write(D->eo.wake_fd, &one, sizeof one);
+		(void)w;
+	}
+	return NULL;
+}
+
+/* Start a reload for client c (NULL: SIGHUP); its answer comes from
+ * d_reload_done.  -EBUSY while one is in progress. */
+static int d_reload_start(Daemon *D, Client *c, char *msg, size_t n)
+{
+	DReload *R = &D->rl;
+	if (R->on) {
+		snprintf(msg, n, "a reload is in progress (for %.0f s); try again when it ends",
+			 (double)(d_now() - R->t0) / 1e9);
+		return -EBUSY;
+	}
+	*R = (DReload){.D = D, .client = c, .t0 = d_now(), .on = true};
+	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
+	if (e) {
+		R->on = false;
+		snprintf(msg, n, "cannot start the reload: %s; the running rules are unchanged", strerror(e));
+		return -e;
+	}
+	if (c)
+		c->waiting = true;
+	return 0;
+}
+
+/* The second half: validate what the thread made, then hand over; the
+ * running rules stay on any error.  Returns 0 or an error; *diags gets rule
+ * errors in rulec's format (the caller frees them). */
 static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 {
-	uint64_t t0 = d_now();
-	Bundle *nb = NULL;
-	Engine *ne = NULL;
-	char err[1024] = "";
-	*diags = NULL;
-	int r = d_rules_load(D, &nb, diags, err, sizeof err);
+	DReload *R = &D->rl;
+	pthread_join(R->thread, NULL);
+	R->on = false;
+	uint64_t t0 = R->t0;
+	Bundle *nb = R->nb;
+	Engine *ne = R->ne;
+	char err[1024];
+	snprintf(err, sizeof err, "%s", R->err);
+	*diags = R->diags;
+	R->nb = NULL;
+	R->ne = NULL;
+	R->diags = NULL;
+	int r = R->r_rules;
 	if (r) {
 		snprintf(msg, n, "%s", r == 1 ? "the rules have errors; the running rules are unchanged" : err);
 		return r == 1 ? -EINVAL : r;
@@ -246,15 +315,15 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		snprintf(msg, n, "%zu rules loaded; the target is lost, they start when it is back", nb->nrules);
 		return 0;
 	}
-	if ((r = eng_open(nb, D->t, &D->eo, &ne, err, sizeof err))) {
-		snprintf(msg, n, "the new rules cannot run: %s; the running rules are unchanged", err);
+	if ((r = R->r_open)) {
+		snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
 		bd_free(nb);
 		return r;
 	}
 	unsigned kept = 0;
 	d_drain(D);
 	if ((r = eng_takeover(ne, D->e, &kept, err, sizeof err))) {
-		snprintf(msg, n, "the handover failed: %s; the running rules are unchanged", err);
+		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
 		eng_close(ne);
 		bd_free(nb);
 		return r;
@@ -278,7 +347,7 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	uint64_t t1 = d_now();
 	char settled[256];
 	if ((r = eng_settle(D->e, settled, sizeof settled, err, sizeof err)))
-		snprintf(settled, sizeof settled, "after the handover: %s", err);
+		snprintf(settled, sizeof settled, "after the handover: %.200s", err);
 	/* the proof of no gap: the new engine's first tick is the old one's
 	 * last plus one, one tick later */
 	snprintf(msg, n, "%zu rules running (%u kept their state), reloaded in %.0f ms; handover: old tick %llu, "
@@ -286,9 +355,32 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		 (unsigned long long)os.ticks, (unsigned long long)ns.first_tick,
 		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6,
 		 *settled ? "; " : "", settled);
-	snprintf(D->last_reload, sizeof D->last_reload, "%s", msg);
+	snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
 	d_log_disabled(D);
 	return 0;
+}
+
+static void d_answer(Client *c, json_t *resp);
+
+/* The reload's thread is done: hand over, log, answer whoever asked. */
+static void d_reload_done(Daemon *D)
+{
+	Client *c = D->rl.client;
+	char msg[1024], *diags = NULL;
+	int r = d_reload(D, &diags, msg, sizeof msg);
+	nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", c ? "control socket" : "SIGHUP", msg);
+	if (c) {
+		json_t *resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
+		if (diags)
+			json_object_set_new(resp, "diagnostics", json_string(diags));
+		c->waiting = false;
+		if (c->fd >= 0)
+			d_answer(c, resp);
+		json_decref(resp);
+	} else if (diags) {
+		fputs(diags, stderr);
+	}
+	free(diags);
 }
 
 /* ---- the target watch -------------------------------------------------------------------- */
@@ -296,7 +388,7 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 static void d_watch_target(Daemon *D)
 {
 	uint64_t now = d_now();
-	if (now < D->next_check_ns)
+	if (now < D->next_check_ns || D->rl.on)    /* the reload's thread uses the target */
 		return;
 	char err[512] = "";
 	if (D->ts == TS_OK) {
@@ -369,6 +461,8 @@ static json_t *d_status(Daemon *D)
 	json_object_set_new(o, "reloads", json_integer(D->reloads));
 	if (*D->last_reload)
 		json_object_set_new(o, "last_reload", json_string(D->last_reload));
+	if (D->rl.on)
+		json_object_set_new(o, "reload_running_s", json_real((double)(d_now() - D->rl.t0) / 1e9));
 	json_object_set_new(o, "alerts_delivered", json_integer((json_int_t)D->alerts_seen));
 	if (D->wake)
 		json_object_set_new(o, "alerts_wake", json_string(D->wake));
@@ -445,7 +539,7 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 	return a;
 }
 
-static json_t *d_request(Daemon *D, const char *line)
+static json_t *d_request(Daemon *D, Client *c, const char *line)
 {
 	json_error_t je;
 	json_t *req = json_loads(line, 0, &je);
@@ -460,13 +554,9 @@ static json_t *d_request(Daemon *D, const char *line)
 		json_t *a = d_rules(D, !strcmp(cmd, "alerts"), err, sizeof err);
 		resp = a ? json_pack("{s:b, s:o}", "ok", 1, cmd, a) : json_pack("{s:b, s:s}", "ok", 0, "error", err);
 	} else if (!strcmp(cmd, "reload")) {
-		char *diags = NULL, msg[1024];
-		int r = d_reload(D, &diags, msg, sizeof msg);
-		nt_log(D->nt, r ? 4 : 6, "reload (control socket): %s", msg);
-		resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
-		if (diags)
-			json_object_set_new(resp, "diagnostics", json_string(diags));
-		free(diags);
+		char msg[1024];
+		/* answered when done (d_reload_done) */
+		resp = d_reload_start(D, c, msg, sizeof msg) ? json_pack("{s:b, s:s}", "ok", 0, "message", msg) : NULL;
 	} else {
 		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown command; the commands are status, rules, alerts, reload");
 	}
@@ -518,6 +608,19 @@ static int d_listen(Daemon *D, char *err, size_t n)
 	return 0;
 }
 
+/* One reply line.  It is small; a client that does not read it loses it. */
+static void d_answer(Client *c, json_t *resp)
+{
+	char *out = json_dumps(resp, JSON_COMPACT);
+	if (!out)
+		return;
+	size_t len = strlen(out);
+	out[len] = '\n';
+	if (write(c->fd, out, len + 1) < 0) {
+	}
+	free(out);
+}
+
 static void d_client_io(Daemon *D, Client *c)
 {
 	ssize_t r = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
@@ -529,18 +632,12 @@ static void d_client_io(Daemon *D, Client *c)
 	c->len += (size_t)r;
 	c->buf[c->len] = 0;
 	char *nl;
-	while ((nl = strchr(c->buf, '\n'))) {
+	while (!c->waiting && (nl = strchr(c->buf, '\n'))) {
 		*nl = 0;
-		json_t *resp = d_request(D, c->buf);
-		char *out = json_dumps(resp, JSON_COMPACT);
-		json_decref(resp);
-		if (out) {
-			size_t len = strlen(out);
-			out[len] = '\n';
-			/* the reply is small; a client that does not read it loses it */
-			if (write(c->fd, out, len + 1) < 0) {
-			}
-			free(out);
+		json_t *resp = d_request(D, c, c->buf);
+		if (resp) {
+			d_answer(c, resp);
+			json_decref(resp);
 		}
 		size_t rest = c->len - (size_t)(nl + 1 - c->buf);
 		memmove(c->buf, nl + 1, rest);
@@ -679,7 +776,7 @@ int main(int argc, char **argv)
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = D.eo.wake_fd > 0 ? D.eo.wake_fd : -1, .events = POLLIN};
 		for (int i = 0; i < D_MAX_CLIENTS; i++)
-			if (D.cl[i].fd >= 0)
+			if (D.cl[i].fd >= 0 && !D.cl[i].waiting)
 				pf[np++] = (struct pollfd){.fd = D.cl[i].fd, .events = POLLIN};
 		uint64_t now = d_now(), wait_ns = D.next_check_ns > now ? D.next_check_ns - now : 0;
 		bool armed = D.ts == TS_OK && D.e && eng_arm(D.e);
@@ -696,15 +793,13 @@ int main(int argc, char **argv)
 			(void)got;
 		}
 		d_drain(&D);
-		if (d_reload_flag) {
+		if (D.rl.on && __atomic_load_n(&D.rl.done, __ATOMIC_ACQUIRE))
+			d_reload_done(&D);
+		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
 			d_reload_flag = 0;
 			char msg[1024];
-			char *dg = NULL;
-			r = d_reload(&D, &dg, msg, sizeof msg);
-			nt_log(D.nt, r ? 4 : 6, "reload (SIGHUP): %s", msg);
-			if (dg)
-				fputs(dg, stderr);
-			free(dg);
+			if (d_reload_start(&D, NULL, msg, sizeof msg))
+				nt_log(D.nt, 4, "reload (SIGHUP): %s", msg);
 		}
 		d_watch_target(&D);
 		if (pr <= 0)
@@ -734,6 +829,20 @@ int main(int argc, char **argv)
 	}
 	d_sd_notify("STOPPING=1");
 	nt_log(D.nt, 6, "stopping");
+	if (D.rl.on) {
+		nt_log(D.nt, 6, "waiting for the reload in progress to end (it is discarded)");
+		pthread_join(D.rl.thread, NULL);
+		eng_close(D.rl.ne);
+		bd_free(D.rl.nb);
+		free(D.rl.diags);
+		D.rl.on = false;
+		if (D.rl.client && D.rl.client->fd >= 0) {
+			json_t *resp = json_pack("{s:b, s:s}", "ok", 0, "message",
+						 "sentineld is stopping; the reload was discarded");
+			d_answer(D.rl.client, resp);
+			json_decref(resp);
+		}
+	}
 	if (D.e && eng_stop(D.e, err, sizeof err))
 		nt_log(D.nt, 4, "%s", err);
 	d_drain(&D);
