@@ -171,13 +171,24 @@ def wait_event(tmp, alert, state, since, timeout):
     return None
 
 
+def test_rules(threads):
+    """TestThreads changes threshold on reload; TestHogs stays as it is.  TestHogs
+    counts runnable tasks, which a busy host cannot take away from the guest: the
+    CPU backend's reload competes with QEMU for the host's CPUs, and a starved
+    guest is less than 80% busy by the GPU's clock, which rightly resolves
+    CpuOverload (seen in CI with 2 vCPUs: 72% during a 7 s reload)."""
+    return ("groups:\n  - name: test\n    rules:\n"
+            "      - alert: TestThreads\n        expr: host.threads > %d\n        severity: info\n"
+            "      - alert: TestHogs\n        expr: host.procs_running >= 4\n        for: 1s\n"
+            "        severity: info\n" % threads)
+
+
 def with_guest(tmp):
     ks = guest.kernels()
     rules = os.path.join(tmp, "rules")
     shutil.copytree(os.path.join(TOP, "rules"), rules)
     with open(os.path.join(rules, "test.yaml"), "w") as f:
-        f.write("groups:\n  - name: test\n    rules:\n      - alert: TestThreads\n        expr: host.threads > 100000\n"
-                "        severity: info\n")
+        f.write(test_rules(100000))
     g = guest.Guest(ks["debian-6.12"], kaslr=True, name="eng")
     g.start()
     d = None
@@ -223,8 +234,7 @@ def with_guest(tmp):
         # ---- reload: a threshold changes while CpuOverload fires -------------------------
         before = status(tmp)
         with open(os.path.join(rules, "test.yaml"), "w") as f:
-            f.write("groups:\n  - name: test\n    rules:\n      - alert: TestThreads\n        expr: host.threads > 10\n"
-                    "        severity: info\n")
+            f.write(test_rules(10))
         n1 = len(events(tmp))
         rc, out, err = ctl(tmp, "reload")
         after = status(tmp)
@@ -249,16 +259,24 @@ def with_guest(tmp):
                (threads and threads.get("value")), events(tmp)[n1:])
         rc, out, err = ctl(tmp, "--json", "alerts")
         active = {a["name"]: a["state"] for a in json.loads(out)["alerts"]} if rc == 0 else {}
-        again = [e for e in events(tmp)[n1:] if e["alert"] == "CpuOverload"]
-        report(active.get("CpuOverload") == "firing" and not again,
-               "an unchanged rule keeps its state across the reload (CpuOverload still firing, no new event)",
-               "alerts %s; CpuOverload events since the reload: %s" % (active, again))
+        again = [e for e in events(tmp)[n1:] if e["alert"] == "TestHogs"]
+        report(active.get("TestHogs") == "firing" and not again,
+               "an unchanged rule keeps its state across the reload (TestHogs still firing, no new event)",
+               "alerts %s; TestHogs events since the reload: %s" % (active, again))
         # ---- the hog stops: resolved --------------------------------------------------
         n2 = len(events(tmp))
         g.check("kill $hogs; wait $hogs 2>/dev/null; true")
-        resolved = wait_event(tmp, "CpuOverload", "resolved", n2, 30)
-        report(resolved is not None, "CpuOverload resolves after the hog stops (value %s)" %
-               (resolved and resolved.get("value")), events(tmp)[n2:])
+        resolved = wait_event(tmp, "TestHogs", "resolved", n2, 30)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            rc, out, err = ctl(tmp, "--json", "alerts")
+            active = {a["name"]: a["state"] for a in json.loads(out)["alerts"]} if rc == 0 else {}
+            if rc == 0 and "CpuOverload" not in active:
+                break
+            time.sleep(0.2)
+        report(resolved is not None and rc == 0 and "CpuOverload" not in active,
+               "CpuOverload and TestHogs resolve after the hog stops (active alerts: %s)" % sorted(active),
+               "alerts %s; events %s" % (active, events(tmp)[n2:]))
         st = status(tmp)
         want = "gpu doorbell" if BACKEND == "cuda" else "tick thread"
         report(st.get("alerts_wake") == want,
