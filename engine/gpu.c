@@ -152,9 +152,23 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	size_t size;
 	gpu_trace("link: create");
 	CUresult c = g->d.LinkCreate(nopts, opts, vals, &ls);
-	if (c == CUDA_SUCCESS)
-		c = g->d.LinkAddData(ls, CU_JIT_INPUT_PTX, ptx->text, ptx->len + 1, "bundle.ptx", 0, NULL, NULL);
-	gpu_trace("link: ptx added");
+	/* rulec splits large rule sets into parts, each an input of its own
+	 * (kept until the link is complete) */
+	char *part[256] = {0};
+	size_t len, k = 0;
+	for (const char *p = bd_ptx_part(ptx, NULL, &len); p && c == CUDA_SUCCESS; p = bd_ptx_part(ptx, p + len, &len)) {
+		char name[32];
+		if (k == sizeof part / sizeof *part || !(part[k] = malloc(len + 1))) {
+			c = 2;                                  /* CUDA_ERROR_OUT_OF_MEMORY */
+			break;
+		}
+		memcpy(part[k], p, len);
+		part[k][len] = 0;
+		snprintf(name, sizeof name, "bundle-%zu.ptx", k);
+		c = g->d.LinkAddData(ls, CU_JIT_INPUT_PTX, part[k], len + 1, name, 0, NULL, NULL);
+		k++;
+		gpu_trace("link: ptx part added");
+	}
 	if (c == CUDA_SUCCESS)
 		c = g->d.LinkComplete(ls, &cubin, &size);
 	gpu_trace("link: complete");
@@ -163,7 +177,9 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	gpu_trace("module loaded");
 	if (ls)
 		g->d.LinkDestroy(ls);
-	if (c != CUDA_SUCCESS && !g->mod && !*log)
+	for (size_t i = 0; i < k; i++)
+		free(part[i]);
+	if (c != CUDA_SUCCESS && !g->mod && !*log && k <= 1)      /* one module only */
 		c = g->d.ModuleLoadDataEx(&g->mod, ptx->text, 2, opts, vals);
 	return c;
 }

@@ -25,6 +25,20 @@ static int bd_fail(char *err, size_t n, int code, const char *fmt, ...)
 	return code;
 }
 
+const char *bd_ptx_part(const BdPtx *x, const char *end, size_t *len)
+{
+	const char *stop = x->text + x->len, *p = end ? end : x->text;
+	if (p >= stop || (end && strncmp(p, BD_PTX_PART, strlen(BD_PTX_PART))))
+		return NULL;
+	if (!strncmp(p, BD_PTX_PART, strlen(BD_PTX_PART))) {
+		const char *nl = memchr(p, '\n', (size_t)(stop - p));
+		p = nl ? nl + 1 : stop;
+	}
+	const char *next = strstr(p, "\n" BD_PTX_PART);
+	*len = next ? (size_t)(next + 1 - p) : (size_t)(stop - p);
+	return p;
+}
+
 uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h)
 {
 	const unsigned char *p = data;
@@ -139,8 +153,13 @@ static json_t *bd_manifest(const Bundle *b)
 	json_t *code = json_object();
 	json_object_set_new(code, "host_object_bytes", json_integer((json_int_t)b->host_len));
 	json_t *ptx = json_array();
-	for (size_t i = 0; i < b->nptx; i++)
-		json_array_append_new(ptx, json_pack("{s:s, s:I}", "arch", b->ptx[i].arch, "bytes", (json_int_t)b->ptx[i].len));
+	for (size_t i = 0; i < b->nptx; i++) {
+		size_t parts = 0, len;
+		for (const char *p = bd_ptx_part(&b->ptx[i], NULL, &len); p; p = bd_ptx_part(&b->ptx[i], p + len, &len))
+			parts++;
+		json_array_append_new(ptx, json_pack("{s:s, s:I, s:I}", "arch", b->ptx[i].arch, "bytes",
+						     (json_int_t)b->ptx[i].len, "parts", (json_int_t)parts));
+	}
 	json_object_set_new(code, "ptx", ptx);
 	json_object_set_new(m, "code", code);
 	return m;

@@ -58,9 +58,17 @@ typedef struct BdJob {
 
 typedef struct BdPtx {
 	char arch[16];            /* "sm_70" */
-	char *text;
+	char *text;               /* one module, or parts (bd_ptx_part) */
 	size_t len;
 } BdPtx;
+
+/* Large rule sets are PTX in parts the driver compiles separately, one
+ * after the other in the text, each after a line BD_PTX_PART "K of N". */
+#define BD_PTX_PART "// sentinel: part "
+/* The part of x that follows the one ending at end (NULL: the first),
+ * without its mark line, and its length; NULL after the last.  A text
+ * without parts is one part. */
+const char *bd_ptx_part(const BdPtx *x, const char *end, size_t *len);
 
 typedef struct Bundle {
 	char *rulec_version, *created;

@@ -605,8 +605,6 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 	return f;
 }
 
-#define CG_FANOUT 64      /* cases per dispatch function */
-
 /* f's body: switch (key) { case k: callees[k](w[, i]); }, k from 0 to n-1 */
 static void cg_switch(Cg *C, LLVMValueRef f, LLVMValueRef key, LLVMValueRef *callees, unsigned n, bool pass_i)
 {

@@ -63,4 +63,6 @@ const Expr *cg_value_node(const Expr *e);
  * -1 (none: a host value). */
 int cg_value_entity(const Expr *e);
 
+#define CG_FANOUT 64      /* cases per dispatch function (dispatch_NAME_K) */
+
 #endif

@@ -190,10 +190,37 @@ static void comp_dispose(Target *T)
 		LLVMContextDispose(T->ctx);
 }
 
-/* One PTX text per architecture; each from its own copy of the module
- * (code generation may rewrite the IR it is given). */
-static int comp_ptx(const Target *T, const char *archs, Bundle *b, const CompOpts *o, char *err, size_t n)
+/* Rules per PTX part: ptxas's time on one module grows faster than the
+ * rule count (docs/benchmarks.md), on parts of this size it is linear.  A
+ * multiple of the dispatcher's fan-out (cg.c), so each dispatch_rules_eval_K
+ * lives with its rules. */
+#define COMP_PART_RULES 512u
+
+/* rule_N and dispatch_rules_eval_K go to part 1 + N / COMP_PART_RULES; the
+ * kernel, the runtime, the jobs and the variables to part 0. */
+static unsigned comp_part_of(const char *name, void *arg)
 {
+	(void)arg;
+	unsigned long k;
+	char *end;
+	if (!strncmp(name, "rule_", 5)) {
+		k = strtoul(name + 5, &end, 10);
+		return *end ? 0 : 1 + (unsigned)(k / COMP_PART_RULES);
+	}
+	if (!strncmp(name, "dispatch_rules_eval_", 20)) {
+		k = strtoul(name + 20, &end, 10);
+		return *end ? 0 : 1 + (unsigned)(k * CG_FANOUT / COMP_PART_RULES);
+	}
+	return 0;
+}
+
+/* One PTX text per architecture; each from its own copy of the module
+ * (code generation may rewrite the IR it is given).  Above COMP_PART_RULES
+ * rules, in parts (lvm_emit_parts), which --emit=ptx prints as they are. */
+static int comp_ptx(const Target *T, const char *archs, size_t nrules, Bundle *b, const CompOpts *o, char *err,
+		    size_t n)
+{
+	unsigned nparts = nrules > COMP_PART_RULES ? 1 + (unsigned)((nrules + COMP_PART_RULES - 1) / COMP_PART_RULES) : 1;
 	char list[128];
 	snprintf(list, sizeof list, "%s", archs);
 	for (char *save = NULL, *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
@@ -204,11 +231,17 @@ static int comp_ptx(const Target *T, const char *archs, Bundle *b, const CompOpt
 		int e = lvm_machine(LVM_NVPTX, a, o->full, &tm, err, n);
 		if (e)
 			return e;
-		LLVMModuleRef copy = LLVMCloneModule(T->m);
 		BdPtx *x = &b->ptx[b->nptx];
 		void *text;
-		e = lvm_emit(copy, tm, &text, &x->len, err, n);
-		LLVMDisposeModule(copy);
+		if (nparts > 1) {
+			char *t;
+			e = lvm_emit_parts(T->m, tm, nparts, comp_part_of, NULL, BD_PTX_PART, &t, &x->len, err, n);
+			text = t;
+		} else {
+			LLVMModuleRef copy = LLVMCloneModule(T->m);
+			e = lvm_emit(copy, tm, &text, &x->len, err, n);
+			LLVMDisposeModule(copy);
+		}
 		LLVMDisposeTargetMachine(tm);
 		if (e)
 			return e;
@@ -225,6 +258,7 @@ typedef struct Back {
 	Bundle *b;
 	const CompOpts *o;
 	const char *archs;        /* NVPTX: the architectures */
+	size_t nrules;
 	int e;
 	char err[1024];
 	double secs;
@@ -242,7 +276,7 @@ static void comp_back(Back *k)
 		k->e = lvm_emit(k->T->m, tm, &k->b->host_obj, &k->b->host_len, k->err, sizeof k->err);
 	LLVMDisposeTargetMachine(tm);
 	if (!k->e && k->T->t == LVM_NVPTX)
-		k->e = comp_ptx(k->T, k->archs, k->b, k->o, k->err, sizeof k->err);
+		k->e = comp_ptx(k->T, k->archs, k->nrules, k->b, k->o, k->err, sizeof k->err);
 	k->secs = comp_now() - t0;
 }
 
@@ -307,7 +341,7 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	 * the host code on a thread of its own, the PTX here */
 	if (!e) {
 		Back host = {.T = &T[0], .b = b, .o = o};
-		Back gpu = {.T = &T[1], .b = b, .o = o,
+		Back gpu = {.T = &T[1], .b = b, .o = o, .nrules = p->rs ? p->rs->n : 0,
 			    .archs = emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS};
 		pthread_t th;
 		bool threaded = pthread_create(&th, NULL, comp_back_thread, &host) == 0;

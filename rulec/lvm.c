@@ -162,27 +162,139 @@ int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err,
  * its work; the helpers become hidden external functions, whose calls are
  * lowered without the walk.  Their names become valid PTX identifiers here
  * (NVPTX only cleans up names of local symbols). */
+static void lvm_export(LLVMValueRef v)
+{
+	size_t len;
+	const char *name = LLVMGetValueName2(v, &len);
+	char clean[256];
+	size_t k = 0;
+	for (size_t i = 0; i < len && k + 1 < sizeof clean; i++) {
+		char c = name[i];
+		clean[k++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+				     c == '$' ? c : '_';
+	}
+	clean[k] = 0;
+	if (k != len || memcmp(clean, name, len))
+		LLVMSetValueName2(v, clean, k);     /* LLVM makes it unique, without dots for NVPTX */
+	LLVMSetLinkage(v, LLVMExternalLinkage);
+	LLVMSetVisibility(v, LLVMHiddenVisibility);
+}
+
+static bool lvm_local(LLVMValueRef v)
+{
+	LLVMLinkage l = LLVMGetLinkage(v);
+	return !LLVMIsDeclaration(v) && (l == LLVMInternalLinkage || l == LLVMPrivateLinkage);
+}
+
 static void lvm_unlocal(LLVMModuleRef m)
 {
-	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
-		LLVMLinkage l = LLVMGetLinkage(f);
-		if (LLVMIsDeclaration(f) || (l != LLVMInternalLinkage && l != LLVMPrivateLinkage))
-			continue;
-		size_t len;
-		const char *name = LLVMGetValueName2(f, &len);
-		char clean[256];
-		size_t k = 0;
-		for (size_t i = 0; i < len && k + 1 < sizeof clean; i++) {
-			char c = name[i];
-			clean[k++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-					     c == '$' ? c : '_';
-		}
-		clean[k] = 0;
-		if (k != len || memcmp(clean, name, len))
-			LLVMSetValueName2(f, clean, k);     /* LLVM makes it unique, without dots for NVPTX */
-		LLVMSetLinkage(f, LLVMExternalLinkage);
-		LLVMSetVisibility(f, LLVMHiddenVisibility);
+	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+		if (lvm_local(f))
+			lvm_export(f);
+}
+
+/* A declaration in v's place: the C API cannot drop a body or an
+ * initializer, so a new symbol takes v's uses and then its name. */
+static void lvm_declare(LLVMModuleRef m, LLVMValueRef v)
+{
+	size_t len;
+	char name[256];
+	snprintf(name, sizeof name, "%s", LLVMGetValueName2(v, &len));
+	LLVMValueRef d;
+	if (LLVMIsAFunction(v)) {
+		d = LLVMAddFunction(m, "", LLVMGlobalGetValueType(v));
+		LLVMSetFunctionCallConv(d, LLVMGetFunctionCallConv(v));
+	} else {
+		d = LLVMAddGlobalInAddressSpace(m, LLVMGlobalGetValueType(v), "",
+						LLVMGetPointerAddressSpace(LLVMTypeOf(v)));
+		LLVMSetAlignment(d, LLVMGetAlignment(v));
 	}
+	LLVMReplaceAllUsesWith(v, d);
+	if (LLVMIsAFunction(v))
+		LLVMDeleteFunction(v);
+	else
+		LLVMDeleteGlobal(v);
+	LLVMSetValueName2(d, name, strlen(name));
+}
+
+/* Part p of m: the functions part() gives to p keep their bodies, every
+ * other function becomes a declaration (.extern in PTX); variables are
+ * defined in part 0 and declared elsewhere, except local constants, which
+ * each part keeps a copy of where it uses them.  What a part does not use
+ * goes (globaldce). */
+static int lvm_part(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned p, LvmPartFn part, void *arg,
+		    LLVMModuleRef *out, char *err, size_t n)
+{
+	LLVMModuleRef c = LLVMCloneModule(m);
+	if (!c)
+		return lvm_msg(err, n, -ENOMEM, "splitting the PTX", "LLVM could not copy the module");
+	for (LLVMValueRef f = LLVMGetFirstFunction(c), next; f; f = next) {
+		next = LLVMGetNextFunction(f);
+		if (!LLVMIsDeclaration(f) && part(LLVMGetValueName2(f, &(size_t){0}), arg) != p)
+			lvm_declare(c, f);
+	}
+	if (p)
+		for (LLVMValueRef g = LLVMGetFirstGlobal(c), next; g; g = next) {
+			next = LLVMGetNextGlobal(g);
+			if (!LLVMIsDeclaration(g) && !lvm_local(g))
+				lvm_declare(c, g);
+		}
+	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+	LLVMErrorRef e = LLVMRunPasses(c, "globaldce", tm, o);
+	LLVMDisposePassBuilderOptions(o);
+	if (e) {
+		LLVMDisposeModule(c);
+		return lvm_error(e, "splitting the PTX", err, n);
+	}
+	*out = c;
+	return 0;
+}
+
+int lvm_emit_parts(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned nparts, LvmPartFn part, void *arg,
+		   const char *mark, char **out, size_t *len, char *err, size_t n)
+{
+	/* one definition of each function and variable in all the parts: the
+	 * local ones become hidden external symbols first (constants excepted:
+	 * a copy in each part is cheaper than a symbol) */
+	lvm_unlocal(m);
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
+		if (lvm_local(g) && !LLVMIsGlobalConstant(g))
+			lvm_export(g);
+	char *text = NULL;
+	size_t used = 0;
+	int e = 0;
+	for (unsigned p = 0; p < nparts && !e; p++) {
+		LLVMModuleRef c;
+		void *ptx;
+		size_t plen;
+		e = lvm_part(m, tm, p, part, arg, &c, err, n);
+		if (e)
+			break;
+		e = lvm_emit(c, tm, &ptx, &plen, err, n);
+		LLVMDisposeModule(c);
+		if (e)
+			break;
+		char head[96];
+		int hl = snprintf(head, sizeof head, "%.60s%u of %u\n", mark, p + 1, nparts);
+		char *t = realloc(text, used + (size_t)hl + plen + 1);
+		if (!t) {
+			free(ptx);
+			e = lvm_msg(err, n, -ENOMEM, "code generation", "out of memory");
+			break;
+		}
+		text = t;
+		memcpy(text + used, head, (size_t)hl);
+		memcpy(text + used + hl, ptx, plen + 1);
+		used += (size_t)hl + plen;
+		free(ptx);
+	}
+	if (e) {
+		free(text);
+		return e;
+	}
+	*out = text;
+	*len = used;
+	return 0;
 }
 
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n)

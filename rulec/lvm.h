@@ -46,6 +46,15 @@ int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err,
 /* PTX text (NVPTX) or an ELF object (host), malloc'd into *out. */
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n);
 
+/* PTX in separately compiled parts, for the driver's linker (ptxas's time
+ * on one module grows faster than the rule count): part(name, arg) says
+ * which of the nparts parts defines a function.  *out is the parts' PTX
+ * texts one after the other, each after a line mark "K of N".  m's local
+ * symbols become external. */
+typedef unsigned (*LvmPartFn)(const char *name, void *arg);
+int lvm_emit_parts(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned nparts, LvmPartFn part, void *arg,
+		   const char *mark, char **out, size_t *len, char *err, size_t n);
+
 /* Textual IR of m, malloc'd. */
 char *lvm_print(LLVMModuleRef m);
 

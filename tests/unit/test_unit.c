@@ -1,5 +1,6 @@
 /* Unit tests for rulec's building blocks (run under ASan/UBSan). */
 #include "ast.h"
+#include "bundle.h"
 #include "catalog.h"
 #include "diag.h"
 #include "rules.h"
@@ -168,6 +169,27 @@ static void test_arena(void)
 	sb_free(&b);
 }
 
+/* bd_ptx_part: a text without marks is one part; marked parts come back
+ * without their mark lines, in order, and nothing after the last. */
+static void test_ptx_parts(void)
+{
+	char one[] = ".version 7.8\n.target sm_70\n";
+	BdPtx x = {.text = one, .len = strlen(one)};
+	size_t len = 0;
+	const char *p = bd_ptx_part(&x, NULL, &len);
+	CHECK("ptx-parts-single", p == one && len == x.len && !bd_ptx_part(&x, p + len, &len));
+	char many[] = BD_PTX_PART "1 of 3\nA\nB\n" BD_PTX_PART "2 of 3\nC\n" BD_PTX_PART "3 of 3\nD\n// sentinel: x\n";
+	x = (BdPtx){.text = many, .len = strlen(many)};
+	const char *want[] = {"A\nB\n", "C\n", "D\n// sentinel: x\n"};
+	size_t k = 0;
+	bool ok = true;
+	for (p = bd_ptx_part(&x, NULL, &len); p; p = bd_ptx_part(&x, p + len, &len), k++)
+		ok = ok && k < 3 && len == strlen(want[k]) && !memcmp(p, want[k], len);
+	CHECK("ptx-parts-marked", ok && k == 3);
+	x.len = 0;
+	CHECK("ptx-parts-empty", !bd_ptx_part(&x, NULL, &len));
+}
+
 int main(void)
 {
 	test_durations();
@@ -179,6 +201,7 @@ int main(void)
 	test_parse_rule();
 	test_max_errors();
 	test_arena();
+	test_ptx_parts();
 	printf("unit: %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }
