@@ -46,6 +46,9 @@
 #define D_TARGET_CHECK_NS 1000000000ull   /* how often the target is checked */
 #define D_TARGET_RETRY_NS 2000000000ull   /* how often a lost target is looked for */
 #define D_COMPILE_NICE 10                 /* compiling rules yields to the host's real work */
+#define D_NEWEST_ARCH 90                  /* the newest sm_NN LLVM 19's NVPTX back end knows */
+#define D_STR_(x) #x
+#define D_STR(x) D_STR_(x)
 
 typedef enum { TS_OK, TS_LOST } TargetState;
 
@@ -713,11 +716,14 @@ int main(int argc, char **argv)
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
 			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
-	/* the baseline PTX and, with a GPU here, its native code */
+	/* PTX for the GPU here alone (the engine loads nothing else), at most
+	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
+	 * newer GPUs too.  The baseline without a GPU (the CPU backend runs
+	 * the host code; the PTX is only checked). */
 	char native[16];
 	snprintf(D.archs, sizeof D.archs, "%s", COMP_DEFAULT_ARCHS);
-	if (strcmp(D.cf.backend, "cpu") && !gpu_probe_arch(native, sizeof native) && strcmp(native, COMP_DEFAULT_ARCHS))
-		snprintf(D.archs, sizeof D.archs, "%s,%s", COMP_DEFAULT_ARCHS, native);
+	if (strcmp(D.cf.backend, "cpu") && !gpu_probe_arch(native, sizeof native))
+		snprintf(D.archs, sizeof D.archs, "%s", atoi(native + 3) > D_NEWEST_ARCH ? "sm_" D_STR(D_NEWEST_ARCH) : native);
 	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION};
 	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
 	if (r == 1) {

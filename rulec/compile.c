@@ -222,34 +222,43 @@ static int comp_ptx(const Target *T, const char *archs, size_t nrules, Bundle *b
 {
 	unsigned nparts = nrules > COMP_PART_RULES ? 1 + (unsigned)((nrules + COMP_PART_RULES - 1) / COMP_PART_RULES) : 1;
 	char list[128];
+	const char *cpus[BD_MAX_PTX];
+	unsigned ncpus = 0;
 	snprintf(list, sizeof list, "%s", archs);
 	for (char *save = NULL, *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-		if (strncmp(a, "sm_", 3) || b->nptx == BD_MAX_PTX)
+		if (strncmp(a, "sm_", 3) || ncpus == BD_MAX_PTX)
 			return snprintf(err, n, "--gpu-arch: '%s' is not an architecture such as sm_70 "
 				       "(at most %d)", a, BD_MAX_PTX), -EINVAL;
-		LLVMTargetMachineRef tm;
-		int e = lvm_machine(LVM_NVPTX, a, o->full, &tm, err, n);
-		if (e)
-			return e;
-		BdPtx *x = &b->ptx[b->nptx];
-		void *text;
-		if (nparts > 1) {
-			char *t;
-			e = lvm_emit_parts(T->m, tm, nparts, comp_part_of, NULL, BD_PTX_PART, &t, &x->len, err, n);
-			text = t;
-		} else {
-			LLVMModuleRef copy = LLVMCloneModule(T->m);
-			e = lvm_emit(copy, tm, &text, &x->len, err, n);
-			LLVMDisposeModule(copy);
-		}
-		LLVMDisposeTargetMachine(tm);
-		if (e)
-			return e;
-		x->text = text;
-		snprintf(x->arch, sizeof x->arch, "%s", a);
-		b->nptx++;
+		cpus[ncpus++] = a;
 	}
-	return 0;
+	char *text[BD_MAX_PTX] = {0};
+	size_t len[BD_MAX_PTX] = {0};
+	int e = 0;
+	if (nparts > 1)
+		e = lvm_emit_parts(T->m, nparts, comp_part_of, NULL, cpus, ncpus, o->full, BD_PTX_PART, text, len, err, n);
+	for (unsigned c = 0; c < ncpus && !e && nparts == 1; c++) {
+		LLVMTargetMachineRef tm;
+		e = lvm_machine(LVM_NVPTX, cpus[c], o->full, &tm, err, n);
+		if (e)
+			break;
+		LLVMModuleRef copy = LLVMCloneModule(T->m);
+		void *t = NULL;
+		e = lvm_emit(copy, tm, &t, &len[c], err, n);
+		text[c] = t;
+		LLVMDisposeModule(copy);
+		LLVMDisposeTargetMachine(tm);
+	}
+	for (unsigned c = 0; c < ncpus; c++) {
+		if (e) {
+			free(text[c]);
+			continue;
+		}
+		BdPtx *x = &b->ptx[b->nptx++];
+		x->text = text[c];
+		x->len = len[c];
+		snprintf(x->arch, sizeof x->arch, "%s", cpus[c]);
+	}
+	return e;
 }
 
 /* One target's back half: optimise, then the x86-64 object or the PTX. */

@@ -3,6 +3,7 @@
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The runtime library, built by make (build/lib/sentinel.*.bc) and linked
  * into rulec (rulec/libbc.c). */
@@ -217,84 +219,51 @@ static void lvm_declare(LLVMModuleRef m, LLVMValueRef v)
 	LLVMSetValueName2(d, name, strlen(name));
 }
 
-/* Part p of m: the functions part() gives to p keep their bodies, every
+/* Make m part p: the functions part() gives to p keep their bodies, every
  * other function becomes a declaration (.extern in PTX); variables are
  * defined in part 0 and declared elsewhere, except local constants, which
- * each part keeps a copy of where it uses them.  What a part does not use
- * goes (globaldce). */
-static int lvm_part(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned p, LvmPartFn part, void *arg,
-		    LLVMModuleRef *out, char *err, size_t n)
+ * each part keeps a copy of where it uses them.  What the part does not
+ * use goes (globaldce). */
+static int lvm_part(LLVMModuleRef m, unsigned p, LvmPartFn part, void *arg, char *err, size_t n)
 {
-	LLVMModuleRef c = LLVMCloneModule(m);
-	if (!c)
-		return lvm_msg(err, n, -ENOMEM, "splitting the PTX", "LLVM could not copy the module");
-	for (LLVMValueRef f = LLVMGetFirstFunction(c), next; f; f = next) {
+	for (LLVMValueRef f = LLVMGetFirstFunction(m), next; f; f = next) {
 		next = LLVMGetNextFunction(f);
 		if (!LLVMIsDeclaration(f) && part(LLVMGetValueName2(f, &(size_t){0}), arg) != p)
-			lvm_declare(c, f);
+			lvm_declare(m, f);
 	}
 	if (p)
-		for (LLVMValueRef g = LLVMGetFirstGlobal(c), next; g; g = next) {
+		for (LLVMValueRef g = LLVMGetFirstGlobal(m), next; g; g = next) {
 			next = LLVMGetNextGlobal(g);
 			if (!LLVMIsDeclaration(g) && !lvm_local(g))
-				lvm_declare(c, g);
+				lvm_declare(m, g);
 		}
 	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
-	LLVMErrorRef e = LLVMRunPasses(c, "globaldce", tm, o);
+	LLVMErrorRef e = LLVMRunPasses(m, "globaldce", NULL, o);
 	LLVMDisposePassBuilderOptions(o);
-	if (e) {
-		LLVMDisposeModule(c);
-		return lvm_error(e, "splitting the PTX", err, n);
-	}
-	*out = c;
-	return 0;
+	return e ? lvm_error(e, "splitting the PTX", err, n) : 0;
 }
 
-int lvm_emit_parts(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned nparts, LvmPartFn part, void *arg,
-		   const char *mark, char **out, size_t *len, char *err, size_t n)
+/* NVPTX numbers call sequences in comments ("{ // callseq 12, 0") with
+ * one counter for the whole process: the same rules would give other PTX
+ * after other code, or on other threads, and miss the driver's JIT cache.
+ * The comments go; returns the new length. */
+static size_t lvm_uncount(char *t, size_t len)
 {
-	/* one definition of each function and variable in all the parts: the
-	 * local ones become hidden external symbols first (constants excepted:
-	 * a copy in each part is cheaper than a symbol) */
-	lvm_unlocal(m);
-	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
-		if (lvm_local(g) && !LLVMIsGlobalConstant(g))
-			lvm_export(g);
-	char *text = NULL;
-	size_t used = 0;
-	int e = 0;
-	for (unsigned p = 0; p < nparts && !e; p++) {
-		LLVMModuleRef c;
-		void *ptx;
-		size_t plen;
-		e = lvm_part(m, tm, p, part, arg, &c, err, n);
-		if (e)
+	static const char tag[] = " // callseq ";
+	char *w = t, *r = t, *end = t + len;
+	while (r < end) {
+		char *hit = strstr(r, tag);
+		char *stop = hit ? hit : end;
+		memmove(w, r, (size_t)(stop - r));
+		w += stop - r;
+		if (!hit)
 			break;
-		e = lvm_emit(c, tm, &ptx, &plen, err, n);
-		LLVMDisposeModule(c);
-		if (e)
-			break;
-		char head[96];
-		int hl = snprintf(head, sizeof head, "%.60s%u of %u\n", mark, p + 1, nparts);
-		char *t = realloc(text, used + (size_t)hl + plen + 1);
-		if (!t) {
-			free(ptx);
-			e = lvm_msg(err, n, -ENOMEM, "code generation", "out of memory");
-			break;
-		}
-		text = t;
-		memcpy(text + used, head, (size_t)hl);
-		memcpy(text + used + hl, ptx, plen + 1);
-		used += (size_t)hl + plen;
-		free(ptx);
+		r = memchr(hit, '\n', (size_t)(end - hit));
+		if (!r)
+			r = end;
 	}
-	if (e) {
-		free(text);
-		return e;
-	}
-	*out = text;
-	*len = used;
-	return 0;
+	*w = 0;
+	return (size_t)(w - t);
 }
 
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n)
@@ -320,7 +289,156 @@ int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, 
 	memcpy(*out, LLVMGetBufferStart(buf), *len);
 	((char *)*out)[*len] = 0;
 	LLVMDisposeMemoryBuffer(buf);
+	if (ptx)
+		*len = lvm_uncount(*out, *len);
 	return 0;
+}
+
+/* ---- PTX in parts, on threads ----------------------------------------------------------
+ *
+ * Each part is made from the whole module, so each worker parses the
+ * module's bitcode into an LLVM context of its own (contexts are not
+ * shared between threads), cuts it down to its part and emits it for each
+ * architecture.  The copies cost memory: LVM_PART_THREADS at most. */
+#define LVM_PART_THREADS 4
+
+typedef struct LvmParts {
+	const char *bc;               /* the whole module's bitcode */
+	size_t bclen;
+	unsigned nparts, ncpus;
+	LvmPartFn part;
+	void *arg;
+	const char *const *cpus;
+	bool full;
+	char **text;                  /* [part * ncpus + cpu], malloc'd */
+	size_t *len;
+	pthread_mutex_t lock;         /* guards next, e and err */
+	unsigned next;
+	int e;
+	char err[1024];
+} LvmParts;
+
+static int lvm_one_part(LvmParts *P, unsigned p, char *err, size_t n)
+{
+	LLVMContextRef ctx = LLVMContextCreate();
+	LLVMModuleRef m = NULL;
+	LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(P->bc, P->bclen, "part", 0);
+	int e = lvm_parse(ctx, buf, "splitting the PTX", &m, err, n);
+	if (!e)
+		e = lvm_part(m, p, P->part, P->arg, err, n);
+	for (unsigned c = 0; c < P->ncpus && !e; c++) {
+		LLVMTargetMachineRef tm;
+		e = lvm_machine(LVM_NVPTX, P->cpus[c], P->full, &tm, err, n);
+		if (e)
+			break;
+		/* code generation rewrites its module: copies but for the last */
+		LLVMModuleRef x = c + 1 < P->ncpus ? LLVMCloneModule(m) : m;
+		void *t;
+		e = lvm_emit(x, tm, &t, &P->len[p * P->ncpus + c], err, n);
+		if (!e)
+			P->text[p * P->ncpus + c] = t;
+		if (x != m)
+			LLVMDisposeModule(x);
+		LLVMDisposeTargetMachine(tm);
+	}
+	if (m)
+		LLVMDisposeModule(m);
+	LLVMContextDispose(ctx);
+	return e;
+}
+
+static void *lvm_parts_worker(void *arg)
+{
+	LvmParts *P = arg;
+	char err[1024];
+	for (;;) {
+		pthread_mutex_lock(&P->lock);
+		unsigned p = P->e ? P->nparts : P->next++;
+		pthread_mutex_unlock(&P->lock);
+		if (p >= P->nparts)
+			break;
+		int e = lvm_one_part(P, p, err, sizeof err);
+		if (e) {
+			pthread_mutex_lock(&P->lock);
+			if (!P->e) {
+				P->e = e;
+				snprintf(P->err, sizeof P->err, "%s", err);
+			}
+			pthread_mutex_unlock(&P->lock);
+		}
+	}
+	return NULL;
+}
+
+int lvm_emit_parts(LLVMModuleRef m, unsigned nparts, LvmPartFn part, void *arg, const char *const *cpus,
+		   unsigned ncpus, bool full, const char *mark, char **out, size_t *outlen, char *err, size_t n)
+{
+	pthread_once(&lvm_once, lvm_init);
+	/* one definition of each function and variable in all the parts: the
+	 * local ones become hidden external symbols first (constants excepted:
+	 * a copy in each part is cheaper than a symbol) */
+	lvm_unlocal(m);
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
+		if (lvm_local(g) && !LLVMIsGlobalConstant(g))
+			lvm_export(g);
+	LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m);
+	LvmParts P = {.nparts = nparts, .ncpus = ncpus, .part = part, .arg = arg, .cpus = cpus, .full = full,
+		      .text = calloc((size_t)nparts * ncpus, sizeof *P.text), .len = calloc((size_t)nparts * ncpus, sizeof *P.len)};
+	int e = 0;
+	if (!bc || !P.text || !P.len) {
+		e = lvm_msg(err, n, -ENOMEM, "splitting the PTX", "out of memory");
+		goto out;
+	}
+	P.bc = LLVMGetBufferStart(bc);
+	P.bclen = LLVMGetBufferSize(bc);
+	pthread_mutex_init(&P.lock, NULL);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned nth = cores < 1 ? 1 : cores > LVM_PART_THREADS ? LVM_PART_THREADS : (unsigned)cores, started = 0;
+	if (nth > nparts)
+		nth = nparts;
+	pthread_t th[LVM_PART_THREADS];
+	for (unsigned t = 1; t < nth; t++)              /* this thread is the first worker */
+		if (!pthread_create(&th[started], NULL, lvm_parts_worker, &P))
+			started++;
+	lvm_parts_worker(&P);
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	pthread_mutex_destroy(&P.lock);
+	if ((e = P.e)) {
+		snprintf(err, n, "%s", P.err);
+		goto out;
+	}
+	/* per architecture: the parts in order, each after its mark line */
+	for (unsigned c = 0; c < ncpus && !e; c++) {
+		size_t total = 0, used = 0;
+		for (unsigned p = 0; p < nparts; p++)
+			total += P.len[p * ncpus + c] + 64;
+		out[c] = malloc(total + 1);
+		if (!out[c]) {
+			e = lvm_msg(err, n, -ENOMEM, "splitting the PTX", "out of memory");
+			break;
+		}
+		for (unsigned p = 0; p < nparts; p++) {
+			used += (size_t)snprintf(out[c] + used, 64, "%.40s%u of %u\n", mark, p + 1, nparts);
+			memcpy(out[c] + used, P.text[p * ncpus + c], P.len[p * ncpus + c]);
+			used += P.len[p * ncpus + c];
+		}
+		out[c][used] = 0;
+		outlen[c] = used;
+	}
+	if (e)
+		for (unsigned c = 0; c < ncpus; c++) {
+			free(out[c]);
+			out[c] = NULL;
+		}
+out:
+	for (size_t i = 0; P.text && i < (size_t)nparts * ncpus; i++)
+		free(P.text[i]);
+	free(P.text);
+	free(P.len);
+	if (bc)
+		LLVMDisposeMemoryBuffer(bc);
+	return e;
 }
 
 char *lvm_print(LLVMModuleRef m)

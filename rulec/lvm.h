@@ -46,14 +46,16 @@ int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err,
 /* PTX text (NVPTX) or an ELF object (host), malloc'd into *out. */
 int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, char *err, size_t n);
 
-/* PTX in separately compiled parts, for the driver's linker (ptxas's time
- * on one module grows faster than the rule count): part(name, arg) says
- * which of the nparts parts defines a function.  *out is the parts' PTX
- * texts one after the other, each after a line mark "K of N".  m's local
- * symbols become external. */
+/* Separately compiled PTX, for the driver's linker (ptxas's time on one
+ * module grows faster than the rule count): nparts modules, of which
+ * part(name, arg) says which defines each function (variables: part 0),
+ * made and emitted for each of the ncpus architectures on threads.
+ * out[c] is architecture c's parts one after the other, each after a line
+ * mark "K of N" (malloc'd, length outlen[c]).  m's local symbols become
+ * external (hidden). */
 typedef unsigned (*LvmPartFn)(const char *name, void *arg);
-int lvm_emit_parts(LLVMModuleRef m, LLVMTargetMachineRef tm, unsigned nparts, LvmPartFn part, void *arg,
-		   const char *mark, char **out, size_t *len, char *err, size_t n);
+int lvm_emit_parts(LLVMModuleRef m, unsigned nparts, LvmPartFn part, void *arg, const char *const *cpus,
+		   unsigned ncpus, bool full, const char *mark, char **out, size_t *outlen, char *err, size_t n);
 
 /* Textual IR of m, malloc'd. */
 char *lvm_print(LLVMModuleRef m);
