@@ -133,11 +133,12 @@ static const BdPtx *gpu_pick_ptx(const GpuCode *g, const Bundle *b)
 	return best ? best : oldest;
 }
 
-/* Load PTX.  Through the driver's linker: it compiles PTX as a relocatable
- * unit, each function on its own, in time linear in the rule count (a
- * whole-program compile of 1,000 rules takes minutes; see
- * docs/benchmarks.md), on every core.  Plain cuModuleLoadDataEx if the
- * linker is unavailable. */
+/* Load PTX.  Through the driver's linker: it compiles PTX as relocatable
+ * units, each function on its own (a whole-program compile of 1,000 rules
+ * takes minutes; see docs/benchmarks.md), and each of rulec's parts as an
+ * input of its own (ptxas's time on one module grows faster than the rule
+ * count).  Plain cuModuleLoadDataEx if the linker is unavailable and the
+ * PTX is one module. */
 static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t loglen)
 {
 	int opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_SPLIT_COMPILE,
