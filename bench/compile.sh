@@ -39,7 +39,7 @@ ls -l "$out/generated.bundle" | awk '{printf "bundle: %.1f MiB\n", $5 / 1048576}
 # (PTX declares every function first, "NAME\n(...)\n;", and defines it
 # later: only definitions count)
 awk '
-	/^\.(visible |weak |)(func|entry)/ { cur = ($0 ~ /rule_[0-9]/) ? "rule" : ($0 ~ /job_[0-9]/) ? "job" : "shared"
+	/^[.]((visible|weak) [.])?(func|entry)/ { cur = ($0 ~ /rule_[0-9]/) ? "rule" : ($0 ~ /job_[0-9]/) ? "job" : "shared"
 		hdr = 1; buf = 0 }
 	hdr { buf += length($0) + 1; if ($0 == ";") { hdr = 0; cur = "decl" } else if ($0 ~ /^\{/) { hdr = 0
 		if (cur == "rule") { nr++; rb[nr] = buf } b[cur] += buf } next }
@@ -54,6 +54,6 @@ sort -n "$out/rule-sizes" | awk -v nr="$nr" -v avg="$avg" -v shared="$shared" -v
 		printf "PTX (sm_70): %d rules, %d bytes per rule (median %d, min %d, max %d); shared runtime %d KiB; jobs %d KiB\n",
 			nr, avg, s[int((NR + 1) / 2)], s[1], s[NR], shared, jobs }'
 "$rulec" -q --emit=ptx rules/ > "$out/shipped.ptx" 2>/dev/null
-awk '/^\.func rule_[0-9]+\($/ { nr++; cur = 1; next } /^\.(visible |weak |)(func|entry)/ { cur = 0 }
+awk '/^[.]((visible|weak) [.])?func rule_[0-9]+[(]$/ { nr++; cur = 1; next } /^[.]((visible|weak) [.])?(func|entry)/ { cur = 0 }
 	cur { b += length($0) + 1 } END { printf "PTX (sm_70), shipped rules: %d rules, %.0f bytes per rule\n", nr, b / nr }' \
 	"$out/shipped.ptx"
