@@ -150,7 +150,7 @@ def main():
                           (n, tick, r["ticks"], round(r["expected"]), r["late"], r["last_tick_us"],
                            r["max_tick_us"], r["cpu_pct"]), flush=True)
                     rel, after = "", "-"
-                    if tick == "10ms" or n <= 1000:
+                    if tick == "10ms" or n <= 10000:
                         change_one_rule(rules)
                         t = time.time()
                         rr = ctl(sock, "reload")

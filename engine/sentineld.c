@@ -718,13 +718,16 @@ int main(int argc, char **argv)
 			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
 	/* PTX for the GPU here alone (the engine loads nothing else), at most
 	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
-	 * newer GPUs too.  The baseline without a GPU (the CPU backend runs
-	 * the host code; the PTX is only checked). */
+	 * newer GPUs too. */
 	char native[16];
-	snprintf(D.archs, sizeof D.archs, "%s", COMP_DEFAULT_ARCHS);
-	if (strcmp(D.cf.backend, "cpu") && !gpu_probe_arch(native, sizeof native))
-		snprintf(D.archs, sizeof D.archs, "%s", atoi(native + 3) > D_NEWEST_ARCH ? "sm_" D_STR(D_NEWEST_ARCH) : native);
-	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION};
+	bool gpu = strcmp(D.cf.backend, "cpu") && !gpu_probe_arch(native, sizeof native);
+	snprintf(D.archs, sizeof D.archs, "%s", !gpu ? COMP_DEFAULT_ARCHS : atoi(native + 3) > D_NEWEST_ARCH ?
+		 "sm_" D_STR(D_NEWEST_ARCH) : native);
+	/* no GPU to run it (backend = cpu, or auto without one): no GPU code,
+	 * which halves the compile of a start or reload; backend = cuda
+	 * compiles it to say what is wrong with the GPU */
+	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION,
+			  .host_only = !gpu && strcmp(D.cf.backend, "cuda")};
 	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
 	if (r == 1) {
 		fputs(diags, stderr);

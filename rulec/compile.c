@@ -303,11 +303,13 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	int e = b ? 0 : -ENOMEM;
 	*out = NULL;
 	const char *emit = o->emit;
-	for (int i = 0; i < 2 && !e; i++)
+	/* the targets: the host's code, and the GPU's unless host_only */
+	int nt = o->host_only && !emit ? 1 : 2;
+	for (int i = 0; i < nt && !e; i++)
 		e = comp_front(&T[i], p, &b->relos, err, n);
 	if (!e)
 		comp_phase(o, "generate and relocate", &t0);
-	for (int i = 0; i < 2 && !e; i++) {
+	for (int i = 0; i < nt && !e; i++) {
 		e = core_finish(T[i].m, &b->relos);
 		if (!e)
 			e = lv_rewrite(T[i].m, &T[i].lv, err, n);
@@ -330,7 +332,7 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 				T[i].lv.loads_local);
 		goto out;
 	}
-	for (int i = 0; i < 2 && !e; i++) {
+	for (int i = 0; i < nt && !e; i++) {
 		comp_internalize(T[i].m);
 		LLVMStripModuleDebugInfo(T[i].m);
 	}
@@ -353,10 +355,11 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 		Back gpu = {.T = &T[1], .b = b, .o = o, .nrules = p->rs ? p->rs->n : 0,
 			    .archs = emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS};
 		pthread_t th;
-		bool threaded = pthread_create(&th, NULL, comp_back_thread, &host) == 0;
+		bool threaded = nt == 2 && pthread_create(&th, NULL, comp_back_thread, &host) == 0;
 		if (!threaded)
 			comp_back(&host);
-		comp_back(&gpu);
+		if (nt == 2)
+			comp_back(&gpu);
 		if (threaded)
 			pthread_join(th, NULL);
 		e = host.e ? host.e : gpu.e;

@@ -22,6 +22,7 @@ typedef struct CompOpts {
 	const char *version;
 	bool verify_only;         /* generate, relocate, LLView, verify; no optimisation or code */
 	bool full;                /* LLVM's default<O2> and full code generation (slower) */
+	bool host_only;           /* no GPU code: the bundle is for the CPU backend alone */
 } CompOpts;
 
 /* The baseline PTX every GPU since Volta runs (the driver compiles it for
