@@ -21,6 +21,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUlinkState_st *CUlinkState;
 
 #define CUDA_SUCCESS 0
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
 

@@ -160,7 +160,7 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	for (const char *p = bd_ptx_part(ptx, NULL, &len); p && c == CUDA_SUCCESS; p = bd_ptx_part(ptx, p + len, &len)) {
 		char name[32];
 		if (k == sizeof part / sizeof *part || !(part[k] = malloc(len + 1))) {
-			c = 2;                                  /* CUDA_ERROR_OUT_OF_MEMORY */
+			c = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
 		}
 		memcpy(part[k], p, len);
@@ -210,7 +210,7 @@ static pthread_mutex_t gpu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static CUresult gpu_ctx_get(GpuCode *g)
 {
-	CUresult c = 2;                                         /* CUDA_ERROR_OUT_OF_MEMORY: pool full */
+	CUresult c = CUDA_ERROR_OUT_OF_MEMORY;                  /* the pool is full */
 	pthread_mutex_lock(&gpu_ctx_lock);
 	size_t i, empty = SIZE_MAX, n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
 	for (i = 0; i < n; i++) {

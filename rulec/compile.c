@@ -195,6 +195,7 @@ static void comp_dispose(Target *T)
  * multiple of the dispatcher's fan-out (cg.c), so each dispatch_rules_eval_K
  * lives with its rules. */
 #define COMP_PART_RULES 512u
+_Static_assert(COMP_PART_RULES % CG_FANOUT == 0, "a part holds whole dispatch functions");
 
 /* rule_N and dispatch_rules_eval_K go to part 1 + N / COMP_PART_RULES; the
  * kernel, the runtime, the jobs and the variables to part 0. */

@@ -157,13 +157,7 @@ int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err,
 	return e ? lvm_error(e, "optimiser", err, n) : 0;
 }
 
-/* NVPTX lowers each call to a function of local linkage after asking
- * whether its address is taken, which walks every use of the callee: with
- * N rules calling the same helpers that is N^2 (10,000 rules took 6
- * minutes, half of it there).  After optimization, local linkage has done
- * its work; the helpers become hidden external functions, whose calls are
- * lowered without the walk.  Their names become valid PTX identifiers here
- * (NVPTX only cleans up names of local symbols). */
+/* v becomes a hidden external symbol with a valid PTX name. */
 static void lvm_export(LLVMValueRef v)
 {
 	size_t len;
@@ -188,6 +182,13 @@ static bool lvm_local(LLVMValueRef v)
 	return !LLVMIsDeclaration(v) && (l == LLVMInternalLinkage || l == LLVMPrivateLinkage);
 }
 
+/* NVPTX lowers each call to a function of local linkage after asking
+ * whether its address is taken, which walks every use of the callee: with
+ * N rules calling the same helpers that is N^2 (10,000 rules took 6
+ * minutes, half of it there).  After optimization, local linkage has done
+ * its work; the helpers become hidden external functions, whose calls are
+ * lowered without the walk.  Their names become valid PTX identifiers here
+ * (NVPTX only cleans up names of local symbols). */
 static void lvm_unlocal(LLVMModuleRef m)
 {
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
