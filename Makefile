@@ -61,7 +61,7 @@ RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
-	$(B)/san/sentineld
+	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
 endif
@@ -138,6 +138,23 @@ $(B)/rulec: $(B)/obj/rulec/rulec.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/lib
 
 $(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
+
+# Static helpers for the test guests (tests/guest/helpers/*.c), packed as
+# a second initramfs archive that tests/guest/guest.py appends to the
+# guest's own (the kernel unpacks concatenated archives in turn).
+GUEST_HELPERS := $(wildcard tests/guest/helpers/*.c)
+$(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS)
+	@rm -rf $(B)/guest-helpers && mkdir -p $(B)/guest-helpers/bin
+	for f in $(GUEST_HELPERS); do \
+		$(CC) -static -O2 -Wall -Wextra -Werror -o $(B)/guest-helpers/bin/$$(basename $$f .c) $$f || exit 1; \
+	done
+	cd $(B)/guest-helpers && find . | cpio -o -H newc --quiet | gzip -9 > ../guest-helpers.cpio.gz
+
+# The runtime on the host (engine/snrt.c as the CPU backend runs it, with the
+# host side of simt.h from llview_rt.c), laid out by engine/world.c.
+$(B)/san/test_snrt: $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/engine/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
+		$(B)/san/obj/engine/world.o $(B)/san/obj/engine/reloc.o $(B)/san/librulec.a $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(KS_LIBS) $(JANSSON_LIBS)
 
 $(B)/san/test_unit: $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)

@@ -73,6 +73,20 @@ static void cf_duration(CfRead *R, const char *key, const char *v, double lo, do
 		*out = (uint64_t)(t * 1e9 + 0.5);
 }
 
+/* A size in bytes (a number and a unit: 512MiB, 2GiB) from lo to hi. */
+static void cf_size(CfRead *R, const char *key, const char *v, double lo, double hi, const char *range,
+		    uint64_t *out)
+{
+	char *e;
+	errno = 0;
+	double x = strtod(v, &e);
+	const Unit *u = unit_lookup(e, strlen(e));
+	if (e == v || errno || !u || u->dim.bytes != 1 || u->dim.time || x * u->scale < lo || x * u->scale > hi)
+		cf_error(R, "%s takes a size from %s, such as 1GiB, not '%s'", key, range, v);
+	else
+		*out = (uint64_t)(x * u->scale);
+}
+
 static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo, unsigned long hi, int base,
 		    unsigned long *out)
 {
@@ -89,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, ring"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay"
 #define KEYS_CONTROL "socket, mode"
 
@@ -123,6 +137,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "tasks")) {
 			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
 				c->tasks = (uint32_t)u;
+		} else if (IS("engine", "history_memory")) {
+			cf_size(R, "history_memory", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->hist_max);
 		} else if (IS("engine", "ring")) {
 			if (cf_uint(R, "ring", v, 16, 1u << 24, 10, &u)) {
 				if (u & (u - 1))

@@ -29,6 +29,7 @@ typedef struct EngOpts {
 	uint64_t tick_ns;         /* 0: 100 ms */
 	uint32_t task_cap;        /* 0: WD_DEFAULT_TASKS */
 	uint32_t ring_cap;        /* 0: WD_DEFAULT_RING */
+	uint64_t hist_max;        /* bytes of history; 0: WD_DEFAULT_HIST_MEMORY */
 	int gpu;                  /* CUDA device ordinal */
 	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
 } EngOpts;

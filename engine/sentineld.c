@@ -201,7 +201,7 @@ static void d_alert(void *ctx, const sn_alert *a)
 	uint64_t age = S.last_tick_ns > a->time_ns ? S.last_tick_ns - a->time_ns : 0;
 	int64_t ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec - (int64_t)age;
 	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
-		      .entity = a->entity, .tick = a->tick,
+		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
 		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}};
 	nt_event(D->nt, &ev);
 	D->alerts_seen++;
@@ -515,8 +515,14 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 		json_object_set_new(o, "line", json_integer(r->line));
 		if (st) {
 			json_object_set_new(o, "value", st[i].value == st[i].value ? json_real(st[i].value) : json_null());
-			if (st[i].entity >= 0 && r->entity >= 0)
-				json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(st[i].entity));
+			/* an active alert is about the entity it named when it began */
+			bool on = phase == SN_PENDING || phase == SN_FIRING;
+			NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st[i].value,
+				      .entity = on ? st[i].ev_entity : st[i].entity, .comm = on ? st[i].ev_comm : NULL};
+			const char *key[2];
+			char val[2][24];
+			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
+				json_object_set_new(o, key[k], k == 0 ? json_integer(ev.entity) : json_string(val[k]));
 			uint64_t since = phase == SN_FIRING ? st[i].fired_at : phase == SN_PENDING ? st[i].true_since : 0;
 			if (since && S.last_tick_ns >= since)
 				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));
@@ -528,8 +534,6 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 			if (active_only) {
 				for (size_t k = 0; k < r->nannotations; k++)
 					if (!strcmp(r->annotations[k].key, "summary")) {
-						NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st[i].value,
-							      .entity = st[i].entity};
 						char *t = nt_render(r->annotations[k].value, &ev, D->cf.name);
 						json_object_set_new(o, "summary", json_string(t ? t : ""));
 						free(t);
@@ -715,7 +719,7 @@ int main(int argc, char **argv)
 	/* the engines write it when alerts wait; fd 0 is stdin, so never it */
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
-			 .ring_cap = D.cf.ring, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
+			 .ring_cap = D.cf.ring, .hist_max = D.cf.hist_max, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
 	/* PTX for the GPU here alone (the engine loads nothing else), at most
 	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
 	 * newer GPUs too. */

@@ -20,7 +20,50 @@ static void sn_fence_system(void)
 #endif
 }
 
-/* ---- tables --------------------------------------------------------------- */
+/* ---- histories ------------------------------------------------------------- */
+
+static sn_bucket sn_one(uint64_t t, double v)
+{
+	int known = !sn_isnan(v);
+	return (sn_bucket){t, t, v, v, v, v, known ? v : 0, (uint32_t)known, 0};
+}
+
+/* Append item b (a sample is a bucket of one) to entity e's history: into
+ * the newest bucket when it falls in the same stride, else as a new item.
+ * Items must come oldest first. */
+static void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
+{
+	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
+	if (!H->stride_ns) {
+		sn_sample *ring = H->ring + (uint64_t)e * cap;
+		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
+			ring[p] = (sn_sample){b->t0, b->v0};
+			p = p + 1 == cap ? 0 : p + 1;
+			len += len < cap;
+		}
+		ring[p] = (sn_sample){b->t1, b->v1};
+		H->pos[e] = p + 1 == cap ? 0 : p + 1;
+		H->len[e] = len + (len < cap);
+		return;
+	}
+	sn_bucket *ring = H->bkt + (uint64_t)e * cap;
+	if (len) {
+		sn_bucket *l = &ring[p == 0 ? cap - 1 : p - 1];
+		if (b->t0 / H->stride_ns == l->t0 / H->stride_ns && b->t0 >= l->t1) {
+			l->changes += b->changes + (b->v0 != l->v1);
+			l->t1 = b->t1;
+			l->v1 = b->v1;
+			l->min = __builtin_fmin(l->min, b->min);
+			l->max = __builtin_fmax(l->max, b->max);
+			l->sum += b->sum;
+			l->n += b->n;
+			return;
+		}
+	}
+	ring[p] = *b;
+	H->pos[e] = p + 1 == cap ? 0 : p + 1;
+	H->len[e] = len + (len < cap);
+}
 
 static void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)
 {
@@ -29,21 +72,18 @@ static void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)
 	sn_hist *H = &w->hist[h];
 	if (entity >= H->entities)
 		return;
-	sn_sample *ring = H->ring + (uint64_t)entity * H->cap;
-	uint32_t p = H->pos[entity], len = H->len[entity];
-	if (H->stride_ns && len >= 2) {
-		/* the sample before the newest is less than a stride old: the
-		 * newest moves forward instead of a new one being added */
-		uint32_t last = p == 0 ? H->cap - 1 : p - 1, before = last == 0 ? H->cap - 1 : last - 1;
-		if (w->now - ring[before].t < H->stride_ns) {
-			ring[last] = (sn_sample){w->now, v};
-			return;
-		}
-	}
-	ring[p] = (sn_sample){w->now, v};
-	H->pos[entity] = p + 1 == H->cap ? 0 : p + 1;
-	if (len < H->cap)
-		H->len[entity] = len + 1;
+	sn_bucket one = sn_one(w->now, v);
+	sn_hist_add(H, entity, &one);
+}
+
+/* Item k (0: the oldest held) of entity e's history, as a bucket. */
+static sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
+{
+	uint32_t cap = H->cap, i = (H->pos[e] + cap - H->len[e] + k) % cap;
+	if (H->stride_ns)
+		return H->bkt[(uint64_t)e * cap + i];
+	sn_sample s = H->ring[(uint64_t)e * cap + i];
+	return sn_one(s.t, s.v);
 }
 
 static void sn_count_error(sn_world *w, double v)
@@ -225,42 +265,42 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	}
 	if (entity >= H->entities)
 		return SN_NAN;
-	uint32_t len = H->len[entity], cap = H->cap;
-	if (len < 2)
+	uint32_t len = H->len[entity];
+	if (len == 0)
 		return SN_NAN;
-	const sn_sample *ring = H->ring + (uint64_t)entity * cap;
-	uint32_t i = H->pos[entity] == 0 ? cap - 1 : H->pos[entity] - 1;
-	const sn_sample newest = ring[i];
+	/* from the newest item back while items start inside the window (and
+	 * its slack); the last one taken is the oldest */
+	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
 	uint64_t win = (uint64_t)(window_s * 1e9), slack = H->slack_ns;
-	sn_sample oldest = newest, prev = newest;
-	double sum = sn_isnan(newest.v) ? 0 : newest.v, mx = newest.v, mn = newest.v, changes = 0;
-	uint32_t n = sn_isnan(newest.v) ? 0 : 1;
-	for (uint32_t k = 1; k < len; k++) {
-		i = i == 0 ? cap - 1 : i - 1;
-		sn_sample s = ring[i];
-		if (newest.t - s.t > win + slack)
+	sn_bucket oldest = newest, after = newest;
+	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
+	uint32_t n = newest.n, k = len - 1;
+	int beyond = 0;                   /* the history reaches past the window's start */
+	while (k > 0) {
+		sn_bucket b = sn_hist_item(H, entity, --k);
+		if (newest.t1 - b.t0 > win + slack) {
+			beyond = 1;
 			break;
-		if (s.v != prev.v)
-			changes++;
-		if (!sn_isnan(s.v)) {
-			sum += s.v;
-			n++;
-			mx = __builtin_fmax(mx, s.v);
-			mn = __builtin_fmin(mn, s.v);
 		}
-		prev = s;
-		oldest = s;
+		changes += b.changes + (after.v0 != b.v1);
+		sum += b.sum;
+		n += b.n;
+		mx = __builtin_fmax(mx, b.max);
+		mn = __builtin_fmin(mn, b.min);
+		after = b;
+		oldest = b;
 	}
-	/* a window is known only once the history covers it */
-	if (newest.t - oldest.t + slack < win || oldest.t == newest.t)
+	/* a window is known only once the history covers it, and spans two samples */
+	uint64_t span = newest.t1 - oldest.t0;
+	if (span == 0 || (span + slack < win && !beyond))
 		return SN_NAN;
 	switch (fn) {
 	case SN_W_RATE:
-		if (newest.v < oldest.v)          /* a counter went back: the target rebooted */
+		if (newest.v1 < oldest.v0)        /* a counter went back: the target rebooted */
 			return SN_NAN;
-		return (newest.v - oldest.v) / ((double)(newest.t - oldest.t) * 1e-9);
+		return (newest.v1 - oldest.v0) / ((double)span * 1e-9);
 	case SN_W_DELTA:
-		return newest.v - oldest.v;
+		return newest.v1 - oldest.v0;
 	case SN_W_CHANGES:
 		return changes;
 	case SN_W_AVG:
@@ -276,7 +316,7 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 
 /* ---- alerts ---------------------------------------------------------------------------- */
 
-static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, int64_t entity)
+static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, const sn_rstate *st)
 {
 	sn_ring *R = w->ring;
 	if (!R)
@@ -296,7 +336,9 @@ static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, 
 	a->rule = rule;
 	a->kind = kind;
 	a->value = value;
-	a->entity = entity;
+	a->entity = st->ev_entity;
+	for (int i = 0; i < 16; i++)
+		a->comm[i] = st->ev_comm[i];
 	a->tick = w->tick;
 	sn_fence_system();
 	*(volatile uint64_t *)&a->seq = h + 1;
@@ -318,6 +360,18 @@ static int sn_mofn(sn_rstate *st, const sn_rdesc *d, int c)
 	return st->mofn_count >= d->m_of;
 }
 
+/* A new pending or firing alert is about this entity (its PID and name for
+ * a task row), and stays so until it resolves or is cancelled. */
+static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32_t row, int64_t entity)
+{
+	st->ev_entity = entity;
+	for (int i = 0; i < 16; i++)
+		st->ev_comm[i] = 0;
+	if (d->pid_slot >= 0 && entity >= 0 && km_task_comm(w->tasks.ptr[row], st->ev_comm) < 0)
+		st->ev_comm[0] = 0;
+	st->ev_comm[15] = 0;
+}
+
 void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
 	     int64_t entity)
 {
@@ -334,6 +388,9 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 		return;
 	}
 	int c = cond != 0;
+	uint32_t row = (uint32_t)entity;
+	if (d->pid_slot >= 0)             /* a task row: its PID */
+		entity = entity >= 0 && row < w->tasks.n ? sn_task_pid(w, row, (uint32_t)d->pid_slot) : -1;
 	st->cond = c;
 	st->value = value;
 	st->entity = entity;
@@ -354,13 +411,15 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 			st->phase = SN_FIRING;
 			st->fired_at = now;
 			st->clear_since = 0;
-			sn_emit(w, rule, SN_EV_FIRING, value, entity);
+			sn_name_entity(w, st, d, row, entity);
+			sn_emit(w, rule, SN_EV_FIRING, value, st);
 		} else if (st->phase == SN_INACTIVE && c) {
 			st->phase = SN_PENDING;
-			sn_emit(w, rule, SN_EV_PENDING, value, entity);
+			sn_name_entity(w, st, d, row, entity);
+			sn_emit(w, rule, SN_EV_PENDING, value, st);
 		} else if (st->phase == SN_PENDING && (d->n_of ? st->mofn_count == 0 : !c)) {
 			st->phase = SN_INACTIVE;
-			sn_emit(w, rule, SN_EV_CANCELLED, value, entity);
+			sn_emit(w, rule, SN_EV_CANCELLED, value, st);
 		}
 		break;
 	case SN_FIRING: {
@@ -376,7 +435,7 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 				st->phase = SN_INACTIVE;
 				st->clear_since = 0;
 				st->true_since = c ? now : 0;
-				sn_emit(w, rule, SN_EV_RESOLVED, value, entity);
+				sn_emit(w, rule, SN_EV_RESOLVED, value, st);
 			}
 		} else {
 			st->clear_since = 0;
@@ -417,17 +476,15 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
 
 /* ---- reload ---------------------------------------------------------------------------------------- */
 
+/* Entity e's history from src into dst, oldest first, re-bucketed when the
+ * two keep different strides (a rule's window changed). */
 static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e)
 {
-	uint32_t len = src->len[e], keep = len < dst->cap ? len : dst->cap;
-	const sn_sample *from = src->ring + (uint64_t)e * src->cap;
-	sn_sample *to = dst->ring + (uint64_t)e * dst->cap;
-	/* the newest `keep` samples, oldest first */
-	uint32_t first = (src->pos[e] + src->cap - keep) % src->cap;
-	for (uint32_t k = 0; k < keep; k++)
-		to[k] = from[(first + k) % src->cap];
-	dst->len[e] = keep;
-	dst->pos[e] = keep == dst->cap ? 0 : keep;
+	dst->len[e] = dst->pos[e] = 0;
+	for (uint32_t k = 0; k < src->len[e]; k++) {
+		sn_bucket b = sn_hist_item(src, e, k);
+		sn_hist_add(dst, e, &b);
+	}
 }
 
 void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)

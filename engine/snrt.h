@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 1u
+#define SN_ABI_VERSION 2u
 
 /* ---- alert records: the ring buffer -------------------------------------- */
 
@@ -46,9 +46,9 @@ typedef struct sn_alert {
 	uint32_t rule;
 	uint32_t kind;        /* SnEventKind */
 	double value;         /* the rule's value when the event happened */
-	int64_t entity;       /* CPU number or PID that gave the value; -1: the host */
+	int64_t entity;       /* CPU number or PID the alert is about; -1: the host */
 	uint64_t tick;        /* tick number */
-	uint64_t _pad[2];
+	char comm[16];        /* the task's name when entity is a PID, else "" */
 } sn_alert;
 
 typedef struct sn_ring {
@@ -95,7 +95,9 @@ typedef struct sn_rstate {
 	uint64_t evals, unknown;   /* ticks evaluated; of them, unknown (a read error) */
 	double value;              /* last value */
 	double cond;               /* last condition: 1, 0, or NaN (unknown) */
-	int64_t entity;
+	int64_t entity;            /* the entity that gave the last value (CPU, PID or -1) */
+	int64_t ev_entity;         /* the entity the pending or firing alert is about: its */
+	char ev_comm[16];          /* resolved/cancelled event names the same one */
 	uint32_t mofn_pos, _pad;
 	uint64_t mofn[16];         /* the last n (<= 1024) ticks, one bit each */
 } sn_rstate;
@@ -106,7 +108,8 @@ typedef struct sn_rdesc {
 	uint64_t clear_for_ns;
 	uint32_t m_of, n_of;       /* n_of > 0: fire when true in m_of of the last n_of ticks */
 	uint32_t has_clear;
-	uint32_t _pad;
+	int32_t pid_slot;          /* rules over tasks: the task slot of task.pid; the entity
+				    * sn_step gets is then a task row; -1 otherwise */
 } sn_rdesc;
 
 /* ---- history rings for windowed functions ------------------------------------ */
@@ -116,9 +119,27 @@ typedef struct sn_sample {
 	double v;
 } sn_sample;
 
-/* History slot h keeps, for each entity, `cap` samples of one metric.
- * A window longer than cap ticks keeps one sample per `stride_ns` (the
- * newest is always this tick's): windows are then exact to one stride. */
+/* A downsampled history keeps one bucket per `stride_ns` of time (buckets
+ * are aligned to multiples of the stride): its first and last sample as
+ * they were, and the min, max, sum, count and changes of all its samples.
+ * 64 bytes.  NaN (unknown) samples are first/last values as they came and
+ * count as changes, but not in min, max, sum or n. */
+typedef struct sn_bucket {
+	uint64_t t0, t1;           /* its first and last sample's time */
+	double v0, v1;             /* its first and last sample */
+	double min, max, sum;      /* over its known samples (min/max NaN if none) */
+	uint32_t n;                /* known samples */
+	uint32_t changes;          /* value changes between its consecutive samples */
+} sn_bucket;
+
+/* History slot h keeps, for each entity, `cap` items of one metric: with
+ * stride_ns == 0 a sample per tick (sn_sample), else a bucket per stride
+ * (sn_bucket).  A window is known once the history reaches back to its
+ * start (within slack_ns); its newest end is always this tick's sample.
+ * Downsampled, rate() and delta() use two real samples at their real times
+ * (exact over the span they cover) and min/max/avg/changes are exact over
+ * the buckets taken; the window's old end lies within slack_ns plus one
+ * tick of its nominal place (docs/rules.md, "Windows and their memory"). */
 typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK } SnEntity;
 
 typedef struct sn_hist {
@@ -126,11 +147,14 @@ typedef struct sn_hist {
 	uint32_t entities;         /* 1 (host), max CPUs, or task slots */
 	uint32_t kind;             /* SnEntity */
 	uint32_t _pad;
-	uint64_t stride_ns;        /* 0: a sample every tick */
-	uint64_t slack_ns;         /* half the spacing of samples: window edges */
-	sn_sample *ring;           /* [entities][cap] */
+	uint64_t stride_ns;        /* 0: a sample every tick; else the bucket width */
+	uint64_t slack_ns;         /* half the spacing of items: window edges */
+	union {
+		sn_sample *ring;   /* [entities][cap], stride_ns == 0 */
+		sn_bucket *bkt;    /* [entities][cap], stride_ns > 0 */
+	};
 	uint32_t *pos;             /* [entities]: next write index */
-	uint32_t *len;             /* [entities]: samples held */
+	uint32_t *len;             /* [entities]: items held */
 } sn_hist;
 
 /* The task table: rows in walk order for this tick, and a stable slot per
@@ -187,6 +211,9 @@ typedef struct sn_world {
 
 void rules_collect(sn_world *w, uint32_t job);
 void rules_eval(sn_world *w, uint32_t rule);
+/* From the metric library (kernel-support/kmetric.c): the name of the task
+ * at kernel address task, read now; < 0 on a read error. */
+int km_task_comm(uint64_t task, char *out16);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 
@@ -227,7 +254,8 @@ typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN
 double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
 
 /* The alert state machine of rule `rule`: cond and clear are 1, 0 or NaN
- * (unknown: a read error); clear is ignored unless d->has_clear. */
+ * (unknown: a read error); clear is ignored unless d->has_clear.  entity:
+ * the CPU, or (d->pid_slot >= 0) the task row, that gave the value; -1. */
 void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
 	     int64_t entity);
 

@@ -47,12 +47,35 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		Entity e = cat_metrics[b->hist[h].metric].entity;
 		uint64_t win = (uint64_t)(b->hist[h].window * 1e9);
 		uint64_t want = (win + p->tick_ns - 1) / p->tick_ns + 2;
-		L->hcap[h] = want <= WD_MAX_HIST_SAMPLES ? (uint32_t)want : WD_MAX_HIST_SAMPLES;
-		L->hstride[h] = want <= WD_MAX_HIST_SAMPLES ? 0 : (win + WD_MAX_HIST_SAMPLES - 3) / (WD_MAX_HIST_SAMPLES - 2);
+		size_t item = sizeof(sn_sample);
+		if (want <= WD_MAX_HIST_SAMPLES) {
+			L->hcap[h] = (uint32_t)want;
+		} else {
+			/* WD_HIST_BUCKETS - 2 strides cover the window; one more
+			 * reaches past its start, one is this tick's */
+			L->hcap[h] = WD_HIST_BUCKETS;
+			L->hstride[h] = (win + WD_HIST_BUCKETS - 3) / (WD_HIST_BUCKETS - 2);
+			item = sizeof(sn_bucket);
+		}
 		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus : (uint32_t)cap;
-		L->o_hring[h] = wd_take(&at, (size_t)L->hent[h] * L->hcap[h] * sizeof(sn_sample));
+		size_t bytes = (size_t)L->hent[h] * L->hcap[h] * item;
+		L->hist_bytes += bytes;
+		L->o_hring[h] = wd_take(&at, bytes);
 		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
+	}
+	uint64_t hmax = p->hist_max ? p->hist_max : WD_DEFAULT_HIST_MEMORY;
+	if (L->hist_bytes > hmax) {
+		size_t big = 0;
+		for (size_t h = 1; h < b->nhist; h++)
+			if ((size_t)L->hent[h] * L->hcap[h] > (size_t)L->hent[big] * L->hcap[big])
+				big = h;
+		snprintf(err, n, "the rules' windows need %.1f MiB of history, more than [engine] history_memory "
+			 "(%.1f MiB): %s keeps %u entities x %u %s (the largest); raise history_memory, lower "
+			 "[engine] tasks, or shorten its windows", L->hist_bytes / 1048576.0, hmax / 1048576.0,
+			 cat_metrics[b->hist[big].metric].name, L->hent[big], L->hcap[big],
+			 L->hstride[big] ? "buckets of 64 B" : "samples of 16 B");
+		return -E2BIG;
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
 	L->o_scratch = wd_take(&at, cap * 8);

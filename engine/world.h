@@ -17,7 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WD_MAX_HIST_SAMPLES 130u     /* per entity; longer windows keep one sample a stride */
+/* A history keeps a sample per tick while the window holds at most
+ * WD_MAX_HIST_SAMPLES (4 KiB per entity); a longer window keeps
+ * WD_HIST_BUCKETS buckets of window / (WD_HIST_BUCKETS - 2) each (also
+ * 4 KiB per entity, whatever the window's length).  snrt.h has the rest. */
+#define WD_MAX_HIST_SAMPLES 256u
+#define WD_HIST_BUCKETS 64u
+#define WD_DEFAULT_HIST_MEMORY (1ull << 30)
 #define WD_DEFAULT_TASKS 4096u
 #define WD_DEFAULT_RING 4096u
 
@@ -26,6 +32,7 @@ typedef struct WdParams {
 	uint32_t max_cpus;        /* CPU ids the tables hold (nr_cpu_ids of the target) */
 	uint32_t task_cap;        /* tasks a tick can hold */
 	uint32_t ring_cap;        /* alert records; a power of two */
+	uint64_t hist_max;        /* bytes all histories may take; 0: WD_DEFAULT_HIST_MEMORY */
 } WdParams;
 
 typedef struct WdLayout {
@@ -36,6 +43,7 @@ typedef struct WdLayout {
 	size_t o_hring[64], o_hpos[64], o_hlen[64];
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];
+	size_t hist_bytes;        /* all histories together */
 	uint32_t map_cap;
 } WdLayout;
 

@@ -16,6 +16,9 @@
 /* The target's RAM as this reader sees it; the loader fills it in. */
 kx_mem __sentinel_mem;
 
+uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err);
+void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
+
 __attribute__((noinline)) uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 {
 	uint64_t v = 0;

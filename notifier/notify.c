@@ -69,12 +69,34 @@ void nt_close(Notifier *nt)
 	free(nt);
 }
 
-static const char *nt_label(const BdRule *r, const char *name, size_t len)
+int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24])
 {
+	if (e->entity < 0 || e->rule->entity < 0)
+		return 0;
+	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
+	snprintf(val[0], 24, "%lld", (long long)e->entity);
+	if (e->rule->entity == ENT_CPU)
+		return 1;
+	key[1] = "comm";
+	snprintf(val[1], 24, "%s", e->comm ? e->comm : "");
+	return 2;
+}
+
+/* Label `name` of the event: the rule's own, else the entity's (a rule's
+ * label of the same name wins, as in Prometheus' alerting rules). */
+static void nt_label(StrBuf *b, const NtEvent *e, const char *name, size_t len)
+{
+	const BdRule *r = e->rule;
 	for (size_t i = 0; i < r->nlabels; i++)
-		if (strlen(r->labels[i].key) == len && !memcmp(r->labels[i].key, name, len))
-			return r->labels[i].value;
-	return "";
+		if (strlen(r->labels[i].key) == len && !memcmp(r->labels[i].key, name, len)) {
+			sb_puts(b, r->labels[i].value);
+			return;
+		}
+	const char *key[2];
+	char val[2][24];
+	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
+		if (strlen(key[i]) == len && !memcmp(key[i], name, len))
+			sb_puts(b, val[i]);
 }
 
 char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
@@ -97,7 +119,7 @@ char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
 		case TPV_ALERT: sb_puts(&b, e->rule->name); break;
 		case TPV_SEVERITY: sb_puts(&b, e->rule->severity); break;
 		case TPV_TARGET: sb_puts(&b, target); break;
-		case TPV_LABEL: sb_puts(&b, nt_label(e->rule, tmpl + p.label_off, p.label_len)); break;
+		case TPV_LABEL: nt_label(&b, e, tmpl + p.label_off, p.label_len); break;
 		default: sb_putn(&b, tmpl + p.off, p.len); break;
 		}
 	}
@@ -119,10 +141,15 @@ static int nt_priority(const char *severity)
 
 static void nt_entity(const NtEvent *e, char *buf, size_t n)
 {
-	if (e->entity < 0 || e->rule->entity < 0)
+	const char *key[2];
+	char val[2][24];
+	int k = nt_entity_labels(e, key, val);
+	if (k == 0)
 		buf[0] = 0;
+	else if (k == 1)
+		snprintf(buf, n, " %s %s", key[0], val[0]);
 	else
-		snprintf(buf, n, " %s %lld", e->rule->entity == ENT_CPU ? "cpu" : "pid", (long long)e->entity);
+		snprintf(buf, n, " %s %s (%s)", key[0], val[0], val[1]);
 }
 
 void nt_event(Notifier *nt, const NtEvent *e)
@@ -132,7 +159,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 	if (nt->c.log && (!quiet || nt->c.log_pending)) {
 		const char *sum = nt_annotation(r, "summary");
 		char *text = sum ? nt_render(sum, e, nt->target) : NULL;
-		char ent[48], val[64];
+		char ent[64], val[64];
 		nt_entity(e, ent, sizeof ent);
 		tp_format(e->value, TPF_NONE, val, sizeof val);
 		if (nt->journal)
@@ -155,6 +182,10 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		if (e->entity >= 0 && r->entity >= 0)
 			json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(e->entity));
 		json_t *labels = json_object(), *ann = json_object();
+		const char *key[2];
+		char val[2][24];
+		for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
+			json_object_set_new(labels, key[i], json_string(val[i]));
 		for (size_t i = 0; i < r->nlabels; i++)
 			json_object_set_new(labels, r->labels[i].key, json_string(r->labels[i].value));
 		for (size_t i = 0; i < r->nannotations; i++) {

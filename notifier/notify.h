@@ -34,6 +34,7 @@ typedef struct NtEvent {
 	SnEventKind kind;
 	double value;
 	int64_t entity;           /* a CPU, a PID, or -1 (rule->entity says which) */
+	const char *comm;         /* the task's name (a PID), or NULL */
 	uint64_t tick;
 	struct timespec when;     /* wall clock */
 } NtEvent;
@@ -50,6 +51,9 @@ void nt_event(Notifier *nt, const NtEvent *e);
 void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 const char *nt_kind_name(SnEventKind k);
+/* The entity's labels of event e: cpu="N", or pid="N" and comm="NAME";
+ * returns how many (0 to 2) it wrote to key[] and val[] (val: 24 bytes each). */
+int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24]);
 /* Render template tmpl for event e into a malloc'd string. */
 char *nt_render(const char *tmpl, const NtEvent *e, const char *target);
 

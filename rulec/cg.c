@@ -306,33 +306,27 @@ static void cg_value_begin(Cg *C, const Expr *agg, ValTrack *vt)
 	vt->cmp = cg_value_node(agg->a);
 	if (vt->cmp && vt->cmp->kind == N_CALL)
 		vt->cmp = NULL;
-	if (!vt->cmp)
-		return;
+	/* without a numeric comparison (any(task.state == "D")) the value is
+	 * unknown, but the entity is still the first that holds */
 	vt->any = agg->u.call.id == B_ANY;
-	NodeKind k = vt->cmp->kind;
+	NodeKind k = vt->cmp ? vt->cmp->kind : N_EQ;
 	int dir = k == N_GT || k == N_GE ? (vt->any ? 1 : -1) : k == N_LT || k == N_LE ? (vt->any ? -1 : 1) : 0;
 	vt->held = cg_track_new(C, dir ? dir : -1, "best.held");
 	vt->all = cg_track_new(C, dir ? dir : -1, "best");
 	vt->held.dir = vt->all.dir = dir ? dir : -2;      /* -2: the first entity (by index) */
 }
 
+/* The entity is the CPU number or the task's row (sn_step makes a row its
+ * PID and names the task). */
 static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond)
 {
-	if (!vt->cmp)
-		return;
-	LLVMValueRef x = cg_expr(C, vt->cmp->a, ent);
-	LLVMValueRef id;
-	if (ent.kind == ENT_TASK) {
-		LLVMValueRef a[3] = {C->w, ent.idx, cg_u32(C, (unsigned)C->p->slot[MET_TASK_PID])};
-		id = LLVMBuildSIToFP(C->b, cg_call(C, "sn_task_pid", a, 3), C->dbl, "");
-	} else {
-		id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
-	}
+	LLVMValueRef x = vt->cmp ? cg_expr(C, vt->cmp->a, ent) : cg_nan(C);
+	LLVMValueRef id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
 	bool first = vt->all.dir == -2;
 	if (first)
 		vt->held.dir = vt->all.dir = -1;
-	LLVMValueRef key = first ? LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "") : x;
-	LLVMValueRef known = LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "");
+	LLVMValueRef key = first ? id : x;
+	LLVMValueRef known = vt->cmp ? LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "") : LLVMConstInt(C->i1, 1, 0);
 	cg_track(C, &vt->held, key, x, id,
 		 LLVMBuildAnd(C->b, known, LLVMBuildFCmp(C->b, LLVMRealOEQ, cond, cg_real(C, 1), ""), ""));
 	cg_track(C, &vt->all, key, x, id, known);
@@ -342,11 +336,6 @@ static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond)
 
 static void cg_value_end(Cg *C, ValTrack *vt, LLVMValueRef *value, LLVMValueRef *entity)
 {
-	if (!vt->cmp) {
-		*value = cg_nan(C);
-		*entity = cg_real(C, -1);
-		return;
-	}
 	if (vt->all.dir == -2)
 		vt->held.dir = vt->all.dir = -1;
 	LLVMValueRef hv, he, hf, av, ae, af;
@@ -526,7 +515,8 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	LLVMValueRef fv[6] = {
 		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
 		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
-		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL), cg_u32(C, 0)};
+		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
+		cg_s32(C, cg_value_entity(r->expr) == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1)};
 	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
 	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 6, 0));
 	LLVMSetGlobalConstant(desc, 1);

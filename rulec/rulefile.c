@@ -7,6 +7,7 @@
  *              labels?: {NAME: STRING}, annotations?: {NAME: TEMPLATE},
  *              description?: TEMPLATE }
  */
+#include "cg.h"
 #include "rules.h"
 #include "tmpl.h"
 #include "units.h"
@@ -235,10 +236,25 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 			for (size_t i = 0; i < r->nlabels; i++)
 				found |= strlen(r->labels[i].key) == p.label_len &&
 					 !memcmp(r->labels[i].key, s + p.label_off, p.label_len);
-			if (!found)
+			/* the entity's labels: which task (any()/all() over tasks) or CPU */
+			int ent = r->expr ? cg_value_entity(r->expr) : -1;
+#define LBL(x) (p.label_len == sizeof x - 1 && !memcmp(s + p.label_off, x, sizeof x - 1))
+			found |= ent == ENT_TASK && (LBL("pid") || LBL("comm"));
+			found |= ent == ENT_CPU && LBL("cpu");
+			if (!found && (LBL("pid") || LBL("comm") || LBL("cpu")))
+				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
+					    "label '%.*s' names the %s an alert is about, for rules whose value comes from "
+					    "any() or all() over %s; %s, so it will print empty",
+					    (int)p.label_len, s + p.label_off, LBL("cpu") ? "CPU" : "task",
+					    LBL("cpu") ? "CPUs" : "tasks",
+					    ent == ENT_CPU ? "this rule's alerts name a CPU ($labels.cpu)" :
+					    ent == ENT_TASK ? "this rule's alerts name a task ($labels.pid, $labels.comm)" :
+					    "this rule's alerts name no entity");
+			else if (!found)
 				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
 					    "template names label '%.*s', which this rule does not set; it will print empty",
 					    (int)p.label_len, s + p.label_off);
+#undef LBL
 		}
 		if (p.var == TPV_UNKNOWN) {
 			diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)(p.var_len ? p.var_len : 1)), DIAG_TEMPLATE_VAR,

@@ -46,7 +46,7 @@ typedef struct CheckOpts {
 	double tick;              /* the engine's tick, for warnings (seconds) */
 } CheckOpts;
 
-#define RULE_MAX_WINDOW 3600.0
+#define RULE_MAX_WINDOW (7 * 86400.0)
 #define RULE_MAX_FOR (7 * 86400.0)
 #define RULE_MAX_TICKS 1024
 

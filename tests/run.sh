@@ -28,6 +28,7 @@ c_tests() {
 }
 
 run_suite "unit tests (ASan/UBSan)" c_tests "$B/san/test_unit"
+run_suite "runtime: windows on a simulated clock (ASan/UBSan)" c_tests "$B/san/test_snrt"
 run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
 run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
 run_suite "JSON Schema for rule files" sh tests/schema/run.sh "$B/rulec"

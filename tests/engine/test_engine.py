@@ -18,6 +18,11 @@ against a Debian 6.12 guest under QEMU:
   target    killing the guest (QEMU killed, its RAM file removed) is a
             target error in the log and in `status`; sentineld keeps running
             and stops cleanly
+  windows   on a guest of its own, rules with 30 s, 90 s and 2 min windows
+            over host, CPU and task metrics fire once their window is
+            covered and not before; a task put in state D (the
+            sentinel-dstate helper) fires the shipped HungTask two minutes
+            later (1 min window + 1 min `for`), which names it: pid, comm
 
 Before any guest: bad configurations, an unreachable target, a missing or
 foreign bundle, broken rules and (without a GPU) backend = cuda each get a
@@ -338,6 +343,87 @@ def with_guest(tmp):
         g.stop()
 
 
+WINDOW_RULES = """groups:
+  - name: windows
+    rules:
+      - alert: Win30sHost
+        expr: delta(host.jiffies[30s]) > 0
+        severity: info
+      - alert: Win90sCpu
+        expr: all(delta(cpu.ctx_switches[90s]) > 0)
+        severity: info
+        annotations:
+          summary: "slowest CPU {{ $labels.cpu }}"
+      - alert: Win2mTask
+        expr: any(delta(task.ctx_switches[2m]) > 0 where task.pid == 1)
+        severity: info
+        annotations:
+          summary: "{{ $labels.comm }} pid {{ $labels.pid }}"
+"""
+
+
+def windows(tmp):
+    """Long windows become known when covered, never before; HungTask names its task."""
+    ks = guest.kernels()
+    rules = os.path.join(tmp, "rules")
+    os.makedirs(rules, exist_ok=True)
+    shutil.copy(os.path.join(TOP, "rules", "processes.yaml"), rules)
+    with open(os.path.join(rules, "windows.yaml"), "w") as f:
+        f.write(WINDOW_RULES)
+    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="win")
+    g.start()
+    d = None
+    try:
+        d = Daemon(tmp, g.ram)
+        t_start = time.time()
+        if d.p.poll() is not None:
+            report(False, "windows: sentineld starts", d.text())
+            return
+        # the helper prints its PID, then sleeps in D until killed; it starts
+        # between t_d and t_d2
+        t_d = time.time()
+        out = g.check("sentinel-dstate hung-writer > /tmp/dstate.pid & sleep 1; cat /tmp/dstate.pid")
+        t_d2 = time.time()
+        hung_pid = out.strip().splitlines()[-1] if out.strip() else "?"
+        state = g.check("cat /proc/%s/stat" % hung_pid)
+        report(") D " in state, "windows: sentinel-dstate puts pid %s in state D (%s)" %
+               (hung_pid, state.split(")")[-1].split()[0] if ")" in state else state), state)
+        # (rule, its window, when its clock starts: not before, not after)
+        want = [("Win30sHost", 30.0, t_start, t_start), ("Win90sCpu", 90.0, t_start, t_start),
+                ("Win2mTask", 120.0, t_start, t_start), ("HungTask", 120.0, t_d, t_d2)]
+        deadline = t_d + 150
+        fired = {}
+        while time.time() < deadline and len(fired) < len(want):
+            for e in events(tmp):
+                if e["state"] == "firing" and e["alert"] not in fired:
+                    fired[e["alert"]] = (time.time(), e)
+            time.sleep(0.1)
+        # a window of w is covered w after the history starts (its slack is
+        # half a bucket: 0.25 s at 30 s, 1 s at 2 min); sentineld's start and
+        # the log's polling add a little, a loaded host's TCG guest more
+        for name, w, t0, t1 in want:
+            got = fired.get(name)
+            took = got[0] - t0 if got else None
+            ok = got is not None and w - 1.5 <= took and got[0] - t1 <= w + 6
+            labels = got[1].get("labels", {}) if got else {}
+            ann = got[1].get("annotations", {}).get("summary", "") if got else ""
+            if name == "HungTask":
+                ok = ok and labels.get("pid") == hung_pid and labels.get("comm") == "hung-writer" and \
+                    ("hung-writer (pid %s)" % hung_pid) in ann
+            if name == "Win2mTask":
+                ok = ok and labels.get("pid") == "1" and ann == "%s pid 1" % labels.get("comm")
+            if name == "Win90sCpu":
+                ok = ok and labels.get("cpu") in ("0", "1")
+            report(ok, "windows: %s fires %s after its window of %.0f s could be covered (labels %s)" %
+                   (name, "%.1f s" % took if took is not None else "never", w, labels),
+                   "fired: %s\nevents: %s\nlog: %s" % (fired, events(tmp)[-10:], d.text()[-2000:]))
+        g.check("kill -9 %s; true" % hung_pid)
+    finally:
+        if d:
+            d.stop()
+        g.stop()
+
+
 def main():
     for f in (SENTINELD, SENTINELCTL):
         if not os.access(f, os.X_OK):
@@ -352,6 +438,13 @@ def main():
             with_guest(tmp)
         except guest.GuestError as e:
             report(False, "guest", e)
+        if os.environ.get("SENTINEL_SKIP_WINDOWS") != "1":
+            wtmp = os.path.join(tmp, "windows")
+            os.makedirs(wtmp)
+            try:
+                windows(wtmp)
+            except guest.GuestError as e:
+                report(False, "windows: guest", e)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0

@@ -22,7 +22,7 @@ mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$o
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
 make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/rulec $B/metrics.bundle
-make -s $B/procpoll $B/syncprobe
+make -s $B/procpoll $B/syncprobe $B/guest-helpers.cpio.gz
 cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll $B/syncprobe "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 
@@ -62,6 +62,8 @@ while read -r name dir; do
 	cp "$dir/vmlinuz" "$dir/initramfs.cpio.gz" "$dir/release" "$out/guest/$name/"
 	touch "$out/guest/$name/ready"
 done
+
+cp $B/guest-helpers.cpio.gz "$out/guest/"
 
 echo "gpu-pack: compressing"
 (cd "$out" && tar cf - qemu bin | xz -T0 -6 > pack.tar.xz && rm -rf qemu bin)

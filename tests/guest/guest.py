@@ -25,6 +25,10 @@ import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHE = os.environ.get("SENTINEL_GUEST_CACHE", os.path.join(TOP, ".cache", "guest"))
+# Static test helpers (tests/guest/helpers, built by make): a second archive
+# appended to the guest's initramfs, so they are in /bin without rebuilding
+# the cached one.
+HELPERS = os.environ.get("SENTINEL_GUEST_HELPERS", os.path.join(TOP, "build", "guest-helpers.cpio.gz"))
 
 
 def kernels():
@@ -92,6 +96,17 @@ class Guest:
                         os.unlink(f)
                 self.buf = b""
 
+    def _initrd(self):
+        base = os.path.join(self.kdir, "initramfs.cpio.gz")
+        if not os.path.exists(HELPERS):
+            return base
+        both = os.path.join(self.tmp, "initramfs.cpio.gz")
+        with open(both, "wb") as out:
+            for part in (base, HELPERS):
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out)
+        return both
+
     def _start_once(self, timeout):
         if os.path.exists(self.ram):
             os.unlink(self.ram)     # a stale file survives QEMU: never reuse one
@@ -106,7 +121,7 @@ class Guest:
             "-smp", str(self.cpus), "-m", "%dM" % self.mem_mb,
             "-object", "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
             "-kernel", os.path.join(self.kdir, "vmlinuz"),
-            "-initrd", os.path.join(self.kdir, "initramfs.cpio.gz"),
+            "-initrd", self._initrd(),
             "-append", append,
             "-display", "none", "-nic", "none", "-no-reboot",
             "-serial", "file:" + self.console,

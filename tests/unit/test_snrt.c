@@ -1,0 +1,254 @@
+/* Unit tests of the evaluation runtime (engine/snrt.c) on the host: the
+ * windowed histories laid out by the engine's own code (engine/world.c),
+ * fed and read through the same functions the GPU and the CPU backend run,
+ * on a simulated clock, so a 24-hour window takes milliseconds.
+ *
+ * For every tick from 1 ms to 60 s and windows from 2 ticks to 24 h:
+ *  - a window is unknown (NaN) until the history covers it, and known from
+ *    then on, at every tick (no flicker);
+ *  - delta() and rate() of a counter are exact over the span they report,
+ *    and the span is the window within the stated bound (slack + one tick);
+ *  - max/min/avg/changes see exactly the samples of that span;
+ *  - a reload that changes a window carries the history over.
+ */
+#include "snrt.h"
+#include "world.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, passes;
+
+#define CHECK(name, cond, ...) do { \
+	if (cond) { passes++; printf("PASS snrt/" name "\n", __VA_ARGS__); } \
+	else { failures++; printf("FAIL snrt/" name " (%s:%d: %s)\n", __VA_ARGS__, __FILE__, __LINE__, #cond); } \
+} while (0)
+
+/* What a bundle's generated code and metric library give the runtime;
+ * these tests call the runtime directly and have no kernel to read. */
+void rules_collect(sn_world *w, uint32_t job) { (void)w; (void)job; }
+void rules_eval(sn_world *w, uint32_t rule) { (void)w; (void)rule; }
+int km_task_comm(uint64_t task, char *out16)
+{
+	snprintf(out16, 16, "task%llx", (unsigned long long)task);
+	return 0;
+}
+
+/* A world with one host history of `window` seconds at tick tick_ns. */
+typedef struct TW {
+	Bundle b;
+	BdHist h;
+	WdLayout L;
+	WdParams p;
+	void *block;
+	sn_world *w;
+	sn_stats stats;
+} TW;
+
+static int tw_open(TW *t, double window, uint64_t tick_ns)
+{
+	memset(t, 0, sizeof *t);
+	t->h = (BdHist){.metric = MET_HOST_JIFFIES, .window = window};
+	t->b.host_m[0] = MET_HOST_JIFFIES;
+	t->b.nhost = 1;
+	t->b.hist = &t->h;
+	t->b.nhist = 1;
+	t->p = (WdParams){.tick_ns = tick_ns, .max_cpus = 1, .task_cap = 16, .ring_cap = 16};
+	char err[256];
+	if (wd_layout(&t->b, &t->p, &t->L, err, sizeof err)) {
+		printf("     layout: %s\n", err);
+		return -1;
+	}
+	t->block = calloc(1, t->L.total);
+	wd_build(&t->b, &t->p, &t->L, NULL, t->block, (uint64_t)(uintptr_t)t->block, 0,
+		 (uint64_t)(uintptr_t)&t->stats);
+	t->w = wd_world(t->block);
+	return 0;
+}
+
+static void tw_close(TW *t) { free(t->block); }
+
+static void tw_put(TW *t, uint64_t now, double v)
+{
+	t->w->now = now;
+	sn_put_host(t->w, 0, 0, v);
+}
+
+static double tw_win(TW *t, SnWinFn fn, double window) { return sn_window(t->w, 0, 0, fn, window); }
+
+/* A counter that grows by one a tick, with a gauge spike in the middle of
+ * the run: follow it for three windows at every tick (or every k-th tick
+ * where a run would check more than 300,000 times: then the pushes are still every
+ * tick and only the checks are sparse). */
+static void test_window(double window, double tick)
+{
+	TW t;
+	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
+	if (tw_open(&t, window, tick_ns)) {
+		CHECK("window %gs at tick %gs: laid out", 0, window, tick);
+		return;
+	}
+	const sn_hist *H = &t.w->hist[0];
+	uint64_t slack = H->slack_ns, bound = slack + tick_ns;
+	uint64_t ticks = 3 * (win_ns / tick_ns) + 10;
+	uint64_t every = ticks > 300000 ? ticks / 300000 + 1 : 1;
+	uint64_t t0 = 1000000000000ull + 12345;       /* not aligned to anything */
+	uint64_t first_known = 0, flicker = 0, early = 0, bad_span = 0, bad_rate = 0, bad_avg = 0;
+	for (uint64_t k = 0; k < ticks; k++) {
+		uint64_t now = t0 + k * tick_ns;
+		tw_put(&t, now, (double)k);
+		if (k % every && k + 1 != ticks)
+			continue;
+		double d = tw_win(&t, SN_W_DELTA, window);
+		uint64_t elapsed = now - t0;
+		if (isnan(d)) {
+			if (first_known)
+				flicker++;
+			if (elapsed >= win_ns + bound)
+				early++;                  /* covered, yet unknown */
+			continue;
+		}
+		if (!first_known)
+			first_known = elapsed ? elapsed : 1;
+		if (elapsed + slack < win_ns)
+			early++;                          /* known before it is covered */
+		/* the counter gains one per tick: delta ticks is the span */
+		double span = d * (double)tick_ns;
+		if (fabs(span - (double)win_ns) > (double)bound)
+			bad_span++;
+		double r = tw_win(&t, SN_W_RATE, window);
+		if (fabs(r * tick - 1) > 1e-9)
+			bad_rate++;
+		/* avg of k over the span: its middle; min and max its ends */
+		double avg = tw_win(&t, SN_W_AVG, window), mn = tw_win(&t, SN_W_MIN, window);
+		double mx = tw_win(&t, SN_W_MAX, window), ch = tw_win(&t, SN_W_CHANGES, window);
+		if (mx != (double)k || mn != (double)k - d || fabs(avg - ((double)k - d / 2)) > 1e-6 * (double)k ||
+		    ch != d)
+			bad_avg++;
+	}
+	CHECK("window %gs at tick %gs (%s, %u items, slack %gs): unknown until covered, then known "
+	      "(first after %.3fs)", early == 0 && first_known, window, tick,
+	      H->stride_ns ? "buckets" : "samples", H->cap, slack / 1e9, first_known / 1e9);
+	if (early)
+		printf("     %llu checks known before covered or unknown after\n", (unsigned long long)early);
+	CHECK("window %gs at tick %gs: never unknown again once known", flicker == 0, window, tick);
+	CHECK("window %gs at tick %gs: delta spans the window within slack + 1 tick (%gs)", bad_span == 0, window,
+	      tick, bound / 1e9);
+	CHECK("window %gs at tick %gs: rate exact; min/max/avg/changes exact over the span",
+	      bad_rate == 0 && bad_avg == 0, window, tick);
+	if (bad_rate || bad_avg)
+		printf("     rate wrong %llu times, min/max/avg/changes %llu times\n", (unsigned long long)bad_rate,
+		       (unsigned long long)bad_avg);
+	tw_close(&t);
+}
+
+/* A spike inside a long window is seen by max_over_time until it leaves
+ * the window (within the bound), however much the history is downsampled. */
+static void test_spike(double window, double tick)
+{
+	TW t;
+	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
+	if (tw_open(&t, window, tick_ns))
+		return;
+	uint64_t bound = t.w->hist[0].slack_ns + tick_ns, t0 = 5000000000ull;
+	uint64_t ticks = 3 * (win_ns / tick_ns), spike = ticks / 2;
+	int seen_ok = 1, gone_ok = 1;
+	for (uint64_t k = 0; k < ticks; k++) {
+		uint64_t now = t0 + k * tick_ns;
+		tw_put(&t, now, k == spike ? 100.0 : 1.0);
+		double mx = tw_win(&t, SN_W_MAX, window);
+		if (k < spike || isnan(mx))
+			continue;
+		uint64_t age = (k - spike) * tick_ns;
+		if (age + bound <= win_ns && mx != 100.0)
+			seen_ok = 0;
+		if (age > win_ns + bound && mx != 1.0)
+			gone_ok = 0;
+	}
+	CHECK("window %gs at tick %gs: a one-tick spike is in max_over_time while inside the window, "
+	      "and gone after", seen_ok && gone_ok, window, tick);
+	tw_close(&t);
+}
+
+/* A reload that changes a window's length: the new history starts with
+ * the old one's samples (re-bucketed), so the longer window is known as
+ * soon as the old history covers it. */
+static void test_reload(double w_old, double w_new, double tick)
+{
+	TW a, b;
+	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5);
+	if (tw_open(&a, w_old, tick_ns) || tw_open(&b, w_new, tick_ns))
+		return;
+	uint64_t t0 = 7000000000ull, n = (uint64_t)(2 * fmax(w_old, w_new) / tick);
+	for (uint64_t k = 0; k < n; k++)
+		tw_put(&a, t0 + k * tick_ns, (double)k);
+	int32_t from = 0;
+	b.w->from = a.w;
+	b.w->hist_from = &from;
+	b.w->rule_from = NULL;
+	sn_handoff(b.w, 0, 1);
+	double da = tw_win(&a, SN_W_DELTA, fmin(w_old, w_new)), db = tw_win(&b, SN_W_DELTA, fmin(w_old, w_new));
+	/* both histories' edge error; a per-tick history rebuilt from buckets
+	 * has one sample at each end of each bucket: a whole stride apart */
+	const sn_hist *ha = &a.w->hist[0], *hb = &b.w->hist[0];
+	uint64_t gap = ha->stride_ns && !hb->stride_ns ? ha->stride_ns : 0;
+	double bound = (double)(ha->slack_ns + hb->slack_ns + gap + 2 * tick_ns) / (double)tick_ns;
+	CHECK("reload %gs -> %gs window at tick %gs: the history carries over (delta %g, was %g)",
+	      !isnan(db) && fabs(db - da) <= bound, w_old, w_new, tick, db, da);
+	/* and it goes on from there */
+	tw_put(&b, t0 + n * tick_ns, (double)n);
+	double db2 = tw_win(&b, SN_W_DELTA, w_new);
+	CHECK("reload %gs -> %gs window at tick %gs: the new window is known at once if the old history "
+	      "covered it", (w_new > w_old * 1.05) == isnan(db2), w_old, w_new, tick);
+	tw_close(&a);
+	tw_close(&b);
+}
+
+/* The memory a history costs, and the limit on it. */
+static void test_memory(void)
+{
+	TW t;
+	tw_open(&t, 86400, 1000000);
+	const sn_hist *H = &t.w->hist[0];
+	CHECK("24 h at a 1 ms tick keeps %u buckets of %zu bytes (%u KiB per entity)",
+	      H->stride_ns && H->cap == WD_HIST_BUCKETS && sizeof(sn_bucket) == 64, H->cap, sizeof(sn_bucket),
+	      (unsigned)(H->cap * sizeof(sn_bucket) / 1024));
+	tw_close(&t);
+	Bundle b = {0};
+	BdHist h = {.metric = MET_TASK_CTX_SWITCHES, .window = 3600};
+	b.task_m[0] = MET_TASK_CTX_SWITCHES;
+	b.ntask = 1;
+	b.hist = &h;
+	b.nhist = 1;
+	WdParams p = {.tick_ns = 100000000, .max_cpus = 4, .task_cap = 1 << 20, .ring_cap = 16, .hist_max = 1 << 30};
+	WdLayout L;
+	char err[512] = "";
+	int r = wd_layout(&b, &p, &L, err, sizeof err);
+	CHECK("a history over the limit is an error that says what to change: %s",
+	      r < 0 && strstr(err, "history_memory") && strstr(err, "task.ctx_switches"), err);
+}
+
+int main(void)
+{
+	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
+	static const double windows[] = {0.2, 1, 10, 25, 30, 90, 120, 300, 1800, 3600, 86400};
+	for (size_t i = 0; i < sizeof ticks / sizeof *ticks; i++)
+		for (size_t j = 0; j < sizeof windows / sizeof *windows; j++) {
+			double tk = ticks[i], w = windows[j];
+			if (w < 2 * tk || w / tk > 4e7)      /* fewer than two samples; or too slow to simulate */
+				continue;
+			test_window(w, tk);
+		}
+	test_spike(30, 0.1);
+	test_spike(3600, 1);
+	test_spike(86400, 10);
+	test_reload(10, 120, 0.1);
+	test_reload(120, 10, 0.1);
+	test_reload(60, 3600, 1);
+	test_reload(3600, 600, 1);
+	test_memory();
+	printf("%d passed, %d failed\n", passes, failures);
+	return failures != 0;
+}
