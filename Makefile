@@ -24,7 +24,8 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
-	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c
+	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
+	rulec/ruletest.c
 RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
@@ -40,8 +41,9 @@ KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
 KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
-CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
-ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c notifier/notify.c
+CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c rulec/ruletest_run.c
+ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c engine/feed.c \
+	notifier/notify.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)

@@ -15,6 +15,7 @@ struct CpuCode {
 	LLVMOrcLLJITRef jit;
 	void (*tick)(sn_world *, uint32_t, uint32_t, uint64_t);
 	void (*handoff)(sn_world *, uint32_t, uint32_t);
+	void (*feed)(sn_world *, uint64_t, const sn_feed *);
 	kx_mem *mem;
 	uint64_t *relo;
 	size_t nrelo;
@@ -56,10 +57,12 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	e = LLVMOrcLLJITAddObjectFile(c->jit, jd, obj);
 	if (e)
 		goto fail;
-	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL;
+	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL, *feed = NULL;
 	int r = cpu_lookup(c, "sn_tick", &tick, err, n);
 	if (!r)
 		r = cpu_lookup(c, "sn_handoff", &handoff, err, n);
+	if (!r)
+		r = cpu_lookup(c, "sn_feed_tick", &feed, err, n);
 	if (!r)
 		r = cpu_lookup(c, "__sentinel_mem", &mem, err, n);
 	if (!r)
@@ -70,6 +73,7 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	}
 	c->tick = (void (*)(sn_world *, uint32_t, uint32_t, uint64_t))tick;
 	c->handoff = (void (*)(sn_world *, uint32_t, uint32_t))handoff;
+	c->feed = (void (*)(sn_world *, uint64_t, const sn_feed *))feed;
 	c->mem = mem;
 	c->relo = relo;
 	c->nrelo = b->relos.n;
@@ -100,6 +104,11 @@ void cpu_tick(CpuCode *c, sn_world *w, uint64_t now)
 void cpu_handoff(CpuCode *c, sn_world *w)
 {
 	c->handoff(w, 0, 1);
+}
+
+void cpu_feed_tick(CpuCode *c, sn_world *w, uint64_t now, const sn_feed *f)
+{
+	c->feed(w, now, f);
 }
 
 void cpu_close(CpuCode *c)

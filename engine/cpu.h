@@ -23,6 +23,8 @@ int cpu_bind(CpuCode *c, const kx_mem *mem, const uint64_t *relo, size_t nrelo, 
 void cpu_tick(CpuCode *c, sn_world *w, uint64_t now);
 /* Reload: this code's sn_handoff on w (linked to the old world). */
 void cpu_handoff(CpuCode *c, sn_world *w);
+/* One tick on values the host supplies (sn_feed_tick); no target needed. */
+void cpu_feed_tick(CpuCode *c, sn_world *w, uint64_t now, const sn_feed *f);
 void cpu_close(CpuCode *c);
 
 #endif

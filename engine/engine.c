@@ -324,24 +324,7 @@ int eng_health(Engine *e, char *err, size_t n)
 
 unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx)
 {
-	sn_ring *R = e->ring;
-	unsigned got = 0;
-	for (;;) {
-		uint64_t tail = R->tail;
-		sn_alert *slot = &R->rec[tail & (R->cap - 1)];
-		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
-			break;                  /* not written yet */
-		sn_alert a = *slot;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
-			continue;               /* changed under us: read it again */
-		a.seq = tail + 1;
-		fn(ctx, &a);
-		got++;
-		/* free the slot: producers read tail to see room */
-		__atomic_store_n(&R->tail, tail + 1, __ATOMIC_RELEASE);
-	}
-	return got;
+	return wd_ring_drain(e->ring, fn, ctx);
 }
 
 void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped)

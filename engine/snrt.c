@@ -367,8 +367,14 @@ static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32
 	st->ev_entity = entity;
 	for (int i = 0; i < 16; i++)
 		st->ev_comm[i] = 0;
-	if (d->pid_slot >= 0 && entity >= 0 && km_task_comm(w->tasks.ptr[row], st->ev_comm) < 0)
+	if (d->pid_slot < 0 || entity < 0)
+		return;
+	if (w->tasks.comm[row][0]) {            /* this tick read it already (task.comm rules, feeds) */
+		for (int i = 0; i < 15; i++)
+			st->ev_comm[i] = w->tasks.comm[row][i];
+	} else if (km_task_comm(w->tasks.ptr[row], st->ev_comm) < 0) {
 		st->ev_comm[0] = 0;
+	}
 	st->ev_comm[15] = 0;
 }
 
@@ -473,6 +479,33 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
 	sn_collect_all(w, warp, nwarps);
 	sn_eval_all(w, warp, nwarps);
 }
+
+#ifndef __NVPTX__
+void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
+{
+	w->now = now;
+	w->tick++;
+	for (uint32_t s = 0; s < w->nhost; s++)
+		sn_put_host(w, s, f->host_hist[s], f->host[s]);
+	sn_cpus_set(w, f->ncpus);
+	for (uint32_t c = 0; c < w->max_cpus; c++)
+		sn_cpu_set_online(w, c, f->cpu_on[c]);
+	for (uint32_t s = 0; s < w->ncpuslots; s++)
+		for (uint32_t c = 0; c < w->max_cpus; c++)
+			sn_put_cpu(w, s, f->cpu_hist[s], c, f->cpu[(uint64_t)s * w->max_cpus + c]);
+	uint32_t n = f->ntasks < w->tasks.cap ? f->ntasks : w->tasks.cap;
+	for (uint32_t r = 0; r < n; r++)
+		w->scratch[r] = f->task_key[r];
+	n = sn_tasks_begin(w, (int)n);           /* keys are nonzero: row r is task r */
+	for (uint32_t r = 0; r < n; r++)
+		for (int i = 0; i < 16; i++)
+			w->tasks.comm[r][i] = f->task_comm[r][i];
+	for (uint32_t s = 0; s < w->ntaskslots; s++)
+		for (uint32_t r = 0; r < n; r++)
+			sn_put_task(w, s, f->task_hist[s], r, f->task[(uint64_t)s * f->task_stride + r]);
+	sn_eval_all(w, 0, 1);
+}
+#endif
 
 /* ---- reload ---------------------------------------------------------------------------------------- */
 

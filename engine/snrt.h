@@ -262,6 +262,27 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 /* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);
 
+/* Values supplied by the host instead of read from a kernel (`rulec test`,
+ * replays): one tick's tables.  Host pointers; the CPU backend only. */
+typedef struct sn_feed {
+	const double *host;        /* [nhost] */
+	const int32_t *host_hist;  /* [nhost] the history each slot feeds, -1 none */
+	const double *cpu;         /* [ncpuslots][max_cpus] */
+	const int32_t *cpu_hist;   /* [ncpuslots] */
+	const uint8_t *cpu_on;     /* [max_cpus] */
+	uint32_t ncpus;            /* CPU ids */
+	uint32_t ntasks;           /* tasks this tick (at most tasks.cap) */
+	const uint64_t *task_key;  /* [ntasks] a stable nonzero key per task */
+	const char (*task_comm)[16]; /* [ntasks] */
+	const double *task;        /* [ntaskslots][task_stride] */
+	uint32_t task_stride, _pad;
+	const int32_t *task_hist;  /* [ntaskslots] */
+} sn_feed;
+
+/* One tick at time now on fed values: the tables and histories as the jobs
+ * would leave them, then every rule (the host; not in the GPU code). */
+void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f);
+
 /* Reload: take over w->from's state (the tick count, the alert state of
  * every unchanged rule, the histories of every metric both read, the task
  * table).  Runs between the old world's last tick and this one's first:

@@ -94,6 +94,27 @@ void wd_ring_init(sn_ring *r, uint32_t cap)
 	r->cap = cap;
 }
 
+unsigned wd_ring_drain(sn_ring *R, void (*fn)(void *ctx, const sn_alert *a), void *ctx)
+{
+	unsigned got = 0;
+	for (;;) {
+		uint64_t tail = R->tail;
+		sn_alert *slot = &R->rec[tail & (R->cap - 1)];
+		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
+			break;                  /* not written yet */
+		sn_alert a = *slot;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != tail + 1)
+			continue;               /* changed under us: read it again */
+		a.seq = tail + 1;
+		fn(ctx, &a);
+		got++;
+		/* free the slot: producers read tail to see room */
+		__atomic_store_n(&R->tail, tail + 1, __ATOMIC_RELEASE);
+	}
+	return got;
+}
+
 #define AT(o) (base + (o))
 
 void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,

@@ -64,6 +64,9 @@ unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base,
 
 /* Initialise an alert ring of L->ring_bytes at r. */
 void wd_ring_init(sn_ring *r, uint32_t cap);
+/* Hand the records written since the last call to fn, in order, and free
+ * their slots.  Returns how many. */
+unsigned wd_ring_drain(sn_ring *R, void (*fn)(void *ctx, const sn_alert *a), void *ctx);
 
 /* Move every pointer inside a block copied from address `from` so that it
  * points into the copy at `to` (the alert ring and statistics stay). */

@@ -14,14 +14,17 @@ update=${2:-}
 truncate -s 65M "$here/generated-huge.yaml"
 
 cd "$here" || exit 1
-for f in *.yaml *.args; do
+# NAME.cmd: a whole command line instead (rulec test ...)
+for f in *.yaml *.args *.cmd; do
 	name=${f%.*}
+	check=--check
 	case $f in
-	*.yaml) [ -f "$name.args" ] && continue; args=$f ;;
-	*.args) args=$(cat "$f") ;;
+	*.yaml) [ -f "$name.args" ] || [ -f "$name.cmd" ] && continue; args="--color=never $f" ;;
+	*.args) args="--color=never $(cat "$f")" ;;
+	*.cmd) args=$(cat "$f"); check= ;;
 	esac
 	# shellcheck disable=SC2086
-	out=$("$rulec" --check --color=never $args 2>&1; echo "exit: $?")
+	out=$("$rulec" $check $args 2>&1; echo "exit: $?")
 	if [ "$update" = --update ]; then
 		printf '%s\n' "$out" > "$name.expected"
 	fi

@@ -1,0 +1,176 @@
+/* feed.c - rules on supplied values (see feed.h). */
+#include "feed.h"
+#include "cpu.h"
+#include "world.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct Feed {
+	const Bundle *b;
+	CpuCode *code;
+	WdParams p;
+	WdLayout L;
+	void *block;
+	sn_ring *ring;
+	sn_stats stats;
+	sn_world *w;
+	uint64_t now;
+	/* this tick's tables (sn_feed points into them) */
+	double *host, *cpu, *task;
+	uint8_t *cpu_on;
+	uint64_t *key;
+	char (*comm)[16];
+	int32_t host_hist[64], cpu_hist[64], task_hist[64];
+	int8_t host_slot[MET__COUNT], cpu_slot[MET__COUNT], task_slot[MET__COUNT];
+	uint32_t ntasks, ncpus;
+};
+
+/* The history each metric feeds: the bundle's list, by metric. */
+static int32_t fd_hist_of(const Bundle *b, MetricId m)
+{
+	for (size_t h = 0; h < b->nhist; h++)
+		if (b->hist[h].metric == m)
+			return (int32_t)h;
+	return -1;
+}
+
+int fd_open(const Bundle *b, const FdParams *p, Feed **out, char *err, size_t n)
+{
+	Feed *f = calloc(1, sizeof *f);
+	if (!f)
+		return -ENOMEM;
+	f->b = b;
+	f->p = (WdParams){.tick_ns = p->tick_ns, .max_cpus = p->max_cpus ? p->max_cpus : 1,
+			  .task_cap = p->task_cap ? p->task_cap : 1, .ring_cap = WD_DEFAULT_RING};
+	int r = cpu_open(b, &f->code, err, n);
+	if (!r)
+		r = wd_layout(b, &f->p, &f->L, err, n);
+	if (r)
+		goto fail;
+	r = -ENOMEM;
+	if (posix_memalign(&f->block, 64, f->L.total) || !(f->ring = aligned_alloc(64, (f->L.ring_bytes + 63) & ~(size_t)63)))
+		goto fail;
+	memset(f->block, 0, f->L.total);
+	wd_ring_init(f->ring, f->p.ring_cap);
+	wd_build(b, &f->p, &f->L, NULL, f->block, (uint64_t)(uintptr_t)f->block, (uint64_t)(uintptr_t)f->ring,
+		 (uint64_t)(uintptr_t)&f->stats);
+	f->w = wd_world(f->block);
+	size_t cpus = f->p.max_cpus, cap = f->p.task_cap;
+	f->host = calloc(b->nhost + 1, sizeof *f->host);
+	f->cpu = calloc(b->ncpu * cpus + 1, sizeof *f->cpu);
+	f->cpu_on = calloc(cpus, 1);
+	f->task = calloc(b->ntask * cap + 1, sizeof *f->task);
+	f->key = calloc(cap, sizeof *f->key);
+	f->comm = calloc(cap, sizeof *f->comm);
+	if (!f->host || !f->cpu || !f->cpu_on || !f->task || !f->key || !f->comm)
+		goto fail;
+	memset(f->host_slot, -1, sizeof f->host_slot);
+	memset(f->cpu_slot, -1, sizeof f->cpu_slot);
+	memset(f->task_slot, -1, sizeof f->task_slot);
+	for (unsigned i = 0; i < b->nhost; i++) {
+		f->host_slot[b->host_m[i]] = (int8_t)i;
+		f->host_hist[i] = fd_hist_of(b, b->host_m[i]);
+	}
+	for (unsigned i = 0; i < b->ncpu; i++) {
+		f->cpu_slot[b->cpu_m[i]] = (int8_t)i;
+		f->cpu_hist[i] = fd_hist_of(b, b->cpu_m[i]);
+	}
+	for (unsigned i = 0; i < b->ntask; i++) {
+		f->task_slot[b->task_m[i]] = (int8_t)i;
+		f->task_hist[i] = fd_hist_of(b, b->task_m[i]);
+	}
+	*out = f;
+	return 0;
+fail:
+	if (r == -ENOMEM)
+		snprintf(err, n, "out of memory for the rules' tables");
+	fd_close(f);
+	return r;
+}
+
+void fd_close(Feed *f)
+{
+	if (!f)
+		return;
+	cpu_close(f->code);
+	free(f->block);
+	free(f->ring);
+	free(f->host);
+	free(f->cpu);
+	free(f->cpu_on);
+	free(f->task);
+	free(f->key);
+	free(f->comm);
+	free(f);
+}
+
+void fd_begin(Feed *f, uint64_t now)
+{
+	const Bundle *b = f->b;
+	f->now = now;
+	for (size_t i = 0; i < b->nhost; i++)
+		f->host[i] = NAN;
+	for (size_t i = 0; i < b->ncpu * f->p.max_cpus; i++)
+		f->cpu[i] = NAN;
+	memset(f->cpu_on, 0, f->p.max_cpus);
+	f->ncpus = 0;
+	f->ntasks = 0;
+}
+
+void fd_host(Feed *f, MetricId m, double v)
+{
+	if (f->host_slot[m] >= 0)
+		f->host[f->host_slot[m]] = v;
+}
+
+void fd_cpu(Feed *f, MetricId m, uint32_t cpu, double v)
+{
+	if (cpu >= f->p.max_cpus)
+		return;
+	f->cpu_on[cpu] = 1;
+	if (cpu + 1 > f->ncpus)
+		f->ncpus = cpu + 1;
+	if (f->cpu_slot[m] >= 0)
+		f->cpu[(size_t)f->cpu_slot[m] * f->p.max_cpus + cpu] = v;
+}
+
+int fd_task_add(Feed *f, uint64_t key, const char *comm)
+{
+	if (f->ntasks >= f->p.task_cap || !key)
+		return -1;
+	uint32_t r = f->ntasks++;
+	f->key[r] = key;
+	snprintf(f->comm[r], sizeof f->comm[r], "%s", comm ? comm : "");
+	for (size_t s = 0; s < f->b->ntask; s++)
+		f->task[s * f->p.task_cap + r] = NAN;
+	return (int)r;
+}
+
+void fd_task(Feed *f, MetricId m, int row, double v)
+{
+	if (row >= 0 && (uint32_t)row < f->ntasks && f->task_slot[m] >= 0)
+		f->task[(size_t)f->task_slot[m] * f->p.task_cap + (size_t)row] = v;
+}
+
+void fd_eval(Feed *f)
+{
+	sn_feed in = {.host = f->host, .host_hist = f->host_hist, .cpu = f->cpu, .cpu_hist = f->cpu_hist,
+		      .cpu_on = f->cpu_on, .ncpus = f->ncpus, .ntasks = f->ntasks, .task_key = f->key,
+		      .task_comm = (const char (*)[16])f->comm, .task = f->task, .task_stride = f->p.task_cap,
+		      .task_hist = f->task_hist};
+	cpu_feed_tick(f->code, f->w, f->now, &in);
+}
+
+unsigned fd_drain(Feed *f, void (*fn)(void *ctx, const sn_alert *a), void *ctx)
+{
+	return wd_ring_drain(f->ring, fn, ctx);
+}
+
+const sn_rstate *fd_states(const Feed *f)
+{
+	return f->w->rstate;
+}

@@ -1,0 +1,441 @@
+/* ruletest_run.c - `rulec test`: run rule unit tests (see ruletest.h).
+ *
+ * Each test file's rule files are checked and compiled like `rulec -o`
+ * (x86-64 code only), then every test group runs them on the CPU backend's
+ * compiled code (engine/feed.h) on a simulated clock: one tick per
+ * evaluation_interval from 0 to the last eval_time, each series' value at
+ * a tick its latest sample at or before it (within 5 minutes, as
+ * Prometheus looks back).  An alert test compares the alert firing at its
+ * eval_time with the expected ones: labels (severity, the rule's labels,
+ * the entity's pid/comm or cpu) and rendered annotations.
+ */
+#include "ruletest.h"
+#include "cg.h"
+#include "compile.h"
+#include "feed.h"
+#include "notify.h"
+
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UT_LOOKBACK 300.0             /* seconds, Prometheus' default */
+#define UT_BASE_NS 1000000000000ull   /* simulated time 0 (the engine treats 0 as "never") */
+
+/* One rule's alert as the sinks last heard of it. */
+typedef struct UtAlert {
+	uint32_t kind;            /* SnEventKind of its last event; 0 none */
+	double value;
+	int64_t entity;
+	char comm[16];
+} UtAlert;
+
+typedef struct UtRun {
+	const UtOpts *o;
+	const Bundle *b;
+	UtAlert *alert;           /* [nrules] */
+	unsigned passed, failed;
+	StrBuf junit;             /* <testcase> elements of this file */
+} UtRun;
+
+static void ut_event(void *ctx, const sn_alert *a)
+{
+	UtRun *R = ctx;
+	if (a->rule >= R->b->nrules)
+		return;
+	UtAlert *A = &R->alert[a->rule];
+	A->kind = a->kind;
+	A->value = a->value;
+	A->entity = a->entity;
+	memcpy(A->comm, a->comm, sizeof A->comm);
+	A->comm[15] = 0;
+}
+
+/* The value of series S at time t (seconds), or NAN when it has none. */
+static double ut_value_at(const UtSeries *S, double interval, double t)
+{
+	double k = floor(t / interval + 1e-9);
+	if (k < 0)
+		return NAN;
+	for (size_t i = k >= (double)S->nv ? S->nv - 1 : (size_t)k; S->nv; i--) {
+		if (t - (double)i * interval > UT_LOOKBACK + 1e-9 || S->v[i] == UT_STALE)
+			return NAN;
+		if (S->v[i] != UT_MISSING)
+			return S->v[i];
+		if (i == 0)
+			break;
+	}
+	return NAN;
+}
+
+/* ---- what an alert looks like to a sink, and to a test ------------------------------------ */
+
+static const char *ut_kv_get(const KV *v, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].key, key))
+			return v[i].value;
+	return NULL;
+}
+
+/* labels: severity, the rule's own, the entity's (a rule label wins) */
+static void ut_labels(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *want, size_t nwant, bool *match)
+{
+	const char *key[2 + 64];
+	const char *val[2 + 64];
+	char ev[2][24];
+	size_t n = 0;
+	key[n] = "severity", val[n++] = r->severity;
+	for (size_t i = 0; i < r->nlabels && n < 64; i++)
+		key[n] = r->labels[i].key, val[n++] = r->labels[i].value;
+	NtEvent e = {.rule = r, .entity = A->entity, .comm = A->comm};
+	const char *ek[2];
+	for (int i = 0, k = nt_entity_labels(&e, ek, ev); i < k; i++) {
+		bool own = false;
+		for (size_t j = 0; j < r->nlabels; j++)
+			own |= !strcmp(r->labels[j].key, ek[i]);
+		if (!own)
+			key[n] = ek[i], val[n++] = ev[i];
+	}
+	*match = n == nwant;
+	sb_putc(b, '{');
+	for (size_t i = 0; i < n; i++) {
+		sb_printf(b, "%s%s=\"%s\"", i ? ", " : "", key[i], val[i]);
+		const char *w = want ? ut_kv_get(want, nwant, key[i]) : NULL;
+		*match = *match && w && !strcmp(w, val[i]);
+	}
+	sb_putc(b, '}');
+}
+
+static void ut_annotations(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *want, size_t nwant, bool *match)
+{
+	NtEvent e = {.rule = r, .kind = SN_EV_FIRING, .value = A->value, .entity = A->entity, .comm = A->comm};
+	*match = r->nannotations == nwant;
+	for (size_t i = 0; i < r->nannotations; i++) {
+		char *t = nt_render(r->annotations[i].value, &e, "test");
+		sb_printf(b, " %s=\"%s\"", r->annotations[i].key, t ? t : "");
+		const char *w = want ? ut_kv_get(want, nwant, r->annotations[i].key) : NULL;
+		*match = *match && w && t && !strcmp(w, t);
+		free(t);
+	}
+}
+
+static void ut_expected(StrBuf *b, const UtExpAlert *x)
+{
+	sb_printf(b, "{");
+	for (size_t i = 0; i < x->nlabels; i++)
+		sb_printf(b, "%s%s=\"%s\"", i ? ", " : "", x->labels[i].key, x->labels[i].value);
+	sb_printf(b, "}");
+	for (size_t i = 0; i < x->nannotations; i++)
+		sb_printf(b, " %s=\"%s\"", x->annotations[i].key, x->annotations[i].value);
+}
+
+/* An eval_time as a test file writes it: 1h30m, 90s, 1500ms. */
+static void ut_fmt_time(double t, char *buf, size_t n)
+{
+	long long ms = llround(t * 1000), h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60;
+	size_t l = 0;
+	buf[0] = 0;
+	if (ms % 1000 || !ms) {
+		snprintf(buf, n, "%lldms", ms);
+		return;
+	}
+	if (h)
+		l += (size_t)snprintf(buf + l, n - l, "%lldh", h);
+	if (m && l < n)
+		l += (size_t)snprintf(buf + l, n - l, "%lldm", m);
+	if (s && l < n)
+		snprintf(buf + l, n - l, "%llds", s);
+}
+
+static void ut_xml(StrBuf *b, const char *s)
+{
+	for (; *s; s++)
+		switch (*s) {
+		case '<': sb_puts(b, "&lt;"); break;
+		case '>': sb_puts(b, "&gt;"); break;
+		case '&': sb_puts(b, "&amp;"); break;
+		case '"': sb_puts(b, "&quot;"); break;
+		default: sb_putc(b, *s);
+		}
+}
+
+/* Compare the alert of T's rule now with what T expects; report. */
+static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, const UtAlertTest *T, size_t rule)
+{
+	const BdRule *r = &R->b->rules[rule];
+	const UtAlert *A = &R->alert[rule];
+	bool firing = A->kind == SN_EV_FIRING, ok;
+	StrBuf got = {0}, exp = {0};
+	sb_puts(&got, "");
+	sb_puts(&exp, "");
+	if (firing) {
+		bool lm = false, am = false;
+		const UtExpAlert *x = T->nexp == 1 ? &T->exp[0] : NULL;
+		ut_labels(r, A, &got, x ? x->labels : NULL, x ? x->nlabels : 0, &lm);
+		ut_annotations(r, A, &got, x ? x->annotations : NULL, x ? x->nannotations : 0, &am);
+		ok = x && lm && am;
+	} else {
+		ok = T->nexp == 0;
+	}
+	for (size_t i = 0; i < T->nexp; i++) {
+		sb_puts(&exp, i ? ",\n                " : "");
+		ut_expected(&exp, &T->exp[i]);
+	}
+	char when[32];
+	ut_fmt_time(T->eval_time, when, sizeof when);
+	SrcLoc loc = yt_loc(T->node);
+	char gname[64];
+	snprintf(gname, sizeof gname, "%s", G->name ? G->name : "");
+	if (!G->name)
+		snprintf(gname, sizeof gname, "test %zu", gi + 1);
+	if (ok) {
+		R->passed++;
+		if (R->o->verbose)
+			printf("%s:%u:%u: ok: %s: %s at %s\n", f->path, loc.line, loc.col, gname, T->alertname, when);
+	} else {
+		R->failed++;
+		printf("%s:%u:%u: FAILED: %s: alertname %s at %s\n", f->path, loc.line, loc.col, gname, T->alertname, when);
+		printf("    expected: %s\n", T->nexp ? exp.s : "no alert firing");
+		printf("    got:      %s%s\n", firing ? "" : "no alert firing",
+		       firing ? got.s : A->kind == SN_EV_PENDING ? " (it is pending)" : "");
+		if (T->nexp > 1)
+			printf("    note: a rule raises one alert naming one entity (docs/rules.md), never %zu\n", T->nexp);
+	}
+	sb_printf(&R->junit, "    <testcase classname=\"");
+	ut_xml(&R->junit, f->path);
+	sb_printf(&R->junit, "\" name=\"");
+	ut_xml(&R->junit, gname);
+	sb_printf(&R->junit, ": %s at %s\"", T->alertname, when);
+	if (ok) {
+		sb_puts(&R->junit, "/>\n");
+	} else {
+		sb_puts(&R->junit, ">\n      <failure message=\"expected: ");
+		ut_xml(&R->junit, T->nexp ? exp.s : "no alert firing");
+		sb_puts(&R->junit, "; got: ");
+		ut_xml(&R->junit, firing ? got.s : "no alert firing");
+		sb_puts(&R->junit, "\"/>\n    </testcase>\n");
+	}
+	sb_free(&got);
+	sb_free(&exp);
+}
+
+static long ut_rule_of(const Bundle *b, const char *name)
+{
+	for (size_t i = 0; i < b->nrules; i++)
+		if (!strcmp(b->rules[i].name, name))
+			return (long)i;
+	return -1;
+}
+
+/* One test group: a fresh engine, ticks from 0 to its last eval_time. */
+static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, char *err, size_t n)
+{
+	const Bundle *b = R->b;
+	double last = 0;
+	for (size_t i = 0; i < G->ntests; i++)
+		last = fmax(last, G->tests[i].eval_time);
+	/* CPUs and tasks: from the series' labels; a task's key is its PID + 1 */
+	long max_cpu = 0;
+	size_t ntask = 0;
+	long *pids = calloc(G->nseries + 1, sizeof *pids);
+	const char **comms = calloc(G->nseries + 1, sizeof *comms);
+	int *row = calloc(G->nseries + 1, sizeof *row);
+	if (!pids || !comms || !row) {
+		free(pids), free(comms), free(row);
+		snprintf(err, n, "out of memory");
+		return -1;
+	}
+	for (size_t s = 0; s < G->nseries; s++) {
+		const UtSeries *S = &G->series[s];
+		max_cpu = S->cpu > max_cpu ? S->cpu : max_cpu;
+		if (S->pid < 0)
+			continue;
+		size_t k = 0;
+		while (k < ntask && pids[k] != S->pid)
+			k++;
+		if (k == ntask)
+			pids[ntask++] = S->pid, comms[k] = "";
+		if (S->comm[0])
+			comms[k] = S->comm;
+	}
+	FdParams p = {.tick_ns = (uint64_t)(f->eval_interval * 1e9 + 0.5), .max_cpus = (uint32_t)max_cpu + 1,
+		      .task_cap = ntask ? (uint32_t)ntask : 1};
+	Feed *fd = NULL;
+	int rc = fd_open(b, &p, &fd, err, n);
+	if (rc) {
+		free(pids), free(comms), free(row);
+		return -1;
+	}
+	memset(R->alert, 0, b->nrules * sizeof *R->alert);
+	long steps = (long)floor(last / f->eval_interval + 1e-9);
+	for (long k = 0; k <= steps; k++) {
+		double t = (double)k * f->eval_interval;
+		fd_begin(fd, UT_BASE_NS + (uint64_t)((double)k * f->eval_interval * 1e9 + 0.5));
+		/* which tasks exist now: those with a value in any of their series */
+		for (size_t i = 0; i < ntask; i++) {
+			bool alive = false;
+			for (size_t s = 0; s < G->nseries && !alive; s++)
+				alive = G->series[s].pid == pids[i] && !isnan(ut_value_at(&G->series[s], G->interval, t));
+			row[i] = alive ? fd_task_add(fd, (uint64_t)pids[i] + 1, comms[i]) : -1;
+			if (row[i] >= 0) {
+				fd_task(fd, MET_TASK_PID, row[i], (double)pids[i]);
+				fd_task(fd, MET_TASK_KTHREAD, row[i], 0);
+			}
+		}
+		for (size_t s = 0; s < G->nseries; s++) {
+			const UtSeries *S = &G->series[s];
+			double v = ut_value_at(S, G->interval, t);
+			if (isnan(v))
+				continue;
+			Entity e = cat_metrics[S->metric].entity;
+			if (e == ENT_HOST) {
+				fd_host(fd, S->metric, v);
+			} else if (e == ENT_CPU) {
+				fd_cpu(fd, S->metric, (uint32_t)S->cpu, v);
+			} else {
+				size_t i = 0;
+				while (pids[i] != S->pid)
+					i++;
+				fd_task(fd, S->metric, row[i], v);
+			}
+		}
+		fd_eval(fd);
+		fd_drain(fd, ut_event, R);
+		/* the tests at this tick: eval_time rounds down to a tick */
+		for (size_t i = 0; i < G->ntests; i++) {
+			const UtAlertTest *T = &G->tests[i];
+			if ((long)floor(T->eval_time / f->eval_interval + 1e-9) != k)
+				continue;
+			long r = ut_rule_of(b, T->alertname);
+			if (r >= 0)
+				ut_compare(R, f, G, gi, T, (size_t)r);
+		}
+	}
+	fd_close(fd);
+	free(pids), free(comms), free(row);
+	return 0;
+}
+
+/* Load, check and compile the rules of test file f; the bundle, or NULL
+ * with the diagnostics printed. */
+static Bundle *ut_compile(const UtFile *f, DiagCtx *d, const UtOpts *o)
+{
+	RuleSet rs = {0};
+	CheckOpts co = {.tick = f->eval_interval};
+	for (size_t i = 0; i < f->nrule_files; i++)
+		if (rf_load(&rs, f->rule_files[i], d, &co) < 0)
+			diag_note(d, yt_loc(f->rule_nodes[i]), "rule file named here (relative to the test file)");
+	rs_check_all(&rs, d);
+	/* every alert a test names must exist */
+	for (size_t g = 0; g < f->ngroups; g++)
+		for (size_t i = 0; i < f->groups[g].ntests; i++) {
+			const UtAlertTest *T = &f->groups[g].tests[i];
+			bool found = false;
+			for (size_t r = 0; r < rs.n && !found; r++)
+				found = !strcmp(rs.v[r].name, T->alertname);
+			if (!found)
+				diag_report(d, yt_loc(yt_get(T->node, "alertname")), DIAG_UNKNOWN_ALERT,
+					    "no rule in the rule files is named '%s'", T->alertname);
+		}
+	Bundle *b = NULL;
+	if (!d->nerr) {
+		CgProg plan;
+		if (cg_analyse(&plan, &rs, d)) {
+			CompOpts co2 = {.host_only = true, .version = o->version};
+			char err[1024] = "";
+			if (comp_build(&plan, &co2, &b, err, sizeof err))
+				fprintf(stderr, "rulec test: %s: %s\n", f->path, err);
+		}
+		cg_free(&plan);
+	}
+	/* print now: the diagnostics cite the rule files, freed below */
+	if (d->n) {
+		diag_sort(d);
+		diag_print_text(d, stderr, o->color);
+	}
+	rs_free(&rs);
+	return b;
+}
+
+static int ut_file_run(const char *path, const UtOpts *o, UtRun *R, FILE *junit)
+{
+	UtFile f;
+	DiagCtx d = {.max_errors = 100};
+	int rc = 0;
+	ut_load(path, &f, &d);
+	Bundle *b = NULL;
+	if (d.nerr) {
+		diag_sort(&d);
+		diag_print_text(&d, stderr, o->color);
+	} else {
+		b = ut_compile(&f, &d, o);
+	}
+	if (!b) {
+		rc = 2;
+		goto out;
+	}
+	regex_t re;
+	bool filter = o->run && !regcomp(&re, o->run, REG_EXTENDED | REG_NOSUB);
+	R->b = b;
+	R->alert = calloc(b->nrules + 1, sizeof *R->alert);
+	unsigned p0 = R->passed, f0 = R->failed;
+	sb_free(&R->junit);
+	sb_puts(&R->junit, "");
+	for (size_t g = 0; g < f.ngroups && R->alert; g++) {
+		const UtGroup *G = &f.groups[g];
+		char gname[64];
+		snprintf(gname, sizeof gname, "%s", G->name ? G->name : "");
+		if (!G->name)
+			snprintf(gname, sizeof gname, "test %zu", g + 1);
+		if (filter && regexec(&re, gname, 0, NULL, 0))
+			continue;
+		char err[512];
+		if (ut_group_run(R, &f, G, g, err, sizeof err)) {
+			fprintf(stderr, "rulec test: %s: %s: %s\n", path, gname, err);
+			rc = 2;
+		}
+	}
+	if (filter)
+		regfree(&re);
+	unsigned np = R->passed - p0, nf = R->failed - f0;
+	if (!o->quiet)
+		printf("rulec test: %s: %u passed, %u failed\n", path, np, nf);
+	if (junit)
+		fprintf(junit, "  <testsuite name=\"%s\" tests=\"%u\" failures=\"%u\">\n%s  </testsuite>\n", path,
+			np + nf, nf, R->junit.s ? R->junit.s : "");
+	free(R->alert);
+	R->alert = NULL;
+	bd_free(b);
+out:
+	diag_free(&d);
+	ut_free(&f);
+	return rc;
+}
+
+int ut_run(char **paths, size_t n, const UtOpts *o)
+{
+	UtRun R = {.o = o};
+	int rc = 0;
+	FILE *junit = NULL;
+	if (o->junit && !(junit = fopen(o->junit, "w"))) {
+		perror(o->junit);
+		return 2;
+	}
+	if (junit)
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n", junit);
+	for (size_t i = 0; i < n; i++) {
+		int r = ut_file_run(paths[i], o, &R, junit);
+		rc = r > rc ? r : rc;
+	}
+	if (junit) {
+		fputs("</testsuites>\n", junit);
+		fclose(junit);
+	}
+	sb_free(&R.junit);
+	if (n > 1 && !o->quiet)
+		printf("rulec test: %u passed, %u failed in %zu files\n", R.passed, R.failed, n);
+	return rc ? rc : R.failed ? 1 : 0;
+}

@@ -1,0 +1,1 @@
+test --color=never ruletest-errors.yaml

@@ -1,0 +1,1 @@
+test --color=never ruletest-unknown-alert.yaml

@@ -1,0 +1,110 @@
+#!/bin/sh
+# `rulec test`: the shipped rules' own tests, and the runner's behaviour.
+#   sh tests/ruletest/run.sh RULEC
+# (The test-file parser's diagnostics and a deliberately wrong test's diff
+# are data-driven cases in tests/check: ruletest-*.cmd.)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+top=$(cd "$here/../.." && pwd)
+rulec=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+tmp=$(mktemp -d /tmp/sentinel-ruletest.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$top" || exit 1
+
+# every shipped rule file's tests pass, through the compiled rules
+if out=$("$rulec" test --junit "$tmp/junit.xml" rules/tests/*.yaml 2>&1); then
+	pass "ruletest/shipped: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/shipped" "$out"
+fi
+
+# every shipped rule is named by some test
+missing=
+for r in $(sed -n 's/^ *- alert: *//p' rules/*.yaml); do
+	grep -q "alertname: $r\$" rules/tests/*.yaml || missing="$missing $r"
+done
+if [ -z "$missing" ]; then
+	pass "ruletest/every-shipped-rule-is-tested"
+else
+	fail "ruletest/every-shipped-rule-is-tested" "no test in rules/tests names:$missing"
+fi
+
+# the JUnit report: well-formed, one testcase per alert test, no failures
+if python3 - "$tmp/junit.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.findall(".//testcase")
+assert root.tag == "testsuites" and len(cases) >= 40, (root.tag, len(cases))
+assert not root.findall(".//failure")
+PY
+then
+	pass "ruletest/junit-report"
+else
+	fail "ruletest/junit-report" "$(head -c 2000 "$tmp/junit.xml")"
+fi
+
+# a failing test: exit 1, and a <failure> in the report
+"$rulec" test --junit "$tmp/wrong.xml" tests/check/ruletest-wrong.yaml > "$tmp/wrong.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q '<failure message="expected: {severity=&quot;warning&quot;}' "$tmp/wrong.xml"; then
+	pass "ruletest/failure-exit-1-and-junit"
+else
+	fail "ruletest/failure-exit-1-and-junit" "exit $rc; $(cat "$tmp/wrong.out" "$tmp/wrong.xml")"
+fi
+
+# --run: only the named groups
+out=$("$rulec" test -v --run 'hung task' rules/tests/processes.yaml 2>&1)
+if printf '%s\n' "$out" | grep -q "ok: a hung task names itself: HungTask" &&
+   ! printf '%s\n' "$out" | grep -q "ForkBomb" && printf '%s\n' "$out" | grep -q ": 2 passed, 0 failed"; then
+	pass "ruletest/run-filter"
+else
+	fail "ruletest/run-filter" "$out"
+fi
+
+# usage errors: exit 2 with advice
+"$rulec" test > "$tmp/none.out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "no test files" "$tmp/none.out"; then
+	pass "ruletest/no-files-is-usage-error"
+else
+	fail "ruletest/no-files-is-usage-error" "exit $rc: $(cat "$tmp/none.out")"
+fi
+
+# an hour-long window in milliseconds: 24 h of 1 s ticks
+cat > "$tmp/long.yaml" <<'YAML'
+groups:
+  - name: long
+    rules:
+      - alert: DayWithoutForks
+        expr: delta(host.forks[1h]) == 0
+        for: 23h
+        severity: warning
+YAML
+cat > "$tmp/long-test.yaml" <<'YAML'
+rule_files: [long.yaml]
+evaluation_interval: 1s
+tests:
+  - interval: 1m
+    input_series:
+      - series: host.forks
+        values: '0+10x60 600x1445'
+    alert_rule_test:
+      # no fork since 1 h; the 1 h window holds none from 2 h (within its
+      # edge bound, half a 58 s bucket and a tick), for 23 h
+      - eval_time: 24h59m
+        alertname: DayWithoutForks
+      - eval_time: 25h1m
+        alertname: DayWithoutForks
+        exp_alerts:
+          - exp_labels: {severity: warning}
+YAML
+start=$(date +%s%N)
+out=$("$rulec" test "$tmp/long-test.yaml" 2>&1)
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+if [ $rc -eq 0 ]; then
+	pass "ruletest/24h-of-1s-ticks ($ms ms: $(printf '%s\n' "$out" | tail -n 1))"
+else
+	fail "ruletest/24h-of-1s-ticks" "$out"
+fi
