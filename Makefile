@@ -19,8 +19,9 @@ VERSION := 0.1.0
 B := build
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 BASE_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DSENTINEL_VERSION='"$(VERSION)"' $(WARN) $(YAML_CFLAGS) $(CFLAGS_USER)
-OPT_CFLAGS := -O2 -g
-SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# -fPIC: the same objects go into librulec-backend.so
+OPT_CFLAGS := -O2 -g -fPIC
+SAN_FLAGS := -O1 -g -fPIC -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
@@ -61,8 +62,8 @@ RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resour
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
-PROGRAMS := $(B)/rulec $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
-TEST_PROGRAMS := $(B)/san/rulec $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
+PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
+TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
 	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
@@ -74,7 +75,7 @@ endif
 all: $(PROGRAMS)
 
 ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Iengine -Inotifier \
-	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' \
+	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
 $(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
@@ -135,11 +136,21 @@ $(B)/san/sentineld: $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ)
 $(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
 
-$(B)/rulec: $(B)/obj/rulec/rulec.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
+# rulec is the front end alone: checking rules never maps libLLVM.  Compiling,
+# --target and `rulec test` load librulec-backend.so (rulec/backend.h), found
+# next to rulec or in $(PKGLIBDIR); it exports one symbol (backend.map).
+PKGLIBDIR := $(PREFIX)/lib/sentinel
+$(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl $(LDFLAGS_USER)
 
-$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
+$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl
+
+$(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
+	$(CC) $(OPT_CFLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS) $(LDFLAGS_USER)
+
+$(B)/san/librulec-backend.so: $(B)/san/obj/rulec/backend.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a rulec/backend.map
+	$(CC) $(SAN_FLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS)
 
 # Static helpers for the test guests (tests/guest/helpers/*.c), packed as
 # a second initramfs archive that tests/guest/guest.py appends to the
@@ -250,6 +261,8 @@ install: $(PROGRAMS)
 		$(DESTDIR)$(DATADIR)/sentinel/examples $(DESTDIR)$(DATADIR)/doc/sentinel \
 		$(DESTDIR)$(SYSCONFDIR)/sentinel $(DESTDIR)$(SYSTEMDUNITDIR)
 	install -m 755 $(B)/rulec $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(PKGLIBDIR)
+	install -m 644 $(B)/librulec-backend.so $(DESTDIR)$(PKGLIBDIR)/
 	install -m 644 rules/*.yaml rules/schema.json $(DESTDIR)$(DATADIR)/sentinel/rules/
 	install -m 644 examples/*.yaml examples/sentinel.conf $(DESTDIR)$(DATADIR)/sentinel/examples/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/sentinel/
@@ -269,7 +282,8 @@ install: $(PROGRAMS)
 # Leaves the configuration and rules in $(SYSCONFDIR)/sentinel: they are the admin's.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rulec $(DESTDIR)$(BINDIR)/sentinel-inspect $(DESTDIR)$(BINDIR)/sentineld \
-		$(DESTDIR)$(BINDIR)/sentinelctl $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
+		$(DESTDIR)$(BINDIR)/sentinelctl $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service \
+		$(DESTDIR)$(PKGLIBDIR)/librulec-backend.so
 	rm -rf $(DESTDIR)$(DATADIR)/sentinel $(DESTDIR)$(DATADIR)/doc/sentinel
 
 clean:

@@ -1,21 +1,16 @@
 /* rulec - check (and, with the compiler, compile) Sentinel rule files. */
+#include "backend.h"
 #include "catalog.h"
-#include "bundle.h"
 #include "cg.h"
 #include "compile.h"
-#include "core.h"
 #include "diag.h"
-#include "gpu.h"
-#include "ktarget.h"
-#include "llview.h"
-#include "lvm.h"
-#include "msrc.h"
-#include "reloc.h"
 #include "rules.h"
 #include "ruletest.h"
 #include "units.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,145 +152,51 @@ static int read_stdin(char **out, size_t *len)
 	return 0;
 }
 
-/* rulec --check --target: every rule's metrics against a real kernel. */
-static int check_target(const RuleSet *rs, const CgProg *plan, const char *source, const KtOptions *ko, DiagCtx *d,
-			bool verbose)
+#ifndef SENTINEL_PKGLIBDIR
+#define SENTINEL_PKGLIBDIR "/usr/local/lib/sentinel"
+#endif
+
+/* The compiler, the kernel model and the CPU backend, loaded on first use
+ * (backend.h): next to this program in a build tree, else where `make
+ * install` put it.  NULL after saying why. */
+static const RcBackend *backend(void)
 {
-	char err[1024] = "";
-	MemSource *s = NULL;
-	KTarget *t = NULL;
-	Bundle b = {0};
-	RlResult res = {0};
-	int e = comp_relocs(plan, &b.relos, err, sizeof err);
-	if (!e)
-		e = ms_open(source, &s, err, sizeof err);
-	if (!e && (e = kt_open(s, ko, &t, err, sizeof err)))
-		fprintf(stderr, "rulec: %s: ", source);
-	if (!e)
-		e = rl_resolve(&b, t, &res, err, sizeof err);
-	if (e) {
-		fprintf(stderr, "rulec: --target: %s\n", err);
-		goto out;
-	}
-	for (size_t i = 0; i < rs->n; i++) {
-		for (int m = 0; m < MET__COUNT; m++) {
-			if (!(plan->rule_metrics[i] >> m & 1) || res.avail[m])
-				continue;
-			diag_report(d, yt_loc(rs->v[i].name_node), DIAG_TARGET_MISSING,
-				    "rule %s cannot run on Linux %s: %s", rs->v[i].name, t->release, res.reason[m]);
-			break;
+	static const RcBackend *be;
+	if (be)
+		return be;
+	char self[PATH_MAX], path[PATH_MAX + 64], why[512] = "";
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	const char *dirs[2] = {NULL, SENTINEL_PKGLIBDIR};
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			dirs[0] = self;
 		}
 	}
-	fprintf(stderr, "rulec: --target: Linux %s, %zu relocations, %u unresolved%s\n", t->release, res.n, res.failed,
-		res.failed && !verbose ? " (-v lists them)" : "");
-	for (size_t i = 0; verbose && i < res.n; i++) {
-		if (res.ok[i])
+	for (int i = 0; i < 2 && !be; i++) {
+		if (!dirs[i])
 			continue;
-		char what[256];
-		relo_describe(&b.relos.v[i], what, sizeof what);
-		fprintf(stderr, "rulec:   unresolved %s: %s\n", what, res.why[i]);
-	}
-out:
-	rl_free(&res);
-	relo_free(&b.relos);
-	kt_close(t);
-	ms_close(s);
-	return e;
-}
-
-/* rulec -o / --emit: plan, compile, write. */
-static int compile(const RuleSet *rs, const char *output, const char *emit, const char *archs, bool verbose,
-		   bool full)
-{
-	DiagCtx d = {0};
-	CgProg plan;
-	if (!cg_analyse(&plan, rs, &d)) {       /* reported by the check already */
-		cg_free(&plan);
-		diag_free(&d);
-		return 1;
-	}
-	diag_free(&d);
-	if (!output && !emit) {
-		fprintf(stderr, "rulec: --all-metrics needs -o FILE or --emit=WHAT\n");
-		cg_free(&plan);
-		return 2;
-	}
-	/* the baseline PTX, and the native one of a GPU on this machine */
-	char native[16], list[64];
-	if (!archs && !emit && !gpu_probe_arch(native, sizeof native) && strcmp(native, COMP_DEFAULT_ARCHS)) {
-		snprintf(list, sizeof list, "%s,%s", COMP_DEFAULT_ARCHS, native);
-		archs = list;
-		if (verbose)
-			fprintf(stderr, "rulec: adding native PTX for the %s GPU of this machine\n", native);
-	}
-	CompOpts o = {.archs = archs, .emit = emit, .progress = verbose ? stderr : NULL, .version = SENTINEL_VERSION,
-		      .full = full};
-	Bundle *b = NULL;
-	char err[1024] = "";
-	int e = comp_build(&plan, &o, &b, err, sizeof err);
-	cg_free(&plan);
-	if (e) {
-		fprintf(stderr, "rulec: %s\n", err);
-		return 2;
-	}
-	if (!b)
-		return 0;
-	e = bd_write(b, output, err, sizeof err);
-	if (e)
-		fprintf(stderr, "rulec: %s\n", err);
-	else
-		fprintf(stderr, "rulec: %zu rule%s compiled into %s (x86-64 %zu KiB, PTX %zu arch%s)\n", b->nrules,
-			b->nrules == 1 ? "" : "s", output, (b->host_len + 1023) / 1024, b->nptx, b->nptx == 1 ? "" : "s");
-	bd_free(b);
-	return e ? 2 : 0;
-}
-
-/* rulec --pass=core,llview FILE.ll: run compiler passes on IR, print it. */
-static int run_passes(const char *passes, char **paths, size_t npaths)
-{
-	if (npaths != 1) {
-		fprintf(stderr, "rulec: --pass takes one LLVM IR file\n");
-		return 2;
-	}
-	LLVMContextRef ctx = LLVMContextCreate();
-	LLVMModuleRef m;
-	char err[1024] = "";
-	int e = lvm_load_file(ctx, paths[0], &m, err, sizeof err), rc = 0;
-	if (e) {
-		fprintf(stderr, "rulec: %s\n", err);
-		LLVMContextDispose(ctx);
-		return 2;
-	}
-	ReloSet r = {0};
-	if (strstr(passes, "core")) {
-		e = core_relocate(m, &r, err, sizeof err);
-		if (!e)
-			e = core_finish(m, &r);
-	}
-	LvStats st;
-	if (!e && strstr(passes, "llview"))
-		e = lv_rewrite(m, &st, err, sizeof err);
-	if (e) {
-		fprintf(stderr, "%s\n", err);
-		rc = 1;
-	} else {
-		char *s = lvm_print(m);
-		fputs(s, stdout);
-		free(s);
-		for (size_t i = 0; i < r.n; i++) {
-			char d[256];
-			relo_describe(&r.v[i], d, sizeof d);
-			printf("; relocation %zu: %s%s\n", i, d, r.v[i].weak ? " (weak)" : "");
+		snprintf(path, sizeof path, "%s/" RC_BACKEND_LIB, dirs[i]);
+		void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			if (!why[0] || access(path, F_OK) == 0)
+				snprintf(why, sizeof why, "%s", dlerror());
+			continue;
 		}
-		for (size_t i = 0; i < r.nuse; i++)
-			for (size_t k = 0; k < r.use[i].n; k++)
-				printf("; %s needs relocation %u%s\n", r.use[i].fn, r.use[i].idx[k],
-				       r.use[i].required[k] ? "" : " (optional)");
+		const RcBackend *(*get)(void) = (const RcBackend *(*)(void))dlsym(h, RC_BACKEND_SYM);
+		const RcBackend *t = get ? get() : NULL;
+		if (t && t->abi == RC_BACKEND_ABI)
+			be = t;
+		else
+			snprintf(why, sizeof why, "%.400s is from another version of Sentinel", path);
 	}
-	relo_free(&r);
-	LLVMDisposeModule(m);
-	LLVMContextDispose(ctx);
-	return rc;
+	if (!be)
+		fprintf(stderr, "rulec: cannot load the compiler (%s); `rulec --check` works without it. "
+			"Rebuild with make, or reinstall Sentinel (make install puts it in %s)\n", why,
+			SENTINEL_PKGLIBDIR);
+	return be;
 }
 
 /* rulec test [--run REGEX] [--junit FILE] [-v] [-q] [--color=WHEN] FILE... */
@@ -336,7 +237,8 @@ static int test_main(int argc, char **argv)
 		free(paths);
 		return 2;
 	}
-	int rc = ut_run(paths, n, &o);
+	const RcBackend *be = backend();
+	int rc = be ? be->test(paths, n, &o) : 2;
 	free(paths);
 	return rc;
 }
@@ -477,11 +379,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (passes) {
-		rc = run_passes(passes, paths, npaths);
+		rc = backend() ? backend()->run_passes(passes, paths, npaths) : 2;
 		goto out;
 	}
 	if (all_metrics) {
-		rc = compile(NULL, output, emit, archs, verbose, full);
+		rc = backend() ? backend()->compile(NULL, output, emit, archs, verbose, full) : 2;
 		goto out;
 	}
 	if (!npaths && !ioerr) {
@@ -508,7 +410,8 @@ int main(int argc, char **argv)
 	rs_check_all(&rs, &d);
 	if (!d.nerr) {             /* what the compiler cannot build */
 		CgProg plan;
-		if (cg_analyse(&plan, &rs, &d) && target && check_target(&rs, &plan, target, &ko, &d, verbose) < 0)
+		if (cg_analyse(&plan, &rs, &d) && target &&
+		    (!backend() || backend()->check_target(&rs, &plan, target, &ko, &d, verbose) < 0))
 			ioerr = 1;
 		cg_free(&plan);
 	}
@@ -530,7 +433,7 @@ int main(int argc, char **argv)
 	}
 	rc = ioerr ? 2 : (d.nerr || (d.werror && d.nwarn)) ? 1 : 0;
 	if (rc == 0 && (output || emit))
-		rc = compile(&rs, output, emit, archs, verbose, full);
+		rc = backend() ? backend()->compile(&rs, output, emit, archs, verbose, full) : 2;
 	rs_free(&rs);
 out:
 	for (size_t i = 0; i < npaths; i++)

@@ -13,7 +13,7 @@ out=${TMPDIR:-/tmp}/sentinel-vg.bundle
 for args in "--check rules/" "--check tests/check/syntax.yaml tests/check/types.yaml tests/check/alias-bomb.yaml" \
 	"-o $out rules/paper.yaml" "test rules/tests/processes.yaml tests/check/ruletest-errors.yaml"; do
 	# shellcheck disable=SC2086
-	if valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+	if valgrind -q --suppressions="$(dirname "$0")/valgrind.supp" --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
 		--error-exitcode=99 "$rulec" $args > /tmp/sentinel-vg.out 2>&1; [ $? -ne 99 ]; then
 		pass "valgrind/rulec $args"
 	else
