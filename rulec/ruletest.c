@@ -199,7 +199,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 	S->cpu = S->pid = -1;
 	S->comm = "";
 	if (S->metric == MET__COUNT) {
-		diag_report(C->d, yt_scalar_loc(n, (size_t)(m - s), (unsigned)(p - m ? p - m : 1)), DIAG_UNKNOWN_METRIC,
+		diag_report(C->d, yt_scalar_loc(n, (size_t)(m - s), (unsigned)(p > m ? p - m : 1)), DIAG_UNKNOWN_METRIC,
 			    "unknown metric '%.*s' (rulec --list-metrics lists them)", (int)(p - m), m);
 		return false;
 	}
