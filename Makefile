@@ -42,9 +42,9 @@ KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
 KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
-CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c rulec/ruletest_run.c
+CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c engine/feed.c \
-	notifier/notify.c
+	engine/record.c notifier/notify.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
@@ -146,10 +146,10 @@ $(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
 $(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl
 
-$(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
+$(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(B)/obj/rulec/ruletest_run.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
 	$(CC) $(OPT_CFLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/librulec-backend.so: $(B)/san/obj/rulec/backend.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a rulec/backend.map
+$(B)/san/librulec-backend.so: $(B)/san/obj/rulec/backend.o $(B)/san/obj/rulec/ruletest_run.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a rulec/backend.map
 	$(CC) $(SAN_FLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS)
 
 # Static helpers for the test guests (tests/guest/helpers/*.c), packed as

@@ -103,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory, record"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay"
 #define KEYS_CONTROL "socket, mode"
 
@@ -137,6 +137,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "tasks")) {
 			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
 				c->tasks = (uint32_t)u;
+		} else if (IS("engine", "record")) {
+			cf_str(&c->record, v);
 		} else if (IS("engine", "history_memory")) {
 			cf_size(R, "history_memory", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->hist_max);
 		} else if (IS("engine", "ring")) {
@@ -218,6 +220,7 @@ void cf_free(Config *c)
 	free(c->bundle);
 	free(c->backend);
 	free(c->jsonl);
+	free(c->record);
 	free(c->socket);
 	memset(c, 0, sizeof *c);
 }

@@ -32,6 +32,8 @@ struct Engine {
 	uint64_t first_next;          /* a thread started by a handoff: its first tick time */
 	bool handed;                  /* this engine's thread handed over and ended */
 	int wake_fd;                  /* EngOpts.wake_fd */
+	void (*on_tick)(void *ctx, const sn_world *w);   /* EngOpts.on_tick */
+	void *on_tick_ctx;
 };
 
 static uint64_t eng_clock(void)
@@ -112,6 +114,8 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		goto fail;
 	}
 	e->wake_fd = o->wake_fd;
+	e->on_tick = o->on_tick;
+	e->on_tick_ctx = o->on_tick_ctx;
 	if (e->backend == ENG_CPU) {
 		r = eng_open_cpu(e, err, n);
 	} else {
@@ -206,6 +210,8 @@ static void *eng_cpu_thread(void *arg)
 		if (t - next > tick)
 			S->late++;
 		cpu_tick(e->cpu, w, t);
+		if (e->on_tick)
+			e->on_tick(e->on_tick_ctx, w);
 		if (!S->first_tick) {
 			S->first_tick = w->tick;
 			S->first_tick_ns = t;

@@ -32,6 +32,10 @@ typedef struct EngOpts {
 	uint64_t hist_max;        /* bytes of history; 0: WD_DEFAULT_HIST_MEMORY */
 	int gpu;                  /* CUDA device ordinal */
 	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
+	/* CPU backend: called on the tick thread after every tick, with the
+	 * world as the rules saw it (a recording, engine/record.h) */
+	void (*on_tick)(void *ctx, const sn_world *w);
+	void *on_tick_ctx;
 } EngOpts;
 
 typedef struct Engine Engine;

@@ -132,10 +132,15 @@ void fd_cpu(Feed *f, MetricId m, uint32_t cpu, double v)
 	if (cpu >= f->p.max_cpus)
 		return;
 	f->cpu_on[cpu] = 1;
-	if (cpu + 1 > f->ncpus)
+	if (cpu >= f->ncpus)
 		f->ncpus = cpu + 1;
 	if (f->cpu_slot[m] >= 0)
 		f->cpu[(size_t)f->cpu_slot[m] * f->p.max_cpus + cpu] = v;
+}
+
+void fd_cpu_ids(Feed *f, uint32_t ids)
+{
+	f->ncpus = ids < f->p.max_cpus ? ids : f->p.max_cpus;
 }
 
 int fd_task_add(Feed *f, uint64_t key, const char *comm)

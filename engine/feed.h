@@ -34,6 +34,8 @@ void fd_begin(Feed *f, uint64_t now);
 /* Values of metric m (ignored when the rules do not read it). */
 void fd_host(Feed *f, MetricId m, double v);
 void fd_cpu(Feed *f, MetricId m, uint32_t cpu, double v);   /* also marks the CPU online */
+/* The CPU ids this tick (nr_cpu_ids; else one past the highest CPU given). */
+void fd_cpu_ids(Feed *f, uint32_t ids);
 /* Task `key` (nonzero, stable while the task lives: its PID + 1) exists this
  * tick, named comm; returns its row for fd_task, or -1 past task_cap. */
 int fd_task_add(Feed *f, uint64_t key, const char *comm);

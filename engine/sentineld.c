@@ -14,6 +14,7 @@
 #include "ktarget.h"
 #include "msrc.h"
 #include "notify.h"
+#include "record.h"
 
 #include <jansson.h>
 
@@ -98,6 +99,8 @@ typedef struct Daemon {
 	char last_reload[600];
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
+	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
+	uint64_t rec_errors;          /* atomic: records that could not be written */
 	DReload rl;
 } Daemon;
 
@@ -139,6 +142,29 @@ static void d_sd_notify(const char *state)
 }
 
 /* ---- the target ------------------------------------------------------------------ */
+
+/* EngOpts.on_tick, on the CPU backend's tick thread: one record a tick. */
+static void d_record(void *ctx, const sn_world *w)
+{
+	Daemon *D = ctx;
+	Recorder *r = __atomic_load_n(&D->rec, __ATOMIC_ACQUIRE);
+	if (r && rec_tick(r, w))
+		__atomic_fetch_add(&D->rec_errors, 1, __ATOMIC_RELAXED);
+}
+
+/* The recording follows the rules it started with: a reload ends it. */
+static void d_record_end(Daemon *D, const char *why)
+{
+	if (!D->rec)
+		return;
+	uint64_t ticks, bytes;
+	rec_stats(D->rec, &ticks, &bytes);
+	rec_close(D->rec);
+	D->rec = NULL;
+	nt_log(D->nt, 6, "recording %s ended (%s): %llu ticks, %.1f MiB, %llu records lost", D->cf.record, why,
+	       (unsigned long long)ticks, (double)bytes / 1048576.0,
+	       (unsigned long long)__atomic_load_n(&D->rec_errors, __ATOMIC_RELAXED));
+}
 
 static void d_close_target(Daemon *D)
 {
@@ -258,7 +284,11 @@ static void *d_reload_thread(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
 	R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
 	if (!R->r_rules && D->ts == TS_OK)     /* ts holds still: the target watch waits for us */
-		R->r_open = eng_open(R->nb, D->t, &D->eo, &R->ne, R->err, sizeof R->err);
+	{
+		EngOpts eo = D->eo;
+		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
+		R->r_open = eng_open(R->nb, D->t, &eo, &R->ne, R->err, sizeof R->err);
+	}
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	if (D->eo.wake_fd > 0) {
 		uint64_t one = 1;
@@ -345,6 +375,8 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	D->e = ne;
 	D->b = nb;
 	eng_close(old);
+	d_record_end(D, "a reload changed the rules");
+	D->eo.on_tick = NULL;
 	bd_free(ob);
 	D->reloads++;
 	uint64_t t1 = d_now();
@@ -742,12 +774,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
+	if (D.cf.record) {
+		if (strcmp(D.cf.backend, "cpu")) {
+			fprintf(stderr, "sentineld: %s: [engine] record needs backend = cpu (the GPU's tables are not "
+				"copied out every tick); set it, or record with sentinel-inspect metrics --record\n", config);
+			goto out;
+		}
+		D.eo.on_tick = d_record;
+		D.eo.on_tick_ctx = &D;
+	}
 	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name};
 	if (nt_open(&nc, &D.nt, err, sizeof err)) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
 	if (d_open_target(&D, err, sizeof err)) {
+		fprintf(stderr, "sentineld: %s\n", err);
+		goto out;
+	}
+	if (D.cf.record && !check_only &&
+	    rec_create(D.cf.record, D.b, D.cf.tick_ns, D.t->cpus.nr_cpu_ids, &D.rec, err, sizeof err)) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
@@ -859,6 +905,7 @@ int main(int argc, char **argv)
 	if (D.e && eng_stop(D.e, err, sizeof err))
 		nt_log(D.nt, 4, "%s", err);
 	d_drain(&D);
+	d_record_end(&D, "sentineld stopped");
 	rc = 0;
 out:
 	free(diags);
@@ -870,6 +917,7 @@ out:
 		unlink(D.cf.socket);
 	}
 	d_close_target(&D);
+	rec_close(D.rec);
 	bd_free(D.b);
 	nt_close(D.nt);
 	cf_free(&D.cf);

@@ -9,12 +9,14 @@
 #include "ktarget.h"
 #include "kwalk.h"
 #include "msrc.h"
+#include "record.h"
 #include "units.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +63,10 @@ static void usage(FILE *out)
 "      --json           one JSON object per sample\n"
 "      --backend B      cpu, cuda or auto (default cpu)\n"
 "      --bundle FILE    run a bundle made by rulec --all-metrics -o FILE\n"
+"      --record FILE    write every tick's values to FILE instead of printing\n"
+"                       them (replay: rulec test --replay FILE RULES...);\n"
+"                       with --every (the tick, default 100ms), until --count\n"
+"                       or Ctrl-C\n"
 "                       (default: compile one now, about a second)\n"
 "  -h, --help         this help\n"
 "\n"
@@ -192,6 +198,7 @@ static int cmd_tasks(const KTarget *t, bool value)
 
 typedef struct MetricsOpts {
 	const char *bundle, *backend;
+	const char *record;       /* --record FILE: every tick's values (engine/record.h), nothing printed */
 	double every;
 	long count;
 	bool json;
@@ -317,11 +324,15 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 	fflush(stdout);
 }
 
+static volatile sig_atomic_t inspect_quit;
+static void inspect_on_signal(int sig) { (void)sig; inspect_quit = 1; }
+
 static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 {
 	char err[1024] = "";
 	Bundle *b = NULL;
 	Engine *e = NULL;
+	Recorder *rec = NULL;
 	int rc = 2;
 	if (o->bundle) {
 		if (bd_read(o->bundle, &b, err, sizeof err))
@@ -345,13 +356,22 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double open_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-	if (!o->json)
+	if (!o->json && !o->record)
 		printf("backend: %s\n", eng_backend_note(e));
+	if (o->record && rec_create(o->record, b, eo.tick_ns, t->cpus.nr_cpu_ids, &rec, err, sizeof err))
+		goto out;
+	signal(SIGINT, inspect_on_signal);
+	signal(SIGTERM, inspect_on_signal);
 	rc = 0;
-	for (long i = 0; o->count <= 0 || i < o->count; i++) {
-		if (i && o->every > 0) {
-			struct timespec ts = {(time_t)o->every, (long)((o->every - (double)(time_t)o->every) * 1e9)};
-			nanosleep(&ts, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; (o->count <= 0 || i < o->count) && !inspect_quit; i++) {
+		if (i && o->every > 0) {      /* on a schedule, as the engine ticks */
+			double at = (double)i * o->every;
+			struct timespec ts = {t0.tv_sec + (time_t)at, t0.tv_nsec + (long)((at - (double)(time_t)at) * 1e9)};
+			if (ts.tv_nsec >= 1000000000l)
+				ts.tv_sec++, ts.tv_nsec -= 1000000000l;
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !inspect_quit)
+				;
 		}
 		const sn_world *w;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -364,12 +384,33 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 			rc = 1;
 			goto out;
 		}
+		if (rec) {
+			if (rec_tick(rec, w)) {
+				snprintf(err, sizeof err, "%s: cannot write the recording: %s", o->record, strerror(errno));
+				rc = 1;
+				goto out;
+			}
+			uint64_t n, bytes;
+			rec_stats(rec, &n, &bytes);
+			if (n % (uint64_t)(10 / o->every + 1) == 0)
+				fprintf(stderr, "sentinel-inspect: recorded %llu ticks (%.1f MiB) to %s\n",
+					(unsigned long long)n, (double)bytes / 1048576.0, o->record);
+			continue;
+		}
 		print_metrics(b, w, e, o, i, open_ms,
 			      (double)(t2.tv_sec - t1.tv_sec) * 1e6 + (double)(t2.tv_nsec - t1.tv_nsec) / 1e3);
 	}
 out:
 	if (*err)
 		fprintf(stderr, "sentinel-inspect: metrics: %s\n", err);
+	if (rec) {
+		uint64_t n, bytes;
+		rec_stats(rec, &n, &bytes);
+		if (rec_close(rec) && !rc)
+			rc = 1;
+		fprintf(stderr, "sentinel-inspect: recorded %llu ticks (%.1f MiB) to %s\n", (unsigned long long)n,
+			(double)bytes / 1048576.0, o->record);
+	}
 	eng_close(e);
 	bd_free(b);
 	return rc;
@@ -491,6 +532,8 @@ int main(int argc, char **argv)
 			mo.json = true;
 		} else if (!strcmp(a, "--bundle") && i + 1 < argc) {
 			mo.bundle = argv[++i];
+		} else if (!strcmp(a, "--record") && i + 1 < argc) {
+			mo.record = argv[++i];
 		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
 			mo.backend = argv[++i];
 		} else if (!strcmp(a, "--count") && i + 1 < argc) {
@@ -510,6 +553,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (mo.record && mo.every <= 0)
+		mo.every = 0.1;              /* recordings tick as sentineld does by default */
 	if (mo.every > 0 && !count_set)
 		mo.count = 0;                /* forever */
 	if (!npos) {

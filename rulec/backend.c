@@ -174,6 +174,7 @@ static const RcBackend rb_table = {
 	.run_passes = rb_run_passes,
 	.check_target = rb_check_target,
 	.test = ut_run,
+	.replay = ut_replay,
 };
 
 const RcBackend *rc_backend(void)

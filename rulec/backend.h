@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RC_BACKEND_ABI 1u
+#define RC_BACKEND_ABI 2u
 #define RC_BACKEND_LIB "librulec-backend.so"
 #define RC_BACKEND_SYM "rc_backend"
 
@@ -34,8 +34,9 @@ typedef struct RcBackend {
 	/* --target: reports what the kernel lacks to d; < 0 when it cannot be read */
 	int (*check_target)(const RuleSet *rs, const CgProg *plan, const char *source, const KtOptions *ko,
 			    DiagCtx *d, bool verbose);
-	/* rulec test */
+	/* rulec test, rulec test --replay */
 	int (*test)(char **paths, size_t n, const UtOpts *o);
+	int (*replay)(const char *recording, const RuleSet *rs, const UtOpts *o);
 } RcBackend;
 
 const RcBackend *rc_backend(void);

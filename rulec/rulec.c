@@ -27,6 +27,7 @@ static void usage(FILE *out)
 	fputs(
 "Usage: rulec --check [OPTION]... FILE|DIR...\n"
 "       rulec test [--run REGEX] [--junit FILE] [-v] TESTFILE...\n"
+"       rulec test --replay RECORDING FILE|DIR...\n"
 "       rulec -o BUNDLE [OPTION]... FILE|DIR...\n"
 "       rulec --emit=WHAT [OPTION]... FILE|DIR...\n"
 "       rulec --list-metrics[=text|markdown|json]\n"
@@ -75,6 +76,9 @@ static void usage(FILE *out)
 "  --run REGEX            only the test groups whose name matches\n"
 "  --junit FILE           also write a JUnit XML report (for CI)\n"
 "  -v                     a line for every passing test too\n"
+"  --replay RECORDING     instead: run the rules over a recording (sentinel-inspect\n"
+"                         metrics --record, sentineld [engine] record) and print\n"
+"                         each pending, firing, resolved and cancelled event\n"
 "It exits 0 when every test passed, 1 when one failed, 2 when a file is bad.\n"
 "\n"
 "Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage or I/O error.\n"
@@ -199,18 +203,60 @@ static const RcBackend *backend(void)
 	return be;
 }
 
+/* rulec test --replay FILE RULES...: the rules checked here, replayed by
+ * the backend. */
+static int replay_rules(const char *recording, char **args, size_t nargs, const UtOpts *o)
+{
+	RuleSet rs = {0};
+	DiagCtx d = {.max_errors = 1000};
+	CheckOpts co = {.tick = 0.1};
+	char **paths = NULL;
+	size_t n = 0;
+	int rc = 2;
+	for (size_t i = 0; i < nargs; i++) {
+		struct stat st;
+		if (!stat(args[i], &st) && S_ISDIR(st.st_mode)) {
+			if (rs_list_dir(args[i], &paths, &n) < 0)
+				fprintf(stderr, "rulec: %s: cannot read directory\n", args[i]);
+		} else {
+			char **p = realloc(paths, (n + 1) * sizeof *paths);
+			if (!p)
+				goto out;
+			paths = p;
+			paths[n++] = strdup(args[i]);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		rf_load(&rs, paths[i], &d, &co);
+	rs_check_all(&rs, &d);
+	diag_sort(&d);
+	diag_print_text(&d, stderr, o->color);
+	if (!d.nerr && backend())
+		rc = backend()->replay(recording, &rs, o);
+out:
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	rs_free(&rs);
+	diag_free(&d);
+	return rc;
+}
+
 /* rulec test [--run REGEX] [--junit FILE] [-v] [-q] [--color=WHEN] FILE... */
 static int test_main(int argc, char **argv)
 {
 	UtOpts o = {.version = SENTINEL_VERSION, .color = isatty(2) && getenv("TERM") && strcmp(getenv("TERM"), "dumb")};
 	char **paths = calloc((size_t)argc + 1, sizeof *paths);
 	size_t n = 0;
+	const char *replay = NULL;
 	if (!paths)
 		return 2;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 		if ((!strcmp(a, "--run") || !strcmp(a, "--junit")) && i + 1 < argc)
 			*(a[2] == 'r' ? &o.run : &o.junit) = argv[++i];
+		else if (!strcmp(a, "--replay") && i + 1 < argc)
+			replay = argv[++i];
 		else if (!strncmp(a, "--run=", 6))
 			o.run = a + 6;
 		else if (!strncmp(a, "--junit=", 8))
@@ -233,12 +279,13 @@ static int test_main(int argc, char **argv)
 			paths[n++] = argv[i];
 	}
 	if (!n) {
-		fprintf(stderr, "rulec test: no test files; give one, as in: rulec test rules/tests/*.yaml\n");
+		fprintf(stderr, replay ? "rulec test --replay: no rule files; as in: rulec test --replay %s rules/\n"
+				       : "rulec test: no test files; give one, as in: rulec test rules/tests/*.yaml\n",
+			replay);
 		free(paths);
 		return 2;
 	}
-	const RcBackend *be = backend();
-	int rc = be ? be->test(paths, n, &o) : 2;
+	int rc = replay ? replay_rules(replay, paths, n, &o) : backend() ? backend()->test(paths, n, &o) : 2;
 	free(paths);
 	return rc;
 }

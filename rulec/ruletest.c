@@ -311,17 +311,34 @@ static void ut_alert(UtCtx *C, const YtNode *n, UtAlertTest *T)
 
 static void ut_alert_test(UtCtx *C, const YtNode *n, UtGroup *G)
 {
-	static const char *const keys[] = {"eval_time", "alertname", "exp_alerts", NULL};
+	static const char *const keys[] = {"eval_time", "alertname", "exp_alerts", "state", "partial_labels", NULL};
+	static const char *const states[] = {"firing", "pending", "resolved", "inactive"};
 	if (!ut_expect(C, n, YT_MAP, "an alert test"))
 		return;
 	ut_keys(C, n, "an alert test", keys, NULL);
 	UtAlertTest T = {.node = n};
+	const YtNode *x;
+	bool sok = true;
+	if ((x = yt_get(n, "state")) && (sok = ut_expect(C, x, YT_SCALAR, "state"))) {
+		sok = false;
+		for (int i = 0; i < 4 && !sok; i++)
+			if (!strcmp(x->u.scalar.s, states[i]))
+				T.state = (UtState)i, sok = true;
+		if (!sok)
+			diag_report(C->d, yt_loc(x), DIAG_EXPECTED_TYPE,
+				    "state takes firing, pending, resolved or inactive, not '%s'", x->u.scalar.s);
+	}
+	if ((x = yt_get(n, "partial_labels")) && ut_expect(C, x, YT_SCALAR, "partial_labels")) {
+		T.partial = !strcmp(x->u.scalar.s, "true") || !strcmp(x->u.scalar.s, "yes");
+		if (!T.partial && strcmp(x->u.scalar.s, "false") && strcmp(x->u.scalar.s, "no"))
+			diag_report(C->d, yt_loc(x), DIAG_EXPECTED_TYPE, "partial_labels takes true or false");
+	}
 	const YtNode *et = yt_get(n, "eval_time"), *an = yt_get(n, "alertname"), *ex = yt_get(n, "exp_alerts");
 	if (!et || !an) {
 		diag_report(C->d, yt_loc(n), DIAG_MISSING_KEY, "an alert test needs eval_time: and alertname:");
 		return;
 	}
-	bool ok = ut_duration(C, et, "eval_time", true, &T.eval_time);
+	bool ok = ut_duration(C, et, "eval_time", true, &T.eval_time) && sok;
 	ok = ut_expect(C, an, YT_SCALAR, "alertname") && ok;
 	T.alertname = an->u.scalar.s;
 	if (ex && !yt_is_null(ex) && ut_expect(C, ex, YT_SEQ, "exp_alerts")) {

@@ -15,6 +15,9 @@
  *           exp_alerts:                    the firing alerts at eval_time
  *             - exp_labels: {severity: critical}
  *               exp_annotations: {summary: "..."}
+ *           state: pending                 beyond promtool: firing (default),
+ *                                          pending, resolved, inactive
+ *           partial_labels: true           exp_labels a subset of the alert's
  *
  * Values use promtool's expanding notation: `a+bxN` (N+1 samples a, a+b,
  * ..., a+N*b), `a-bxN`, `axN` (a, N+1 times), `_` (no sample), `_xN` (N
@@ -58,9 +61,15 @@ typedef struct UtExpAlert {
 	const YtNode *node;
 } UtExpAlert;
 
+/* What an alert test asserts (`state:`, a Sentinel extension; promtool
+ * compares firing alerts only). */
+typedef enum { UT_FIRING, UT_PENDING, UT_RESOLVED, UT_INACTIVE } UtState;
+
 typedef struct UtAlertTest {
 	double eval_time;         /* seconds from the start */
 	const char *alertname;
+	UtState state;            /* exp_alerts are the alerts in this state (UT_INACTIVE: none at all) */
+	bool partial;             /* partial_labels: exp_labels need only be a subset */
 	UtExpAlert *exp;
 	size_t nexp;
 	const YtNode *node;
@@ -107,6 +116,11 @@ typedef struct UtOpts {
  * the compiler and the CPU backend).  Returns 0 when all passed, 1 when a
  * test failed, 2 when a file could not be used (its errors printed). */
 int ut_run(char **paths, size_t n, const UtOpts *o);
+
+/* `rulec test --replay FILE RULES...`: the checked rules rs over the
+ * recording at path (engine/record.h); prints every event with its tick.
+ * Returns 0, or 2 when the recording or the rules cannot be used. */
+int ut_replay(const char *path, const RuleSet *rs, const UtOpts *o);
 
 /* One `values:` string: expand it into v (malloc'd).  For task.state,
  * letters are allowed.  Errors go to d at n's location. */

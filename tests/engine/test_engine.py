@@ -22,7 +22,10 @@ against a Debian 6.12 guest under QEMU:
             over host, CPU and task metrics fire once their window is
             covered and not before; a task put in state D (the
             sentinel-dstate helper) fires the shipped HungTask two minutes
-            later (1 min window + 1 min `for`), which names it: pid, comm
+            later (1 min window + 1 min `for`), which names it: pid, comm;
+            a CPU hog in the middle fires CpuOverload.  On the CPU backend
+            sentineld records the run ([engine] record) and rulec test
+            --replay of the recording gives the same events at the same ticks
 
 Before any guest: bad configurations, an unreachable target, a missing or
 foreign bundle, broken rules and (without a GPU) backend = cuda each get a
@@ -63,15 +66,15 @@ def report(ok, name, detail=""):
             f.write("pass\n" if ok else "fail\n")
 
 
-def conf(tmp, source, extra="", rules=None, backend=None):
+def conf(tmp, source, extra="", rules=None, backend=None, engine=""):
     # the fallback poll is 10 s (default 250 ms): alerts must arrive because
     # the engine wakes sentineld (the GPU's doorbell, the CPU thread's
     # eventfd), or the timed checks below fail
     path = os.path.join(tmp, "sentinel.conf")
     with open(path, "w") as f:
-        f.write("[target]\nsource = %s\nname = testvm\n[rules]\n%s\n[engine]\nbackend = %s\ntick = 100ms\n"
+        f.write("[target]\nsource = %s\nname = testvm\n[rules]\n%s\n[engine]\nbackend = %s\ntick = 100ms\n%s"
                 "[notify]\nlog_pending = yes\njsonl = %s\ndelay = 10s\n[control]\nsocket = %s\n%s" %
-                (source, rules or "directory = %s" % os.path.join(tmp, "rules"), backend or BACKEND,
+                (source, rules or "directory = %s" % os.path.join(tmp, "rules"), backend or BACKEND, engine,
                  os.path.join(tmp, "alerts.jsonl"), os.path.join(tmp, "ctl.sock"), extra))
     return path
 
@@ -139,10 +142,10 @@ def startup_failures(tmp):
 
 
 class Daemon:
-    def __init__(self, tmp, ram):
+    def __init__(self, tmp, ram, engine=""):
         self.tmp = tmp
         self.log = open(os.path.join(tmp, "sentineld.log"), "w+")
-        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram)], stdout=self.log,
+        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine)], stdout=self.log,
                                   stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline and "started:" not in self.text():
@@ -368,13 +371,16 @@ def windows(tmp):
     rules = os.path.join(tmp, "rules")
     os.makedirs(rules, exist_ok=True)
     shutil.copy(os.path.join(TOP, "rules", "processes.yaml"), rules)
+    shutil.copy(os.path.join(TOP, "rules", "paper.yaml"), rules)
     with open(os.path.join(rules, "windows.yaml"), "w") as f:
         f.write(WINDOW_RULES)
     g = guest.Guest(ks["debian-6.12"], kaslr=True, name="win")
     g.start()
     d = None
     try:
-        d = Daemon(tmp, g.ram)
+        # the CPU backend records what its rules see, for the replay below
+        recording = os.path.join(tmp, "incident.rec")
+        d = Daemon(tmp, g.ram, engine="record = %s\n" % recording if BACKEND == "cpu" else "")
         t_start = time.time()
         if d.p.poll() is not None:
             report(False, "windows: sentineld starts", d.text())
@@ -393,10 +399,18 @@ def windows(tmp):
                 ("Win2mTask", 120.0, t_start, t_start), ("HungTask", 120.0, t_d, t_d2)]
         deadline = t_d + 150
         fired = {}
-        while time.time() < deadline and len(fired) < len(want):
+        hog = None
+        while time.time() < deadline and not all(name in fired for name, _, _, _ in want):
             for e in events(tmp):
                 if e["state"] == "firing" and e["alert"] not in fired:
                     fired[e["alert"]] = (time.time(), e)
+            # an incident in the middle: a CPU hog for 12 s (CpuOverload fires, resolves)
+            if hog is None and time.time() > t_start + 40:
+                g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+                hog = time.time()
+            elif hog and hog > 0 and time.time() > hog + 12:
+                g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+                hog = -1
             time.sleep(0.1)
         # a window of w is covered w after the history starts (its slack is
         # half a bucket: 0.25 s at 30 s, 1 s at 2 min); sentineld's start and
@@ -418,10 +432,34 @@ def windows(tmp):
                    (name, "%.1f s" % took if took is not None else "never", w, labels),
                    "fired: %s\nevents: %s\nlog: %s" % (fired, events(tmp)[-10:], d.text()[-2000:]))
         g.check("kill -9 %s; true" % hung_pid)
+        if BACKEND == "cpu":
+            d.stop()
+            replay(tmp, recording, rules)
     finally:
         if d:
             d.stop()
         g.stop()
+
+
+def replay(tmp, recording, rules):
+    """The recording of the incident, replayed through the same rules by
+    rulec test --replay, gives the events sentineld gave live, at the same ticks."""
+    live = [(e["alert"], e["state"], e["tick"], e.get("pid")) for e in events(tmp)]
+    rulec = os.path.join(BUILD, "rulec")
+    p = subprocess.run([rulec, "test", "--replay", recording, rules], capture_output=True, text=True, timeout=300)
+    got = []
+    for line in p.stdout.splitlines():
+        # tick N  +S.SSSs  STATE  ALERT  value V [pid=P comm=C]
+        w = line.split()
+        if len(w) >= 5 and w[0] == "tick":
+            pid = next((int(x[4:]) for x in w if x.startswith("pid=")), None)
+            got.append((w[4], w[3], int(w[1]), pid))
+    kinds = sorted(set((a, s) for a, s, _, _ in live))
+    report(p.returncode == 0 and got == live and ("CpuOverload", "firing") in kinds and ("HungTask", "firing") in kinds,
+           "replay: %s (%s) gives the %d events sentineld gave live, at the same ticks: %s" %
+           (os.path.basename(recording), p.stderr.strip().splitlines()[-1] if p.stderr.strip() else "?", len(live),
+            ", ".join("%s %s" % k for k in kinds)),
+           "rc %d\nlive %s\nreplay %s\nstderr %s" % (p.returncode, live, got, p.stderr[-2000:]))
 
 
 def main():
