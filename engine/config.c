@@ -104,7 +104,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory, record"
-#define KEYS_NOTIFY "log, log_pending, jsonl, delay"
+#define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend"
 #define KEYS_CONTROL "socket, mode"
 
 static int cf_handler(void *user, const char *sec, const char *key, const char *v)
@@ -156,6 +156,10 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else if (IS("notify", "log_pending")) cf_bool(R, key, v, &c->log_pending);
 		else if (IS("notify", "jsonl")) cf_str(&c->jsonl, v);
 		else if (IS("notify", "delay")) cf_duration(R, "delay", v, 0.005, 10, "5ms to 10s", "250ms", &c->delay_ns);
+		else if (IS("notify", "alertmanager")) cf_str(&c->alertmanager, v);
+		else if (IS("notify", "webhook")) cf_str(&c->webhook, v);
+		else if (IS("notify", "external_url")) cf_str(&c->external_url, v);
+		else if (IS("notify", "resend")) cf_duration(R, "resend", v, 1, 3600, "1s to 1h", "1m", &c->resend_ns);
 		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
 	} else if (!strcmp(sec, "control")) {
 		if (IS("control", "socket")) cf_str(&c->socket, v);
@@ -221,6 +225,9 @@ void cf_free(Config *c)
 	free(c->backend);
 	free(c->jsonl);
 	free(c->record);
+	free(c->alertmanager);
+	free(c->webhook);
+	free(c->external_url);
 	free(c->socket);
 	memset(c, 0, sizeof *c);
 }

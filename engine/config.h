@@ -10,6 +10,8 @@
  *              record = FILE                    (every tick's values; backend = cpu)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
+ *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
+ *              resend = 1m                      (firing alerts re-sent to Alertmanager)
  *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
  *
  * Every unknown section or key and every bad value is an error with the
@@ -39,6 +41,8 @@ typedef struct Config {
 	bool log, log_pending;
 	char *jsonl;
 	uint64_t delay_ns;         /* the host wakes this often to deliver alerts */
+	char *alertmanager, *webhook, *external_url;   /* remote sinks (notifier/http.h), or NULL */
+	uint64_t resend_ns;        /* 0: 1 min */
 	char *socket;
 	unsigned mode;
 } Config;

@@ -13,6 +13,7 @@
 #include "gpu.h"
 #include "ktarget.h"
 #include "msrc.h"
+#include "http.h"
 #include "notify.h"
 #include "record.h"
 
@@ -502,6 +503,13 @@ static json_t *d_status(Daemon *D)
 	if (D->wake)
 		json_object_set_new(o, "alerts_wake", json_string(D->wake));
 	json_object_set_new(o, "notify_delay_ns", json_integer((json_int_t)D->cf.delay_ns));
+	if (D->cf.alertmanager || D->cf.webhook) {
+		NhStats hs;
+		nt_delivery(D->nt, &hs);
+		json_object_set_new(o, "delivery", json_pack("{s:I, s:I, s:I, s:i}", "sent", (json_int_t)hs.sent, "failed",
+							     (json_int_t)hs.failed, "dropped", (json_int_t)hs.dropped,
+							     "queued", (int)hs.queued));
+	}
 	if (D->e) {
 		sn_stats S;
 		uint64_t dropped;
@@ -783,7 +791,9 @@ int main(int argc, char **argv)
 		D.eo.on_tick = d_record;
 		D.eo.on_tick_ctx = &D;
 	}
-	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name};
+	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name,
+		       .alertmanager = D.cf.alertmanager, .webhook = D.cf.webhook, .external_url = D.cf.external_url,
+		       .resend_ns = D.cf.resend_ns, .tick_ns = D.cf.tick_ns};
 	if (nt_open(&nc, &D.nt, err, sizeof err)) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;

@@ -1,5 +1,6 @@
 /* notify.c - alert sinks (see notify.h). */
 #include "notify.h"
+#include "http.h"
 #include "tmpl.h"
 #include "util.h"
 
@@ -19,6 +20,7 @@ struct Notifier {
 	char *target;
 	int jsonl_fd;
 	char *jsonl_path;
+	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
 const char *nt_kind_name(SnEventKind k)
@@ -51,6 +53,13 @@ int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
 		}
 		nt->jsonl_path = strdup(c->jsonl);
 	}
+	NhConfig hc = {.alertmanager = c->alertmanager, .webhook = c->webhook, .external_url = c->external_url,
+		       .resend_ns = c->resend_ns, .tick_ns = c->tick_ns};
+	int r = nh_open(&hc, &nt->http, err, n);
+	if (r) {
+		nt_close(nt);
+		return r;
+	}
 	nt->journal = getenv("JOURNAL_STREAM") != NULL;
 	nt->c.target = nt->target;
 	nt->c.jsonl = nt->jsonl_path;
@@ -64,6 +73,7 @@ void nt_close(Notifier *nt)
 		return;
 	if (nt->jsonl_fd >= 0)
 		close(nt->jsonl_fd);
+	nh_close(nt->http, 5000000000ull);     /* five more seconds to deliver what is queued */
 	free(nt->target);
 	free(nt->jsonl_path);
 	free(nt);
@@ -152,6 +162,37 @@ static void nt_entity(const NtEvent *e, char *buf, size_t n)
 		snprintf(buf, n, " %s %s (%s)", key[0], val[0], val[1]);
 }
 
+static void nt_remote(Notifier *nt, const NtEvent *e);
+
+/* Into o: the entity's labels, then the rule's (which win). */
+static json_t *nt_labels(const NtEvent *e, json_t *o)
+{
+	const char *key[2];
+	char val[2][24];
+	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
+		json_object_set_new(o, key[i], json_string(val[i]));
+	for (size_t i = 0; i < e->rule->nlabels; i++)
+		json_object_set_new(o, e->rule->labels[i].key, json_string(e->rule->labels[i].value));
+	return o;
+}
+
+/* Into o: the rule's annotations rendered for e (and its description). */
+static json_t *nt_annotations(Notifier *nt, const NtEvent *e, json_t *o, bool description)
+{
+	const BdRule *r = e->rule;
+	for (size_t i = 0; i < r->nannotations; i++) {
+		char *t = nt_render(r->annotations[i].value, e, nt->target);
+		json_object_set_new(o, r->annotations[i].key, json_string(t ? t : ""));
+		free(t);
+	}
+	if (description && r->description) {
+		char *t = nt_render(r->description, e, nt->target);
+		json_object_set_new(o, "description", json_string(t ? t : ""));
+		free(t);
+	}
+	return o;
+}
+
 void nt_event(Notifier *nt, const NtEvent *e)
 {
 	const BdRule *r = e->rule;
@@ -181,20 +222,8 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
 		if (e->entity >= 0 && r->entity >= 0)
 			json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(e->entity));
-		json_t *labels = json_object(), *ann = json_object();
-		const char *key[2];
-		char val[2][24];
-		for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
-			json_object_set_new(labels, key[i], json_string(val[i]));
-		for (size_t i = 0; i < r->nlabels; i++)
-			json_object_set_new(labels, r->labels[i].key, json_string(r->labels[i].value));
-		for (size_t i = 0; i < r->nannotations; i++) {
-			char *t = nt_render(r->annotations[i].value, e, nt->target);
-			json_object_set_new(ann, r->annotations[i].key, json_string(t ? t : ""));
-			free(t);
-		}
-		json_object_set_new(o, "labels", labels);
-		json_object_set_new(o, "annotations", ann);
+		json_object_set_new(o, "labels", nt_labels(e, json_object()));
+		json_object_set_new(o, "annotations", nt_annotations(nt, e, json_object(), false));
 		if (r->description) {
 			char *t = nt_render(r->description, e, nt->target);
 			json_object_set_new(o, "description", json_string(t ? t : ""));
@@ -213,7 +242,34 @@ void nt_event(Notifier *nt, const NtEvent *e)
 			free(line);
 		}
 	}
+	if (nt->http && (e->kind == SN_EV_FIRING || e->kind == SN_EV_RESOLVED))
+		nt_remote(nt, e);
 	fflush(stderr);
+}
+
+/* The alert as the remote sinks see it: labels (alertname, severity,
+ * target, the rule's, the entity's) and rendered annotations. */
+static void nt_remote(Notifier *nt, const NtEvent *e)
+{
+	const BdRule *r = e->rule;
+	json_t *labels = nt_labels(e, json_pack("{s:s, s:s, s:s}", "alertname", r->name, "severity", r->severity,
+						"target", nt->target));
+	json_t *ann = nt_annotations(nt, e, json_object(), true);
+	char *lj = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS), *aj = json_dumps(ann, JSON_COMPACT);
+	int64_t when = (int64_t)e->when.tv_sec * 1000000000ll + e->when.tv_nsec;
+	NhAlertState s = {.name = r->name, .labels_json = lj, .annotations_json = aj,
+			  .firing = e->kind == SN_EV_FIRING, .starts_ns = when, .ends_ns = when};
+	if (lj && aj)
+		nh_event(nt->http, &s);
+	free(lj);
+	free(aj);
+	json_decref(labels);
+	json_decref(ann);
+}
+
+void nt_delivery(Notifier *nt, struct NhStats *out)
+{
+	nh_stats(nt ? nt->http : NULL, out);
 }
 
 void nt_log(Notifier *nt, int level, const char *fmt, ...)

@@ -9,6 +9,10 @@
  *           (<2> critical, <4> warning, <6> info) that journald reads when
  *           sentineld runs under systemd
  *   jsonl   one JSON object per line appended to a file (fsync'd per event)
+ *   alertmanager, webhook
+ *           firing and resolved alerts over HTTP, on a thread of their own
+ *           (http.h): labels alertname, severity, target, the rule's and the
+ *           entity's; the rendered annotations (and description)
  *
  * Ownership: a Notifier owns its sinks' files; nt_close().
  */
@@ -27,6 +31,11 @@ typedef struct NtConfig {
 	bool log_pending;         /* also pending and cancelled events */
 	const char *jsonl;        /* path, or NULL */
 	const char *target;       /* $target: the monitored machine's name */
+	const char *alertmanager; /* Alertmanager base URLs, comma-separated (http.h), or NULL */
+	const char *webhook;      /* webhook URLs, comma-separated, or NULL */
+	const char *external_url; /* generatorURL / externalURL, or NULL */
+	uint64_t resend_ns;       /* firing alerts re-sent to Alertmanager this often (0: 1 min) */
+	uint64_t tick_ns;         /* the engine's tick */
 } NtConfig;
 
 typedef struct NtEvent {
@@ -46,6 +55,9 @@ void nt_close(Notifier *nt);
 /* Send one event to every sink.  Never blocks on a slow sink for long:
  * the jsonl file is local. */
 void nt_event(Notifier *nt, const NtEvent *e);
+/* The remote sinks' counters (all zero without them). */
+struct NhStats;
+void nt_delivery(Notifier *nt, struct NhStats *out);
 /* A note of the engine's own (started, reloaded, target lost): the log sink
  * only.  level: 3 error, 4 warning, 6 info. */
 void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -11,3 +11,7 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 && [ -z "${SENTINEL_QEMU:-}" 
 	exit 0
 fi
 "$py" tests/engine/test_engine.py "$build" "$backend"
+rc=$?
+# the remote sinks: a real Alertmanager and a webhook receiver on loopback
+"$py" tests/engine/test_notify.py "$build" "$backend" || rc=1
+exit $rc

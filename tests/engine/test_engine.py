@@ -66,16 +66,16 @@ def report(ok, name, detail=""):
             f.write("pass\n" if ok else "fail\n")
 
 
-def conf(tmp, source, extra="", rules=None, backend=None, engine=""):
+def conf(tmp, source, extra="", rules=None, backend=None, engine="", notify=""):
     # the fallback poll is 10 s (default 250 ms): alerts must arrive because
     # the engine wakes sentineld (the GPU's doorbell, the CPU thread's
     # eventfd), or the timed checks below fail
     path = os.path.join(tmp, "sentinel.conf")
     with open(path, "w") as f:
         f.write("[target]\nsource = %s\nname = testvm\n[rules]\n%s\n[engine]\nbackend = %s\ntick = 100ms\n%s"
-                "[notify]\nlog_pending = yes\njsonl = %s\ndelay = 10s\n[control]\nsocket = %s\n%s" %
+                "[notify]\nlog_pending = yes\njsonl = %s\ndelay = 10s\n%s[control]\nsocket = %s\n%s" %
                 (source, rules or "directory = %s" % os.path.join(tmp, "rules"), backend or BACKEND, engine,
-                 os.path.join(tmp, "alerts.jsonl"), os.path.join(tmp, "ctl.sock"), extra))
+                 os.path.join(tmp, "alerts.jsonl"), notify, os.path.join(tmp, "ctl.sock"), extra))
     return path
 
 
@@ -142,10 +142,11 @@ def startup_failures(tmp):
 
 
 class Daemon:
-    def __init__(self, tmp, ram, engine=""):
+    def __init__(self, tmp, ram, engine="", notify=""):
         self.tmp = tmp
         self.log = open(os.path.join(tmp, "sentineld.log"), "w+")
-        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine)], stdout=self.log,
+        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine, notify=notify)],
+                                  stdout=self.log,
                                   stderr=subprocess.STDOUT)
         deadline = time.time() + 60
         while time.time() < deadline and "started:" not in self.text():

@@ -1,0 +1,498 @@
+/* http.c - Alertmanager and webhook delivery (see http.h). */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NH_MAX_DEST 16
+#define NH_RESOLVED_RESEND_NS (15 * 60 * 1000000000ll)
+
+enum { NH_AM, NH_WEBHOOK };
+
+typedef struct NhBatch {
+	struct NhBatch *next;
+	char *body;               /* JSON, owned */
+} NhBatch;
+
+typedef struct NhDest {
+	char *url;                /* what is POSTed to */
+	int kind;
+	NhBatch *head, *tail;
+	unsigned queued;
+	CURL *req;                /* the request in flight (head's), or NULL */
+	struct curl_slist *hdr;
+	int64_t retry_at;         /* monotonic ns */
+	unsigned backoff_ms;
+} NhDest;
+
+/* What Alertmanager must keep hearing: one entry per alert key. */
+typedef struct NhActive {
+	char *name, *labels, *annotations;
+	bool used, firing;
+	int64_t starts, ends;     /* wall ns */
+} NhActive;
+
+struct NtHttp {
+	NhConfig c;
+	pthread_t thread;
+	bool thread_on;
+	pthread_mutex_t mu;
+	CURLM *multi;
+	bool stop;
+	int64_t stop_by;          /* monotonic ns: give up then */
+	NhDest dest[NH_MAX_DEST];
+	int ndest;
+	NhActive *act;
+	size_t nact;
+	int64_t next_resend;      /* monotonic ns */
+	NhStats st;
+};
+
+static int64_t nh_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int64_t nh_wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* RFC 3339 with milliseconds, UTC */
+static void nh_time(int64_t ns, char *buf, size_t n)
+{
+	time_t s = (time_t)(ns / 1000000000ll);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	size_t l = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + l, n - l, ".%03dZ", (int)(ns % 1000000000ll / 1000000));
+}
+
+/* ---- queues (under mu) -------------------------------------------------------------------- */
+
+static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
+{
+	if (!body)
+		return;
+	NhBatch *b = calloc(1, sizeof *b);
+	if (!b) {
+		free(body);
+		h->st.dropped++;
+		return;
+	}
+	b->body = body;
+	if (d->tail)
+		d->tail->next = b;
+	else
+		d->head = b;
+	d->tail = b;
+	d->queued++;
+	/* over the bound: the oldest that is not in flight goes */
+	while (d->queued > h->c.queue_max && d->head && d->head->next) {
+		NhBatch *victim = d->req ? d->head->next : d->head;
+		NhBatch **pp = &d->head;
+		while (*pp != victim)
+			pp = &(*pp)->next;
+		*pp = victim->next;
+		if (d->tail == victim)
+			d->tail = d->head;
+		while (d->tail && d->tail->next)
+			d->tail = d->tail->next;
+		free(victim->body);
+		free(victim);
+		d->queued--;
+		h->st.dropped++;
+	}
+}
+
+static void nh_pop(NhDest *d)
+{
+	NhBatch *b = d->head;
+	d->head = b->next;
+	if (!d->head)
+		d->tail = NULL;
+	d->queued--;
+	free(b->body);
+	free(b);
+}
+
+/* One alert as Alertmanager's API v2 takes it. */
+static json_t *nh_am_alert(const NtHttp *h, const NhActive *a, int64_t now)
+{
+	char starts[40], ends[40];
+	nh_time(a->starts, starts, sizeof starts);
+	int64_t keep = (int64_t)(4 * (h->c.tick_ns > h->c.resend_ns ? h->c.tick_ns : h->c.resend_ns));
+	nh_time(a->firing ? now + keep : a->ends, ends, sizeof ends);
+	json_t *o = json_object();
+	json_object_set_new(o, "labels", json_loads(a->labels, 0, NULL));
+	json_object_set_new(o, "annotations", json_loads(a->annotations, 0, NULL));
+	json_object_set_new(o, "startsAt", json_string(starts));
+	json_object_set_new(o, "endsAt", json_string(ends));
+	if (h->c.external_url && *h->c.external_url)
+		json_object_set_new(o, "generatorURL", json_string(h->c.external_url));
+	return o;
+}
+
+/* Every active alert (or only `only`) to every Alertmanager. */
+static void nh_am_send(NtHttp *h, const NhActive *only)
+{
+	int64_t now = nh_wall();
+	json_t *arr = json_array();
+	for (size_t i = 0; i < h->nact; i++) {
+		NhActive *a = &h->act[i];
+		if (!a->used || (only && a != only))
+			continue;
+		if (!a->firing && now - a->ends > NH_RESOLVED_RESEND_NS) {
+			a->used = false;        /* resolved long enough ago: the entry is free */
+			free(a->name);
+			a->name = NULL;
+			continue;
+		}
+		json_array_append_new(arr, nh_am_alert(h, a, now));
+	}
+	if (json_array_size(arr))
+		for (int i = 0; i < h->ndest; i++)
+			if (h->dest[i].kind == NH_AM)
+				nh_enqueue(h, &h->dest[i], json_dumps(arr, JSON_COMPACT));
+	json_decref(arr);
+}
+
+/* A firing or resolved event as Alertmanager's webhook payload (version 4). */
+static char *nh_webhook_body(const NtHttp *h, const NhAlertState *s)
+{
+	char starts[40], ends[40];
+	nh_time(s->starts_ns, starts, sizeof starts);
+	if (s->firing)
+		snprintf(ends, sizeof ends, "0001-01-01T00:00:00Z");
+	else
+		nh_time(s->ends_ns, ends, sizeof ends);
+	json_t *labels = json_loads(s->labels_json, 0, NULL), *ann = json_loads(s->annotations_json, 0, NULL);
+	if (!labels || !ann) {
+		json_decref(labels);
+		json_decref(ann);
+		return NULL;
+	}
+	/* the fingerprint: FNV-1a of the sorted labels, as 16 hex digits */
+	char *canon = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS), fp[24];
+	uint64_t x = 0xcbf29ce484222325ull;
+	for (const char *p = canon ? canon : ""; *p; p++)
+		x = (x ^ (unsigned char)*p) * 0x100000001b3ull;
+	free(canon);
+	snprintf(fp, sizeof fp, "%016llx", (unsigned long long)x);
+	const char *status = s->firing ? "firing" : "resolved";
+	json_t *alert = json_pack("{s:s, s:O, s:O, s:s, s:s, s:s, s:s}", "status", status, "labels", labels,
+				  "annotations", ann, "startsAt", starts, "endsAt", ends, "generatorURL",
+				  h->c.external_url ? h->c.external_url : "", "fingerprint", fp);
+	char gk[300];
+	snprintf(gk, sizeof gk, "{}:{alertname=\"%s\"}", s->name);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:{s:s}, s:O, s:O, s:s, s:[o]}", "version", "4", "groupKey", gk,
+			      "truncatedAlerts", 0, "status", status, "receiver", "sentinel", "groupLabels",
+			      "alertname", s->name, "commonLabels", labels, "commonAnnotations", ann, "externalURL",
+			      h->c.external_url ? h->c.external_url : "", "alerts", alert);
+	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	json_decref(labels);
+	json_decref(ann);
+	return body;
+}
+
+void nh_event(NtHttp *h, const NhAlertState *s)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	/* the alert's entry (one per alert name), or a free one */
+	NhActive *a = NULL, *spare = NULL;
+	for (size_t i = 0; i < h->nact && !a; i++) {
+		if (h->act[i].name && !strcmp(h->act[i].name, s->name))
+			a = &h->act[i];
+		else if (!h->act[i].used && !spare)
+			spare = &h->act[i];
+	}
+	if (!a && !spare) {
+		size_t n = h->nact * 2 + 64;
+		NhActive *p = realloc(h->act, n * sizeof *p);
+		if (p) {
+			memset(p + h->nact, 0, (n - h->nact) * sizeof *p);
+			spare = p + h->nact;
+			h->act = p;
+			h->nact = n;
+		}
+	}
+	if (!a)
+		a = spare;
+	NhAlertState ev = *s;
+	if (a) {
+		/* a resolved alert keeps the startsAt it fired with: Alertmanager
+		 * and receivers match it by its labels and start */
+		if (!s->firing && a->used && a->name && !strcmp(a->name, s->name) && a->firing)
+			ev.starts_ns = a->starts;
+		free(a->name);
+		free(a->labels);
+		free(a->annotations);
+		*a = (NhActive){strdup(s->name), strdup(s->labels_json), strdup(s->annotations_json), true, s->firing,
+				ev.starts_ns, s->ends_ns};
+		if (a->name && a->labels && a->annotations)
+			nh_am_send(h, a);
+		else
+			h->st.dropped++;
+	} else {
+		h->st.dropped++;
+	}
+	for (int i = 0; i < h->ndest; i++)
+		if (h->dest[i].kind == NH_WEBHOOK)
+			nh_enqueue(h, &h->dest[i], nh_webhook_body(h, &ev));
+	pthread_mutex_unlock(&h->mu);
+	curl_multi_wakeup(h->multi);
+}
+
+/* ---- the delivery thread ----------------------------------------------------------------------- */
+
+static size_t nh_discard(char *p, size_t size, size_t n, void *ctx)
+{
+	(void)p, (void)ctx;
+	return size * n;
+}
+
+/* Start the head request of d (under mu). */
+static void nh_start(NtHttp *h, NhDest *d)
+{
+	CURL *c = curl_easy_init();
+	if (!c)
+		return;
+	curl_easy_setopt(c, CURLOPT_URL, d->url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, d->head->body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->hdr);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->c.timeout_ns / 1000000));
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, nh_discard);
+	curl_easy_setopt(c, CURLOPT_PRIVATE, d);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "sentineld");
+	if (curl_multi_add_handle(h->multi, c) != CURLM_OK) {
+		curl_easy_cleanup(c);
+		return;
+	}
+	d->req = c;
+}
+
+/* A request ended: delivered (2xx), or kept for a retry with backoff.  A
+ * 4xx but 429 means the receiver will never take it: dropped, counted. */
+static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
+{
+	long status = 0;
+	curl_easy_getinfo(d->req, CURLINFO_RESPONSE_CODE, &status);
+	curl_multi_remove_handle(h->multi, d->req);
+	curl_easy_cleanup(d->req);
+	d->req = NULL;
+	if (rc == CURLE_OK && status >= 200 && status < 300) {
+		nh_pop(d);
+		h->st.sent++;
+		d->backoff_ms = 0;
+	} else if (rc == CURLE_OK && status >= 400 && status < 500 && status != 429) {
+		fprintf(stderr, "sentineld: %s refused an alert batch (HTTP %ld); dropped\n", d->url, status);
+		nh_pop(d);
+		h->st.dropped++;
+	} else {
+		h->st.failed++;
+		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;
+		d->retry_at = nh_mono() + (int64_t)d->backoff_ms * 1000000;
+		if (d->backoff_ms == 1000 || d->backoff_ms == 30000)
+			fprintf(stderr, "sentineld: %s: %s; retrying every %u s or sooner\n", d->url,
+				rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP error", d->backoff_ms / 1000);
+	}
+}
+
+static void *nh_thread(void *arg)
+{
+	NtHttp *h = arg;
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		int64_t now = nh_mono();
+		if (h->stop && (now >= h->stop_by || !h->st.queued))
+			break;
+		if (!h->stop && now >= h->next_resend) {
+			nh_am_send(h, NULL);
+			h->next_resend = now + (int64_t)h->c.resend_ns;
+		}
+		int64_t wake = h->next_resend;
+		unsigned queued = 0;
+		for (int i = 0; i < h->ndest; i++) {
+			NhDest *d = &h->dest[i];
+			queued += d->queued;
+			if (!d->req && d->head && now >= d->retry_at)
+				nh_start(h, d);
+			else if (!d->req && d->head && d->retry_at < wake)
+				wake = d->retry_at;
+		}
+		h->st.queued = queued;
+		pthread_mutex_unlock(&h->mu);
+		int ms = wake > now ? (int)((wake - now) / 1000000 + 1) : 0;
+		curl_multi_poll(h->multi, NULL, 0, ms > 1000 ? 1000 : ms, NULL);
+		int running;
+		curl_multi_perform(h->multi, &running);
+		CURLMsg *m;
+		int left;
+		pthread_mutex_lock(&h->mu);
+		while ((m = curl_multi_info_read(h->multi, &left)))
+			if (m->msg == CURLMSG_DONE) {
+				NhDest *d = NULL;
+				curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&d);
+				if (d)
+					nh_done(h, d, m->data.result);
+			}
+		pthread_mutex_unlock(&h->mu);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* ---- setup --------------------------------------------------------------------------------------- */
+
+static void nh_global(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int nh_add_urls(NtHttp *h, const char *list, int kind, char *err, size_t n)
+{
+	if (!list)
+		return 0;
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		return -ENOMEM;
+	for (char *u = strtok_r(copy, ", ", &save); u; u = strtok_r(NULL, ", ", &save)) {
+		if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
+			snprintf(err, n, "%s: '%s' is not an http:// or https:// URL", kind == NH_AM ? "alertmanager" : "webhook",
+				 u);
+			free(copy);
+			return -EINVAL;
+		}
+		if (h->ndest == NH_MAX_DEST) {
+			snprintf(err, n, "at most %d alertmanager and webhook URLs", NH_MAX_DEST);
+			free(copy);
+			return -E2BIG;
+		}
+		NhDest *d = &h->dest[h->ndest++];
+		size_t l = strlen(u);
+		while (l && u[l - 1] == '/')
+			u[--l] = 0;
+		d->kind = kind;
+		if (kind == NH_AM) {
+			d->url = malloc(l + 16);
+			if (d->url)
+				snprintf(d->url, l + 16, "%s/api/v2/alerts", u);
+		} else {
+			d->url = strdup(u);
+		}
+		d->hdr = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!d->url || !d->hdr) {
+			free(copy);
+			return -ENOMEM;
+		}
+	}
+	free(copy);
+	return 0;
+}
+
+int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n)
+{
+	*out = NULL;
+	if (!c->alertmanager && !c->webhook)
+		return 0;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, nh_global);
+	NtHttp *h = calloc(1, sizeof *h);
+	if (!h)
+		return -ENOMEM;
+	h->c = *c;
+	if (!h->c.resend_ns)
+		h->c.resend_ns = 60000000000ull;
+	if (!h->c.timeout_ns)
+		h->c.timeout_ns = 10000000000ull;
+	if (!h->c.queue_max)
+		h->c.queue_max = 10000;
+	pthread_mutex_init(&h->mu, NULL);
+	h->multi = curl_multi_init();
+	int r = h->multi ? 0 : -ENOMEM;
+	if (!r)
+		r = nh_add_urls(h, c->alertmanager, NH_AM, err, n);
+	if (!r)
+		r = nh_add_urls(h, c->webhook, NH_WEBHOOK, err, n);
+	h->next_resend = nh_mono() + (int64_t)h->c.resend_ns;
+	if (!r && pthread_create(&h->thread, NULL, nh_thread, h))
+		r = -EAGAIN;
+	if (r) {
+		if (!*err)
+			snprintf(err, n, "cannot start the alert delivery: %s", strerror(-r));
+		nh_close(h, 0);
+		return r;
+	}
+	h->thread_on = true;
+	*out = h;
+	return 0;
+}
+
+void nh_stats(NtHttp *h, NhStats *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	*out = h->st;
+	unsigned q = 0;
+	for (int i = 0; i < h->ndest; i++)
+		q += h->dest[i].queued;
+	out->queued = q;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void nh_close(NtHttp *h, uint64_t grace_ns)
+{
+	if (!h)
+		return;
+	if (h->thread_on) {
+		pthread_mutex_lock(&h->mu);
+		h->stop = true;
+		h->stop_by = nh_mono() + (int64_t)grace_ns;
+		unsigned q = 0;
+		for (int i = 0; i < h->ndest; i++)
+			q += h->dest[i].queued;
+		h->st.queued = q;
+		pthread_mutex_unlock(&h->mu);
+		curl_multi_wakeup(h->multi);
+		pthread_join(h->thread, NULL);
+	}
+	for (int i = 0; i < h->ndest; i++) {
+		NhDest *d = &h->dest[i];
+		if (d->req) {
+			curl_multi_remove_handle(h->multi, d->req);
+			curl_easy_cleanup(d->req);
+		}
+		while (d->head)
+			nh_pop(d);
+		curl_slist_free_all(d->hdr);
+		free(d->url);
+	}
+	for (size_t i = 0; i < h->nact; i++) {
+		free(h->act[i].name);
+		free(h->act[i].labels);
+		free(h->act[i].annotations);
+	}
+	free(h->act);
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}

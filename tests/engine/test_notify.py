@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Alerts that reach people: sentineld -> a real Alertmanager and a webhook.
+
+    python3 tests/engine/test_notify.py BUILD-DIR [cpu|cuda]
+
+Against a live Debian 6.12 guest, a rule on runnable tasks (TestHogs) and
+two busy loops in the guest:
+
+  alertmanager  Debian's prometheus-alertmanager on loopback receives the
+                alert firing (labels alertname, severity, target, the rule's),
+                then resolved; Alertmanager in turn notifies its own webhook
+  webhook       a receiver written here gets Alertmanager's webhook payload,
+                version 4, with every field Alertmanager's own type has, for
+                firing then resolved
+  outage        the receiver and Alertmanager are down for 30 s while the
+                alert fires and resolves; once they are back every event
+                arrives, in order, and sentineld counts nothing dropped
+"""
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_engine as te  # noqa: E402
+from test_engine import report, events, guest  # noqa: E402
+
+RULES = """groups:
+  - name: notify
+    rules:
+      - alert: TestHogs
+        expr: host.procs_running >= 4
+        for: 1s
+        severity: warning
+        labels:
+          team: infra
+        annotations:
+          summary: "{{ $value }} runnable tasks on {{ $target }}"
+"""
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Receiver:
+    """A webhook receiver: keeps every POST body, per path, in order."""
+
+    def __init__(self, port):
+        self.port, self.got, self.server = port, [], None
+        self.start()
+
+    def start(self):
+        got = self.got
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                got.append((self.path, json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def payloads(self, path):
+        return [b for p, b in self.got if p == path]
+
+
+class Alertmanager:
+    def __init__(self, tmp, port, hook):
+        self.tmp, self.port = tmp, port
+        with open(os.path.join(tmp, "am.yml"), "w") as f:
+            f.write("route:\n  receiver: hook\n  group_by: [alertname]\n  group_wait: 0s\n  group_interval: 1s\n"
+                    "  repeat_interval: 1h\nreceivers:\n  - name: hook\n    webhook_configs:\n"
+                    "      - url: %s\n        send_resolved: true\n" % hook)
+        self.p = None
+        self.start()
+
+    def start(self):
+        self.log = open(os.path.join(self.tmp, "am.log"), "a")
+        self.p = subprocess.Popen(["prometheus-alertmanager", "--config.file=" + os.path.join(self.tmp, "am.yml"),
+                                   "--storage.path=" + os.path.join(self.tmp, "am-data"),
+                                   "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="],
+                                  stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % self.port, timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("alertmanager did not start: %s" % open(self.log.name).read()[-2000:])
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.terminate()
+            self.p.wait(10)
+
+    def alerts(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/v2/alerts" % self.port, timeout=5) as r:
+            return json.load(r)
+
+
+def wait(cond, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return None
+
+
+def v4_ok(p, status):
+    """Every field of Alertmanager's webhook Data (version 4) and its Alert."""
+    try:
+        a = p["alerts"][0]
+        return (p["version"] == "4" and p["status"] == status and isinstance(p["groupKey"], str) and
+                p["truncatedAlerts"] == 0 and p["receiver"] and p["groupLabels"] == {"alertname": "TestHogs"} and
+                p["commonLabels"]["alertname"] == "TestHogs" and isinstance(p["commonAnnotations"], dict) and
+                isinstance(p["externalURL"], str) and len(p["alerts"]) == 1 and a["status"] == status and
+                a["labels"] == p["commonLabels"] and RFC3339.match(a["startsAt"]) and
+                (a["endsAt"] == "0001-01-01T00:00:00Z" if status == "firing" else RFC3339.match(a["endsAt"])) and
+                isinstance(a["generatorURL"], str) and re.match(r"^[0-9a-f]{16}$", a["fingerprint"]))
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def scenario(tmp):
+    ks = guest.kernels()
+    rules = os.path.join(tmp, "rules")
+    os.makedirs(rules)
+    with open(os.path.join(rules, "notify.yaml"), "w") as f:
+        f.write(RULES)
+    rport, aport = free_port(), free_port()
+    recv = Receiver(rport)
+    am = Alertmanager(tmp, aport, "http://127.0.0.1:%d/am" % rport)
+    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="ntf")
+    g.start()
+    d = None
+    try:
+        d = te.Daemon(tmp, g.ram, engine="", notify="alertmanager = http://127.0.0.1:%d\nwebhook = "
+                      "http://127.0.0.1:%d/direct\nresend = 5s\n" % (aport, rport))
+        if d.p.poll() is not None:
+            report(False, "notify: sentineld starts with the remote sinks", d.text())
+            return
+        # ---- fire, and resolve, with everything up --------------------------------------
+        g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+
+        def am_has(active):
+            now = time.time()
+            for a in am.alerts():
+                if a["labels"].get("alertname") == "TestHogs":
+                    ends = time.mktime(time.strptime(a["endsAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+                    if (ends > now) == active:
+                        return a
+            return None
+        a = wait(lambda: am_has(True), 30)
+        report(a is not None and a["labels"].get("severity") == "warning" and a["labels"].get("target") == "testvm"
+               and a["labels"].get("team") == "infra" and "runnable tasks on testvm" in a["annotations"].get("summary", ""),
+               "alertmanager: TestHogs arrives firing with its labels and summary (%s)" %
+               (a and {k: a["labels"][k] for k in sorted(a["labels"])}), "alerts %s\n%s" % (am.alerts(), d.text()[-2000:]))
+        p = wait(lambda: recv.payloads("/direct"), 15)
+        report(p and v4_ok(p[0], "firing"), "webhook: a version 4 payload, firing, every field as Alertmanager's type "
+               "has it", json.dumps(p and p[0])[:2000])
+        g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+        res = wait(lambda: [x for x in recv.payloads("/direct") if x.get("status") == "resolved"], 30)
+        report(res and v4_ok(res[0], "resolved") and res[0]["alerts"][0]["startsAt"] == p[0]["alerts"][0]["startsAt"],
+               "webhook: resolved, with the startsAt it fired with", json.dumps(recv.payloads("/direct"))[:2000])
+        # Alertmanager's API lists active alerts only: resolved, it drops out,
+        # and Alertmanager tells its own receiver
+        via_am = wait(lambda: [x for x in recv.payloads("/am") if x.get("status") == "resolved"], 30)
+        gone = not am_has(True)
+        report(gone and via_am,
+               "alertmanager: TestHogs resolved: no longer active there, and Alertmanager notified its own "
+               "webhook: %s" % [x["status"] for x in recv.payloads("/am")], "alerts %s" % am.alerts())
+        # ---- an outage: both sinks down while it fires and resolves -----------------------------
+        n0, m0 = len(recv.payloads("/direct")), len(recv.payloads("/am"))
+        am.stop()
+        recv.stop()
+        t_down = time.time()
+        ev0 = len(events(tmp))
+        g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+        fired = wait(lambda: [e for e in events(tmp)[ev0:] if e["alert"] == "TestHogs" and e["state"] == "firing"], 30)
+        time.sleep(3)
+        g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+        resolved = wait(lambda: [e for e in events(tmp)[ev0:] if e["alert"] == "TestHogs" and e["state"] == "resolved"],
+                        30)
+        time.sleep(max(0, 30 - (time.time() - t_down)))
+        st = te.status(tmp).get("delivery", {})
+        report(fired and resolved and st.get("queued", 0) >= 2 and st.get("failed", 0) >= 1,
+               "outage: sentineld keeps the events while both sinks are down for 30 s (%s)" % st, json.dumps(st))
+        recv.start()
+        am.start()
+        back = wait(lambda: len(recv.payloads("/direct")) >= n0 + 2 and te.status(tmp).get("delivery", {}).get("queued") == 0,
+                    60)
+        after = [x["status"] for x in recv.payloads("/direct")[n0:]]
+        st = te.status(tmp).get("delivery", {})
+        report(back and after == ["firing", "resolved"] and st.get("dropped") == 0,
+               "outage: once they are back every event arrives, in order (%s), none dropped (%s)" % (after, st),
+               "%s\n%s" % (recv.payloads("/direct")[n0:], d.text()[-2000:]))
+        # Alertmanager took every queued batch (2xx each: queued 0, dropped 0
+        # above), the resolved one last: it holds nothing active
+        time.sleep(2)
+        report(not am_has(True), "outage: Alertmanager, restarted empty, took the queued batches and holds "
+               "TestHogs as resolved (not active; it notified: %s)" % [x["status"] for x in recv.payloads("/am")[m0:]],
+               "alerts %s" % am.alerts())
+        rc = d.stop()
+        report(rc == 0 and "Sanitizer" not in d.text(), "sentineld with the remote sinks stops cleanly (exit %s)" % rc,
+               d.text()[-2000:])
+    finally:
+        if d:
+            d.stop()
+        g.stop()
+        am.stop()
+        recv.stop()
+
+
+def main():
+    if not shutil.which("prometheus-alertmanager"):
+        print("SKIP notify: prometheus-alertmanager not installed (apt-get install prometheus-alertmanager)")
+        return 0
+    tmp = tempfile.mkdtemp(prefix="sentinel-notify-")
+    try:
+        scenario(tmp)
+    except (guest.GuestError, RuntimeError) as e:
+        report(False, "notify: %s" % e)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if te.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
