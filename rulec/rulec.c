@@ -168,18 +168,21 @@ static const RcBackend *backend(void)
 	static const RcBackend *be;
 	if (be)
 		return be;
-	char self[PATH_MAX], path[PATH_MAX + 64], why[512] = "";
+	char self[PATH_MAX], up[PATH_MAX + 32], path[PATH_MAX + 64], why[512] = "";
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	const char *dirs[2] = {NULL, SENTINEL_PKGLIBDIR};
+	/* a build tree; an installation moved as a whole (BINDIR/../lib/sentinel); PKGLIBDIR */
+	const char *dirs[3] = {NULL, NULL, SENTINEL_PKGLIBDIR};
 	if (n > 0) {
 		self[n] = 0;
 		char *slash = strrchr(self, '/');
 		if (slash) {
 			*slash = 0;
 			dirs[0] = self;
+			snprintf(up, sizeof up, "%s/../lib/sentinel", self);
+			dirs[1] = up;
 		}
 	}
-	for (int i = 0; i < 2 && !be; i++) {
+	for (int i = 0; i < 3 && !be; i++) {
 		if (!dirs[i])
 			continue;
 		snprintf(path, sizeof path, "%s/" RC_BACKEND_LIB, dirs[i]);
