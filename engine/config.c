@@ -104,7 +104,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory, record"
-#define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend"
+#define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max"
 #define KEYS_CONTROL "socket, mode"
 
 static int cf_handler(void *user, const char *sec, const char *key, const char *v)
@@ -159,6 +159,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else if (IS("notify", "alertmanager")) cf_str(&c->alertmanager, v);
 		else if (IS("notify", "webhook")) cf_str(&c->webhook, v);
 		else if (IS("notify", "external_url")) cf_str(&c->external_url, v);
+		else if (IS("notify", "spool")) cf_str(&c->spool, v);
+		else if (IS("notify", "spool_max")) cf_size(R, "spool_max", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->spool_max);
 		else if (IS("notify", "resend")) cf_duration(R, "resend", v, 1, 3600, "1s to 1h", "1m", &c->resend_ns);
 		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
 	} else if (!strcmp(sec, "control")) {
@@ -228,6 +230,7 @@ void cf_free(Config *c)
 	free(c->alertmanager);
 	free(c->webhook);
 	free(c->external_url);
+	free(c->spool);
 	free(c->socket);
 	memset(c, 0, sizeof *c);
 }

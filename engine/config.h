@@ -12,6 +12,7 @@
  *              delay = 250ms                    (how often the host collects alerts)
  *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
  *              resend = 1m                      (firing alerts re-sent to Alertmanager)
+ *              spool = DIR,  spool_max = 64MiB  (undelivered alerts survive outages and restarts)
  *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
  *
  * Every unknown section or key and every bad value is an error with the
@@ -42,6 +43,8 @@ typedef struct Config {
 	char *jsonl;
 	uint64_t delay_ns;         /* the host wakes this often to deliver alerts */
 	char *alertmanager, *webhook, *external_url;   /* remote sinks (notifier/http.h), or NULL */
+	char *spool;               /* their spool folder, or NULL */
+	uint64_t spool_max;
 	uint64_t resend_ns;        /* 0: 1 min */
 	char *socket;
 	unsigned mode;

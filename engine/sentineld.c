@@ -506,9 +506,10 @@ static json_t *d_status(Daemon *D)
 	if (D->cf.alertmanager || D->cf.webhook) {
 		NhStats hs;
 		nt_delivery(D->nt, &hs);
-		json_object_set_new(o, "delivery", json_pack("{s:I, s:I, s:I, s:i}", "sent", (json_int_t)hs.sent, "failed",
-							     (json_int_t)hs.failed, "dropped", (json_int_t)hs.dropped,
-							     "queued", (int)hs.queued));
+		json_object_set_new(o, "delivery", json_pack("{s:I, s:I, s:I, s:i, s:I, s:I}", "sent", (json_int_t)hs.sent,
+							     "failed", (json_int_t)hs.failed, "dropped", (json_int_t)hs.dropped,
+							     "queued", (int)hs.queued, "spool_bytes", (json_int_t)hs.spool_bytes,
+							     "spool_errors", (json_int_t)hs.spool_errors));
 	}
 	if (D->e) {
 		sn_stats S;
@@ -793,7 +794,9 @@ int main(int argc, char **argv)
 	}
 	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name,
 		       .alertmanager = D.cf.alertmanager, .webhook = D.cf.webhook, .external_url = D.cf.external_url,
-		       .resend_ns = D.cf.resend_ns, .tick_ns = D.cf.tick_ns};
+		       .resend_ns = D.cf.resend_ns, .tick_ns = D.cf.tick_ns,
+		       .spool = check_only ? NULL : D.cf.spool,   /* a check delivers nothing */
+		       .spool_max = D.cf.spool_max};
 	if (nt_open(&nc, &D.nt, err, sizeof err)) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;

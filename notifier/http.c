@@ -4,12 +4,16 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NH_MAX_DEST 16
 #define NH_RESOLVED_RESEND_NS (15 * 60 * 1000000000ll)
@@ -19,6 +23,8 @@ enum { NH_AM, NH_WEBHOOK };
 typedef struct NhBatch {
 	struct NhBatch *next;
 	char *body;               /* JSON, owned */
+	char *file;               /* its spool file, or NULL (owned) */
+	size_t len;
 } NhBatch;
 
 typedef struct NhDest {
@@ -30,6 +36,8 @@ typedef struct NhDest {
 	struct curl_slist *hdr;
 	int64_t retry_at;         /* monotonic ns */
 	unsigned backoff_ms;
+	char *spool;              /* this URL's spool folder, or NULL */
+	uint64_t seq;             /* the next spool file's number */
 } NhDest;
 
 /* What Alertmanager must keep hearing: one entry per alert key. */
@@ -53,6 +61,7 @@ struct NtHttp {
 	size_t nact;
 	int64_t next_resend;      /* monotonic ns */
 	NhStats st;
+	uint64_t spool_bytes;     /* in all spool files */
 };
 
 static int64_t nh_mono(void)
@@ -79,7 +88,60 @@ static void nh_time(int64_t ns, char *buf, size_t n)
 	snprintf(buf + l, n - l, ".%03dZ", (int)(ns % 1000000000ll / 1000000));
 }
 
+/* ---- the spool: every batch on disk until delivered ------------------------------------------------ */
+
+/* Write body as the next file of d's spool (atomically: a temporary
+ * file, fsync'd, renamed).  NULL when it cannot: the batch stays in memory
+ * and the failure is counted. */
+static char *nh_spool_write(NtHttp *h, NhDest *d, const char *body, size_t len)
+{
+	if (!d->spool)
+		return NULL;
+	char tmp[4200], *path = malloc(4200);
+	if (!path)
+		return NULL;
+	snprintf(path, 4200, "%s/%020llu.json", d->spool, (unsigned long long)d->seq);
+	snprintf(tmp, sizeof tmp, "%s/.%020llu.tmp", d->spool, (unsigned long long)d->seq);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	bool ok = fd >= 0 && write(fd, body, len) == (ssize_t)len && fdatasync(fd) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (ok && rename(tmp, path) == 0) {
+		d->seq++;
+		h->spool_bytes += len;
+		return path;
+	}
+	unlink(tmp);
+	free(path);
+	h->st.spool_errors++;
+	if (h->st.spool_errors == 1)
+		fprintf(stderr, "sentineld: cannot write to the spool %s: %s; alerts are kept in memory only\n", d->spool,
+			strerror(errno));
+	return NULL;
+}
+
+static void nh_batch_free(NtHttp *h, NhBatch *b)
+{
+	if (b->file) {
+		unlink(b->file);
+		h->spool_bytes -= b->len;
+		free(b->file);
+	}
+	free(b->body);
+	free(b);
+}
+
 /* ---- queues (under mu) -------------------------------------------------------------------- */
+
+static void nh_append(NhDest *d, NhBatch *b)
+{
+	if (d->tail)
+		d->tail->next = b;
+	else
+		d->head = b;
+	d->tail = b;
+	d->queued++;
+}
 
 static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 {
@@ -92,14 +154,12 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 		return;
 	}
 	b->body = body;
-	if (d->tail)
-		d->tail->next = b;
-	else
-		d->head = b;
-	d->tail = b;
-	d->queued++;
-	/* over the bound: the oldest that is not in flight goes */
-	while (d->queued > h->c.queue_max && d->head && d->head->next) {
+	b->len = strlen(body);
+	b->file = nh_spool_write(h, d, body, b->len);
+	nh_append(d, b);
+	/* over a bound: the oldest that is not in flight goes */
+	while ((d->queued > h->c.queue_max || (h->c.spool_max && h->spool_bytes > h->c.spool_max)) && d->head &&
+	       d->head->next) {
 		NhBatch *victim = d->req ? d->head->next : d->head;
 		NhBatch **pp = &d->head;
 		while (*pp != victim)
@@ -109,22 +169,92 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 			d->tail = d->head;
 		while (d->tail && d->tail->next)
 			d->tail = d->tail->next;
-		free(victim->body);
-		free(victim);
+		nh_batch_free(h, victim);
 		d->queued--;
 		h->st.dropped++;
+		if (h->st.dropped == 1 || h->st.dropped % 1000 == 0)
+			fprintf(stderr, "sentineld: %s: the queue is full; %llu alert batches dropped so far\n", d->url,
+				(unsigned long long)h->st.dropped);
 	}
 }
 
-static void nh_pop(NhDest *d)
+static void nh_pop(NtHttp *h, NhDest *d)
 {
 	NhBatch *b = d->head;
 	d->head = b->next;
 	if (!d->head)
 		d->tail = NULL;
 	d->queued--;
-	free(b->body);
-	free(b);
+	nh_batch_free(h, b);
+}
+
+static int nh_name_cmp(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* d's spool folder (spool/<hash of the URL>): made if new; what an earlier
+ * sentineld left undelivered is queued first, in order. */
+static int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
+{
+	uint64_t x = 0xcbf29ce484222325ull;
+	for (const char *p = d->url; *p; p++)
+		x = (x ^ (unsigned char)*p) * 0x100000001b3ull;
+	d->spool = malloc(strlen(h->c.spool) + 24);
+	if (!d->spool)
+		return -ENOMEM;
+	sprintf(d->spool, "%s/%016llx", h->c.spool, (unsigned long long)x);
+	if ((mkdir(h->c.spool, 0700) && errno != EEXIST) || (mkdir(d->spool, 0700) && errno != EEXIST)) {
+		int e = errno;
+		snprintf(err, n, "spool %s: %s (create it, or change [notify] spool)", d->spool, strerror(e));
+		return -e;
+	}
+	struct dirent **ents;
+	int k = scandir(d->spool, &ents, NULL, nh_name_cmp);
+	if (k < 0) {
+		int e = errno;
+		snprintf(err, n, "spool %s: %s", d->spool, strerror(e));
+		return -e;
+	}
+	unsigned loaded = 0;
+	for (int i = 0; i < k; i++) {
+		const char *nm = ents[i]->d_name;
+		size_t l = strlen(nm);
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", d->spool, nm);
+		if (nm[0] == '.' && l > 4 && !strcmp(nm + l - 4, ".tmp"))
+			unlink(path);            /* cut short by a crash: never acknowledged */
+		if (l != 25 || strcmp(nm + 20, ".json")) {
+			free(ents[i]);
+			continue;
+		}
+		unsigned long long seq = strtoull(nm, NULL, 10);
+		FILE *f = fopen(path, "rb");
+		char *body = NULL;
+		long len = -1;
+		if (f && !fseek(f, 0, SEEK_END) && (len = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+		    (body = malloc((size_t)len + 1)) && fread(body, 1, (size_t)len, f) == (size_t)len) {
+			body[len] = 0;
+			NhBatch *b = calloc(1, sizeof *b);
+			if (b) {
+				*b = (NhBatch){.body = body, .file = strdup(path), .len = (size_t)len};
+				body = NULL;
+				h->spool_bytes += (size_t)len;
+				nh_append(d, b);
+				loaded++;
+			}
+		}
+		free(body);
+		if (f)
+			fclose(f);
+		if (seq >= d->seq)
+			d->seq = seq + 1;
+		free(ents[i]);
+	}
+	free(ents);
+	if (loaded)
+		fprintf(stderr, "sentineld: %s: %u undelivered alert batches from the spool, sent first\n", d->url, loaded);
+	return 0;
 }
 
 /* One alert as Alertmanager's API v2 takes it. */
@@ -297,12 +427,12 @@ static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
 	curl_easy_cleanup(d->req);
 	d->req = NULL;
 	if (rc == CURLE_OK && status >= 200 && status < 300) {
-		nh_pop(d);
+		nh_pop(h, d);
 		h->st.sent++;
 		d->backoff_ms = 0;
 	} else if (rc == CURLE_OK && status >= 400 && status < 500 && status != 429) {
 		fprintf(stderr, "sentineld: %s refused an alert batch (HTTP %ld); dropped\n", d->url, status);
-		nh_pop(d);
+		nh_pop(h, d);
 		h->st.dropped++;
 	} else {
 		h->st.failed++;
@@ -401,6 +531,11 @@ static int nh_add_urls(NtHttp *h, const char *list, int kind, char *err, size_t 
 			free(copy);
 			return -ENOMEM;
 		}
+		int r = h->c.spool ? nh_spool_open(h, d, err, n) : 0;
+		if (r) {
+			free(copy);
+			return r;
+		}
 	}
 	free(copy);
 	return 0;
@@ -455,6 +590,7 @@ void nh_stats(NtHttp *h, NhStats *out)
 	for (int i = 0; i < h->ndest; i++)
 		q += h->dest[i].queued;
 	out->queued = q;
+	out->spool_bytes = h->spool_bytes;
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -480,10 +616,16 @@ void nh_close(NtHttp *h, uint64_t grace_ns)
 			curl_multi_remove_handle(h->multi, d->req);
 			curl_easy_cleanup(d->req);
 		}
-		while (d->head)
-			nh_pop(d);
+		while (d->head) {              /* undelivered: their spool files stay for the next start */
+			NhBatch *b = d->head;
+			d->head = b->next;
+			free(b->file);
+			free(b->body);
+			free(b);
+		}
 		curl_slist_free_all(d->hdr);
 		free(d->url);
+		free(d->spool);
 	}
 	for (size_t i = 0; i < h->nact; i++) {
 		free(h->act[i].name);

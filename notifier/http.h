@@ -16,8 +16,10 @@
  * slow or dead receiver delays nobody else, and nh_event never blocks (it
  * queues and wakes the thread).  A failed request is retried, in order,
  * with backoff from 1 s to 30 s; a queue over its bound drops its oldest
- * batch and counts it.  What is queued is lost when sentineld stops (the
- * spool, a later step, will keep it).
+ * batch and counts it.  With a spool, every batch is on disk (fsync'd)
+ * before it is queued and removed once the receiver took it: after an
+ * outage, a restart or a SIGKILL, what is left is sent first, in order, at
+ * least once.  Without one, what is queued is lost when sentineld stops.
  *
  * Ownership: an NtHttp owns its thread, its queues and its copies of what
  * it sends; nh_close() stops the thread after a last attempt to deliver.
@@ -39,6 +41,9 @@ typedef struct NhConfig {
 	uint64_t tick_ns;             /* the engine's tick, for endsAt */
 	uint64_t timeout_ns;          /* one request (10 s) */
 	unsigned queue_max;           /* batches a URL may hold (10,000) */
+	const char *spool;            /* a folder: every batch is written there before it is queued and
+				       * removed once delivered; a restart sends what is left first */
+	uint64_t spool_max;           /* bytes the spool may hold (0: no bound but queue_max) */
 } NhConfig;
 
 typedef struct NhAlertState {
@@ -55,7 +60,9 @@ void nh_event(NtHttp *h, const NhAlertState *a);
 
 typedef struct NhStats {
 	uint64_t sent, failed, dropped;   /* batches delivered, failed attempts, dropped */
+	uint64_t spool_errors;            /* batches that could not be written to the spool */
 	unsigned queued;                  /* batches waiting now */
+	uint64_t spool_bytes;
 } NhStats;
 void nh_stats(NtHttp *h, NhStats *out);
 /* Stop: one more chance to deliver for up to `grace_ns`, then drop the rest. */

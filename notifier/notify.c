@@ -54,7 +54,8 @@ int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
 		nt->jsonl_path = strdup(c->jsonl);
 	}
 	NhConfig hc = {.alertmanager = c->alertmanager, .webhook = c->webhook, .external_url = c->external_url,
-		       .resend_ns = c->resend_ns, .tick_ns = c->tick_ns};
+		       .resend_ns = c->resend_ns, .tick_ns = c->tick_ns, .spool = c->spool,
+		       .spool_max = c->spool_max ? c->spool_max : 64ull << 20};
 	int r = nh_open(&hc, &nt->http, err, n);
 	if (r) {
 		nt_close(nt);

@@ -36,6 +36,8 @@ typedef struct NtConfig {
 	const char *external_url; /* generatorURL / externalURL, or NULL */
 	uint64_t resend_ns;       /* firing alerts re-sent to Alertmanager this often (0: 1 min) */
 	uint64_t tick_ns;         /* the engine's tick */
+	const char *spool;        /* the remote sinks' spool folder, or NULL */
+	uint64_t spool_max;       /* its bound in bytes (0: 64 MiB) */
 } NtConfig;
 
 typedef struct NtEvent {

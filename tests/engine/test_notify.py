@@ -15,6 +15,9 @@ two busy loops in the guest:
   outage        the receiver and Alertmanager are down for 30 s while the
                 alert fires and resolves; once they are back every event
                 arrives, in order, and sentineld counts nothing dropped
+  spool         the receiver down again, the alert fires and resolves,
+                sentineld is killed with SIGKILL: its spool holds the events;
+                a new sentineld sends them, in order, and empties the spool
 """
 import http.server
 import json
@@ -162,8 +165,10 @@ def scenario(tmp):
     g.start()
     d = None
     try:
-        d = te.Daemon(tmp, g.ram, engine="", notify="alertmanager = http://127.0.0.1:%d\nwebhook = "
-                      "http://127.0.0.1:%d/direct\nresend = 5s\n" % (aport, rport))
+        spool = os.path.join(tmp, "spool")
+        notify = ("alertmanager = http://127.0.0.1:%d\nwebhook = http://127.0.0.1:%d/direct\nresend = 5s\n"
+                  "spool = %s\n" % (aport, rport, spool))
+        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
         if d.p.poll() is not None:
             report(False, "notify: sentineld starts with the remote sinks", d.text())
             return
@@ -231,6 +236,33 @@ def scenario(tmp):
         rc = d.stop()
         report(rc == 0 and "Sanitizer" not in d.text(), "sentineld with the remote sinks stops cleanly (exit %s)" % rc,
                d.text()[-2000:])
+        # ---- the spool: SIGKILL while it holds events, then a new sentineld ------------------------
+        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        n1 = len(recv.payloads("/direct"))
+        recv.stop()
+        ev0 = len(events(tmp))
+        g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+        wait(lambda: [e for e in events(tmp)[ev0:] if e["alert"] == "TestHogs" and e["state"] == "firing"], 30)
+        time.sleep(2)
+        g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+        wait(lambda: [e for e in events(tmp)[ev0:] if e["alert"] == "TestHogs" and e["state"] == "resolved"], 30)
+        time.sleep(1)
+        st = te.status(tmp).get("delivery", {})
+        d.p.kill()
+        d.p.wait()
+        files = sorted(f for _, _, fs in os.walk(spool) for f in fs if f.endswith(".json"))
+        report(st.get("queued", 0) >= 2 and st.get("spool_bytes", 0) > 0 and len(files) >= 2,
+               "spool: sentineld killed with SIGKILL while it holds %d batches (%s bytes) on disk" %
+               (len(files), st.get("spool_bytes")), "%s %s" % (st, files))
+        recv.start()
+        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        got = wait(lambda: [x["status"] for x in recv.payloads("/direct")[n1:]] if
+                   len(recv.payloads("/direct")) >= n1 + 2 else None, 60)
+        left = wait(lambda: not [f for _, _, fs in os.walk(spool) for f in fs if f.endswith(".json")] or None, 30)
+        report(got == ["firing", "resolved"] and left and "from the spool, sent first" in d.text(),
+               "spool: a new sentineld delivers them, in order (%s), and empties the spool" % got,
+               "%s\n%s" % (recv.payloads("/direct")[n1:], d.text()[-2000:]))
+        d.stop()
     finally:
         if d:
             d.stop()
