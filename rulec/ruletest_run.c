@@ -263,30 +263,36 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	long *pids = calloc(G->nseries + 1, sizeof *pids);
 	const char **comms = calloc(G->nseries + 1, sizeof *comms);
 	int *row = calloc(G->nseries + 1, sizeof *row);
-	if (!pids || !comms || !row) {
-		free(pids), free(comms), free(row);
+	long *task_of = calloc(G->nseries + 1, sizeof *task_of);      /* series -> task index, -1 */
+	double *val = calloc(G->nseries + 1, sizeof *val);
+	if (!pids || !comms || !row || !task_of || !val) {
+		free(pids), free(comms), free(row), free(task_of), free(val);
 		snprintf(err, n, "out of memory");
 		return -1;
 	}
 	for (size_t s = 0; s < G->nseries; s++) {
 		const UtSeries *S = &G->series[s];
 		max_cpu = S->cpu > max_cpu ? S->cpu : max_cpu;
+		task_of[s] = -1;
 		if (S->pid < 0)
 			continue;
-		size_t k = 0;
-		while (k < ntask && pids[k] != S->pid)
-			k++;
+		/* a task's series usually follow each other: look from the last one back */
+		size_t k = ntask;
+		while (k > 0 && pids[k - 1] != S->pid)
+			k--;
+		k = k ? k - 1 : ntask;
 		if (k == ntask)
 			pids[ntask++] = S->pid, comms[k] = "";
 		if (S->comm[0])
 			comms[k] = S->comm;
+		task_of[s] = (long)k;
 	}
 	FdParams p = {.tick_ns = (uint64_t)(f->eval_interval * 1e9 + 0.5), .max_cpus = (uint32_t)max_cpu + 1,
 		      .task_cap = ntask ? (uint32_t)ntask : 1};
 	Feed *fd = NULL;
 	int rc = fd_open(b, &p, &fd, err, n);
 	if (rc) {
-		free(pids), free(comms), free(row);
+		free(pids), free(comms), free(row), free(task_of), free(val);
 		return -1;
 	}
 	memset(R->alert, 0, b->nrules * sizeof *R->alert);
@@ -294,33 +300,32 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	for (long k = 0; k <= steps; k++) {
 		double t = (double)k * f->eval_interval;
 		fd_begin(fd, UT_BASE_NS + (uint64_t)((double)k * f->eval_interval * 1e9 + 0.5));
-		/* which tasks exist now: those with a value in any of their series */
+		/* every series' value now; a task exists when one of its series has one */
+		for (size_t i = 0; i < ntask; i++)
+			row[i] = -1;
+		for (size_t s = 0; s < G->nseries; s++) {
+			val[s] = ut_value_at(&G->series[s], G->interval, t);
+			if (task_of[s] >= 0 && !isnan(val[s]))
+				row[task_of[s]] = 0;
+		}
 		for (size_t i = 0; i < ntask; i++) {
-			bool alive = false;
-			for (size_t s = 0; s < G->nseries && !alive; s++)
-				alive = G->series[s].pid == pids[i] && !isnan(ut_value_at(&G->series[s], G->interval, t));
-			row[i] = alive ? fd_task_add(fd, (uint64_t)pids[i] + 1, comms[i]) : -1;
-			if (row[i] >= 0) {
-				fd_task(fd, MET_TASK_PID, row[i], (double)pids[i]);
-				fd_task(fd, MET_TASK_KTHREAD, row[i], 0);
-			}
+			if (row[i] < 0)
+				continue;
+			row[i] = fd_task_add(fd, (uint64_t)pids[i] + 1, comms[i]);
+			fd_task(fd, MET_TASK_PID, row[i], (double)pids[i]);
+			fd_task(fd, MET_TASK_KTHREAD, row[i], 0);
 		}
 		for (size_t s = 0; s < G->nseries; s++) {
 			const UtSeries *S = &G->series[s];
-			double v = ut_value_at(S, G->interval, t);
-			if (isnan(v))
+			if (isnan(val[s]))
 				continue;
 			Entity e = cat_metrics[S->metric].entity;
-			if (e == ENT_HOST) {
-				fd_host(fd, S->metric, v);
-			} else if (e == ENT_CPU) {
-				fd_cpu(fd, S->metric, (uint32_t)S->cpu, v);
-			} else {
-				size_t i = 0;
-				while (pids[i] != S->pid)
-					i++;
-				fd_task(fd, S->metric, row[i], v);
-			}
+			if (e == ENT_HOST)
+				fd_host(fd, S->metric, val[s]);
+			else if (e == ENT_CPU)
+				fd_cpu(fd, S->metric, (uint32_t)S->cpu, val[s]);
+			else
+				fd_task(fd, S->metric, row[task_of[s]], val[s]);
 		}
 		fd_eval(fd);
 		fd_drain(fd, ut_event, R);
@@ -335,7 +340,7 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 		}
 	}
 	fd_close(fd);
-	free(pids), free(comms), free(row);
+	free(pids), free(comms), free(row), free(task_of), free(val);
 	return 0;
 }
 
