@@ -9,24 +9,8 @@ reps=${2:-5}
 rulec=${RULEC:-build/rulec}
 out=bench/out
 sh bench/gen_rules.sh "$n" "$out" > /dev/null
-[ -x /usr/bin/time ] || { echo "GNU time not found: apt-get install time"; exit 2; }
-
-# measure NAME CMD... : REPEATS runs; median seconds and max RSS (KiB)
-measure() {
-	name=$1; shift
-	: > "$out/times"
-	i=0
-	while [ $i -lt "$reps" ]; do
-		/usr/bin/time -f '%e %M' -o "$out/one" "$@" > "$out/$name.log" 2>&1 || {
-			echo "$name failed:"; tail -5 "$out/$name.log"; exit 1; }
-		cat "$out/one" >> "$out/times"
-		i=$((i + 1))
-	done
-	sort -n "$out/times" | awk -v name="$name" -v n="$reps" '
-		{ t[NR] = $1; if ($2 > m) m = $2 }
-		END { printf "%-22s median %.3f s  (min %.3f, max %.3f)  peak RSS %.1f MiB\n",
-			name, t[int((n + 1) / 2)], t[1], t[n], m / 1024 }'
-}
+width=22
+. "$(dirname "$0")/lib.sh"
 echo "rulec -o, $reps runs each ($(nproc) CPUs)"
 measure "shipped rules ($(grep -c 'alert:' rules/*.yaml | awk -F: '{s+=$2} END {print s}'))" \
 	"$rulec" -q -o "$out/shipped.bundle" rules/

@@ -1,6 +1,7 @@
 # bench/lib.sh - shared by the shell benchmarks.
 # measure NAME CMD... : $reps runs of CMD; prints the median wall time and the
-# largest peak RSS (GNU time).  Needs $out (a scratch folder) and $reps.
+# largest peak RSS (GNU time), the name padded to ${width:-10}.  Needs $out (a
+# scratch folder) and $reps; the command's output is left in $out/NAME.out.
 [ -x /usr/bin/time ] || { echo "GNU time not found: apt-get install time"; exit 2; }
 measure() {
 	name=$1; shift
@@ -12,8 +13,8 @@ measure() {
 		cat "$out/one" >> "$out/times"
 		i=$((i + 1))
 	done
-	sort -n "$out/times" | awk -v name="$name" -v n="$reps" '
+	sort -n "$out/times" | awk -v name="$name" -v n="$reps" -v w="${width:-10}" '
 		{ t[NR] = $1; if ($2 > m) m = $2 }
-		END { printf "%-10s median %.3f s  (min %.3f, max %.3f)  peak RSS %.1f MiB\n",
+		END { printf "%-" w "s median %.3f s  (min %.3f, max %.3f)  peak RSS %.1f MiB\n",
 			name, t[int((n + 1) / 2)], t[1], t[n], m / 1024 }'
 }

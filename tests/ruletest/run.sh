@@ -71,36 +71,9 @@ else
 	fail "ruletest/no-files-is-usage-error" "exit $rc: $(cat "$tmp/none.out")"
 fi
 
-# an hour-long window in milliseconds: 24 h of 1 s ticks
-cat > "$tmp/long.yaml" <<'YAML'
-groups:
-  - name: long
-    rules:
-      - alert: DayWithoutForks
-        expr: delta(host.forks[1h]) == 0
-        for: 23h
-        severity: warning
-YAML
-cat > "$tmp/long-test.yaml" <<'YAML'
-rule_files: [long.yaml]
-evaluation_interval: 1s
-tests:
-  - interval: 1m
-    input_series:
-      - series: host.forks
-        values: '0+10x60 600x1445'
-    alert_rule_test:
-      # no fork since 1 h; the 1 h window holds none from 2 h (within its
-      # edge bound, half a 58 s bucket and a tick), for 23 h
-      - eval_time: 24h59m
-        alertname: DayWithoutForks
-      - eval_time: 25h1m
-        alertname: DayWithoutForks
-        exp_alerts:
-          - exp_labels: {severity: warning}
-YAML
+# an hour-long window in milliseconds: 24 h of 1 s ticks (day-test.yaml)
 start=$(date +%s%N)
-out=$("$rulec" test "$tmp/long-test.yaml" 2>&1)
+out=$("$rulec" test tests/ruletest/day-test.yaml 2>&1)
 rc=$?
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if [ $rc -eq 0 ]; then
