@@ -197,6 +197,12 @@ static int bd_section(FILE *f, uint64_t *h, uint32_t kind, const char *name, con
 
 int bd_write(const Bundle *b, const char *path, char *err, size_t n)
 {
+	/* written beside it and renamed over it: never over a device or a pipe
+	 * (as root, `-o /dev/null` would replace /dev/null with a file) */
+	struct stat st;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return bd_fail(err, n, -EINVAL, "%s is not a regular file; give the bundle a file of its own "
+			       "(--emit=manifest prints what a bundle would hold)", path);
 	char *man = bd_manifest_json(b);
 	if (!man)
 		return bd_fail(err, n, -ENOMEM, "out of memory");

@@ -44,6 +44,9 @@ expect version 0 "$rulec" --version
 expect no-args 2 "$rulec"
 expect unknown-option 2 "$rulec" --bogus
 expect bad-format 2 "$rulec" --format=xml rules/
+# a bundle is renamed into place: never over a device (as root that replaced /dev/null)
+expect_msg bundle-not-over-a-device 2 "not a regular file" "$rulec" -o /dev/null rules/paper.yaml
+if [ -c /dev/null ]; then pass "cli/dev-null-still-a-device"; else fail "cli/dev-null-still-a-device" "$(ls -l /dev/null)"; fi
 expect bad-tick 2 "$rulec" --tick=fast rules/
 expect missing-file 2 "$rulec" --check /nonexistent/rules.yaml
 expect missing-dir 2 "$rulec" --check /nonexistent-dir/

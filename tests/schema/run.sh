@@ -18,15 +18,21 @@ doc = yaml.safe_load(open(sys.argv[1]))
 errs = list(jsonschema.Draft7Validator(schema).iter_errors(doc))
 for e in errs:
     print("%s: %s at %s" % (sys.argv[1], e.message, "/".join(map(str, e.path))))
-sys.exit(1 if errs else 0)
+sys.exit(3 if errs else 0)
 PY
 }
+# validate exits 0 (valid) or 3 (rejected); anything else is the validator
+# failing (a crash, a bad schema), which must not pass for a rejection
 for f in rules/*.yaml examples/*.yaml tests/check/alias-ok.yaml; do
 	if out=$(validate "$f" 2>&1); then pass "schema/valid $f"; else fail "schema/valid $f" "$out"; fi
 done
 for f in tests/schema/bad-*.yaml; do
-	if validate "$f" >/dev/null 2>&1; then
+	out=$(validate "$f" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ]; then
 		fail "schema/rejects $f" "the schema accepted it"
+	elif [ $rc -ne 3 ]; then
+		fail "schema/rejects $f" "the validator failed (exit $rc): $out"
 	elif "$rulec" --check -q "$f" >/dev/null 2>&1; then
 		fail "schema/rejects $f" "the schema rejects it but rulec accepts it"
 	else

@@ -35,7 +35,11 @@ static void test_durations(void)
 	CHECK("duration-garbage", unit_parse_duration("5s!", 3, &s, &bad) < 0);
 	char b[32];
 	CHECK("duration-fmt-ms", !strcmp(unit_fmt_duration(0.1, b, sizeof b), "100ms"));
-	CHECK("duration-fmt-m", !strcmp(unit_fmt_duration(90 * 60 / 1.5, b, sizeof b), "60m") == 0 && !strcmp(unit_fmt_duration(600, b, sizeof b), "10m"));
+	CHECK("duration-fmt-s", !strcmp(unit_fmt_duration(90, b, sizeof b), "90s"));
+	CHECK("duration-fmt-m", !strcmp(unit_fmt_duration(150, b, sizeof b), "2.5m") &&
+	      !strcmp(unit_fmt_duration(600, b, sizeof b), "10m"));
+	CHECK("duration-fmt-d", !strcmp(unit_fmt_duration(86400, b, sizeof b), "24h") &&
+	      !strcmp(unit_fmt_duration(7 * 86400, b, sizeof b), "7d"));
 	CHECK("duration-fmt-h", !strcmp(unit_fmt_duration(3600, b, sizeof b), "1h"));
 }
 
