@@ -272,7 +272,7 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	 * its slack); the last one taken is the oldest */
 	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
 	uint64_t win = (uint64_t)(window_s * 1e9), slack = H->slack_ns;
-	sn_bucket oldest = newest, after = newest;
+	sn_bucket oldest = newest;       /* the oldest item taken so far */
 	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
 	uint32_t n = newest.n, k = len - 1;
 	int beyond = 0;                   /* the history reaches past the window's start */
@@ -282,12 +282,11 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 			beyond = 1;
 			break;
 		}
-		changes += b.changes + (after.v0 != b.v1);
+		changes += b.changes + (oldest.v0 != b.v1);
 		sum += b.sum;
 		n += b.n;
 		mx = __builtin_fmax(mx, b.max);
 		mn = __builtin_fmin(mn, b.min);
-		after = b;
 		oldest = b;
 	}
 	/* a window is known only once the history covers it, and spans two samples */

@@ -178,7 +178,7 @@ static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, c
 	const UtAlert *A = &R->alert[rule];
 	/* inactive: neither pending nor firing; else the alert in that state */
 	bool active = A->kind == SN_EV_PENDING || A->kind == SN_EV_FIRING;
-	bool firing = T->state == UT_INACTIVE ? active : A->kind == kinds[T->state], ok;
+	bool in_state = T->state == UT_INACTIVE ? active : A->kind == kinds[T->state], ok;
 	StrBuf got = {0}, exp = {0};
 	sb_puts(&got, "");
 	sb_puts(&exp, "");
@@ -189,8 +189,8 @@ static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, c
 		ut_annotations(r, A, &got, x ? x->annotations : NULL, x ? x->nannotations : 0, &am);
 	}
 	if (T->state == UT_INACTIVE)
-		ok = !firing && T->nexp == 0;
-	else if (firing)
+		ok = !in_state && T->nexp == 0;
+	else if (in_state)
 		ok = x && lm && (am || (T->partial && !x->nannotations));
 	else
 		ok = T->nexp == 0;
