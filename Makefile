@@ -35,7 +35,8 @@ SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
 # The kernel model: freestanding translation and walks (kx.c, kwalk.c, also
 # built for NVPTX in the runtime library below) and the host-side discovery.
 KS_FREE_SRC := kernel-support/kx.c kernel-support/kwalk.c
-KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c
+KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c \
+	kernel-support/klog.c
 KS_HDR := $(wildcard kernel-support/*.h)
 KS_OBJ := $(KS_SRC:%.c=$(B)/obj/%.o)
 KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
@@ -203,7 +204,7 @@ gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/s
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
-$(B)/metrics.bundle: $(B)/rulec
+$(B)/metrics.bundle: $(B)/rulec $(B)/librulec-backend.so $(RT_BC)
 	$(B)/rulec --all-metrics -o $@
 
 check: $(PROGRAMS) $(TEST_PROGRAMS)

@@ -104,7 +104,8 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory, record"
-#define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max"
+#define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
+	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
 
 static int cf_handler(void *user, const char *sec, const char *key, const char *v)
@@ -162,6 +163,10 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else if (IS("notify", "spool")) cf_str(&c->spool, v);
 		else if (IS("notify", "spool_max")) cf_size(R, "spool_max", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->spool_max);
 		else if (IS("notify", "resend")) cf_duration(R, "resend", v, 1, 3600, "1s to 1h", "1m", &c->resend_ns);
+		else if (IS("notify", "kernel_log_lines")) {
+			if (cf_uint(R, "kernel_log_lines", v, 0, 1000, 10, &u))
+				c->kernel_log_lines = (unsigned)u;
+		}
 		else cf_error(R, "unknown key '%s' in [notify]; the keys are " KEYS_NOTIFY, key);
 	} else if (!strcmp(sec, "control")) {
 		if (IS("control", "socket")) cf_str(&c->socket, v);
@@ -186,6 +191,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->delay_ns = 250000000ull;
 	c->tasks = 4096;
 	c->ring = 4096;
+	c->kernel_log_lines = 20;
 	c->log = true;
 	c->socket = strdup("/run/sentinel/sentinel.sock");
 	c->mode = 0600;

@@ -13,6 +13,7 @@
  *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
  *              resend = 1m                      (firing alerts re-sent to Alertmanager)
  *              spool = DIR,  spool_max = 64MiB  (undelivered alerts survive outages and restarts)
+ *              kernel_log_lines = 20            (the target's log in critical alerts, $kernel_log)
  *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
  *
  * Every unknown section or key and every bad value is an error with the
@@ -46,6 +47,7 @@ typedef struct Config {
 	char *spool;               /* their spool folder, or NULL */
 	uint64_t spool_max;
 	uint64_t resend_ns;        /* 0: 1 min */
+	unsigned kernel_log_lines; /* $kernel_log and critical alerts' kernel_log: this many lines (0: none) */
 	char *socket;
 	unsigned mode;
 } Config;

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "engine.h"
 #include "gpu.h"
+#include "klog.h"
 #include "ktarget.h"
 #include "msrc.h"
 #include "http.h"
@@ -85,6 +86,7 @@ typedef struct Daemon {
 	Notifier *nt;
 	MemSource *src;
 	KTarget *t;
+	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
 	Bundle *b;
 	Engine *e;
 	EngOpts eo;
@@ -171,6 +173,8 @@ static void d_close_target(Daemon *D)
 {
 	eng_close(D->e);
 	D->e = NULL;
+	kl_close(D->klog);
+	D->klog = NULL;
 	kt_close(D->t);
 	D->t = NULL;
 	ms_close(D->src);
@@ -199,6 +203,9 @@ static int d_open_target(Daemon *D, char *err, size_t n)
 		d_close_target(D);
 		return r;
 	}
+	/* the kernel's log, for critical alerts and $kernel_log: optional */
+	if (D->cf.kernel_log_lines && kl_open(D->t, &D->klog, why, sizeof why))
+		nt_log(D->nt, 4, "alerts will carry no kernel log: %s", why);
 	return 0;
 }
 
@@ -230,7 +237,15 @@ static void d_alert(void *ctx, const sn_alert *a)
 	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
 		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
 		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}};
+	/* the kernel's last words, read from its RAM now: a panic's message is
+	 * in the ring within microseconds of panic_cpu being set */
+	char *klog = NULL, why[256];
+	if (D->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule) &&
+	    !(klog = kl_tail(D->klog, D->cf.kernel_log_lines, why, sizeof why)))
+		nt_log(D->nt, 4, "%s: the kernel log could not be read: %s", ev.rule->name, why);
+	ev.kernel_log = klog;
 	nt_event(D->nt, &ev);
+	free(klog);
 	D->alerts_seen++;
 }
 

@@ -6,6 +6,7 @@
 #include "compile.h"
 #include "engine.h"
 #include "kbtf.h"
+#include "klog.h"
 #include "ktarget.h"
 #include "kwalk.h"
 #include "msrc.h"
@@ -68,6 +69,10 @@ static void usage(FILE *out)
 "                       with --every (the tick, default 100ms), until --count\n"
 "                       or Ctrl-C\n"
 "                       (default: compile one now, about a second)\n"
+"dmesg options:\n"
+"  -n, --lines N      only the last N lines\n"
+"  -f, --follow       keep printing new records (poll every --every, 200ms)\n"
+"      --kmsg         /dev/kmsg format: PRIORITY,SEQUENCE,MICROSECONDS,FLAG;TEXT\n"
 "  -h, --help         this help\n"
 "\n"
 "Exit status: 0 ok, 1 a read failed, 2 usage error or no kernel found.\n"
@@ -416,8 +421,104 @@ out:
 	return rc;
 }
 
+/* ---- dmesg: the printk ring buffer ------------------------------------------------------ */
+
+typedef struct DmesgOpts {
+	long lines;          /* last N lines; < 0: all */
+	bool follow, kmsg;
+	double every;
+} DmesgOpts;
+
+/* Records of one read: printed at once, or (with -n) the last N kept. */
+typedef struct DmesgOut {
+	const DmesgOpts *o;
+	char **line;         /* a ring of the last o->lines formatted lines */
+	long n;              /* lines seen */
+} DmesgOut;
+
+static void dmesg_emit(const KlRecord *r, bool kmsg, FILE *f)
+{
+	if (kmsg)
+		kl_print_kmsg(r, f);
+	else
+		kl_print(r, f);
+}
+
+static int dmesg_record(const KlRecord *r, void *arg)
+{
+	DmesgOut *d = arg;
+	if (!d->line) {
+		dmesg_emit(r, d->o->kmsg, stdout);
+		return 0;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	dmesg_emit(r, d->o->kmsg, f);
+	fclose(f);
+	for (char *p = buf, *nl; p && *p; p = nl ? nl + 1 : NULL) {   /* a record may be several lines */
+		nl = strchr(p, '\n');
+		char **slot = &d->line[d->n++ % d->o->lines];
+		free(*slot);
+		*slot = strndup(p, nl ? (size_t)(nl - p) : strlen(p));
+	}
+	free(buf);
+	return 0;
+}
+
+static int cmd_dmesg(const KTarget *t, const DmesgOpts *o)
+{
+	char err[512];
+	KlLog *l = NULL;
+	DmesgOut d = {.o = o};
+	int rc = 1;
+	uint64_t next = 0;
+	if (kl_open(t, &l, err, sizeof err)) {
+		fprintf(stderr, "sentinel-inspect: dmesg: %s\n", err);
+		return 2;
+	}
+	if (o->lines >= 0 && !(d.line = calloc((size_t)o->lines + 1, sizeof *d.line)))
+		goto out;
+	if (o->lines != 0 && kl_read(l, 0, dmesg_record, &d, &next, err, sizeof err) < 0)
+		goto fail;
+	for (long i = d.n > o->lines ? d.n - o->lines : 0; d.line && i < d.n; i++)
+		puts(d.line[i % o->lines]);
+	rc = 0;
+	if (o->follow) {
+		signal(SIGINT, inspect_on_signal);
+		signal(SIGTERM, inspect_on_signal);
+		DmesgOut live = {.o = o};
+		fflush(stdout);
+		while (!inspect_quit) {
+			struct timespec ts = {(time_t)o->every, (long)((o->every - (double)(time_t)o->every) * 1e9)};
+			nanosleep(&ts, NULL);
+			if (!kt_unchanged(t)) {
+				fprintf(stderr, "sentinel-inspect: dmesg: the kernel is gone (rebooted or its memory "
+						"went away); run again to read the new one\n");
+				rc = 1;
+				break;
+			}
+			if (kl_read(l, next, dmesg_record, &live, &next, err, sizeof err) < 0)
+				goto fail;
+			fflush(stdout);
+		}
+	}
+	goto out;
+fail:
+	fprintf(stderr, "sentinel-inspect: dmesg: %s\n", err);
+	rc = 1;
+out:
+	for (long i = 0; d.line && i < o->lines; i++)
+		free(d.line[i]);
+	free(d.line);
+	kl_close(l);
+	return rc;
+}
+
 static int run(const char *source, const KtOptions *ko, const char *cmd, int argc, char **argv,
-	       int cpu, bool sum, bool value, const MetricsOpts *mo)
+	       int cpu, bool sum, bool value, const MetricsOpts *mo, const DmesgOpts *dmo)
 {
 	char err[512];
 	MemSource *s = NULL;
@@ -445,6 +546,8 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 		rc = cmd_tasks(t, value);
 	} else if (!strcmp(cmd, "metrics")) {
 		rc = cmd_metrics(t, mo);
+	} else if (!strcmp(cmd, "dmesg")) {
+		rc = cmd_dmesg(t, dmo);
 	} else if (!strcmp(cmd, "kallsyms")) {
 		for (size_t i = 0; i < t->nsyms; i++)
 			printf("%016llx %c %s\n", (unsigned long long)t->syms[i].addr, t->syms[i].type, t->syms[i].name);
@@ -504,6 +607,7 @@ int main(int argc, char **argv)
 	int cpu = -1, npos = 0, rc = 2;
 	bool sum = false, value = false;
 	MetricsOpts mo = {.count = 1};
+	DmesgOpts dmo = {.lines = -1};
 	bool count_set = false;
 	char **pos = calloc((size_t)argc + 1, sizeof *pos);   /* operands, in order */
 	if (!pos)
@@ -546,6 +650,17 @@ int main(int argc, char **argv)
 				fprintf(stderr, "sentinel-inspect: --every takes a duration such as 500ms or 2s\n");
 				goto out;
 			}
+		} else if ((!strcmp(a, "-n") || !strcmp(a, "--lines")) && i + 1 < argc) {
+			char *end;
+			dmo.lines = strtol(argv[++i], &end, 10);
+			if (*end || dmo.lines < 0) {
+				fprintf(stderr, "sentinel-inspect: --lines takes a count, e.g. -n 100\n");
+				goto out;
+			}
+		} else if (!strcmp(a, "-f") || !strcmp(a, "--follow")) {
+			dmo.follow = true;
+		} else if (!strcmp(a, "--kmsg")) {
+			dmo.kmsg = true;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--value")) {
 			value = true;
 		} else {
@@ -555,20 +670,21 @@ int main(int argc, char **argv)
 	}
 	if (mo.record && mo.every <= 0)
 		mo.every = 0.1;              /* recordings tick as sentineld does by default */
+	dmo.every = mo.every > 0 ? mo.every : 0.2;
 	if (mo.every > 0 && !count_set)
 		mo.count = 0;                /* forever */
 	if (!npos) {
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
 	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym") &&
 		   strcmp(pos[0], "xlate") && strcmp(pos[0], "kallsyms") && strcmp(pos[0], "btf") &&
-		   strcmp(pos[0], "metrics")) {
+		   strcmp(pos[0], "metrics") && strcmp(pos[0], "dmesg")) {
 		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, "
-				"xlate, kallsyms, btf, metrics\n", pos[0]);
+				"xlate, kallsyms, btf, metrics, dmesg\n", pos[0]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");
 	} else {
-		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value, &mo);
+		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value, &mo, &dmo);
 	}
 out:
 	free(pos);

@@ -193,6 +193,10 @@ extern struct pglist_data *node_data[] __kweak;       /* CONFIG_NUMA */
 extern struct pglist_data contig_page_data __kweak;   /* !CONFIG_NUMA */
 extern unsigned int nr_node_ids __kweak;
 extern bool tick_nohz_active __kweak;                  /* CONFIG_NO_HZ_COMMON */
+extern atomic_t panic_cpu;
+extern unsigned long tainted_mask;
+extern atomic_t oops_count __kweak;                    /* 6.2, backported to 6.1.x */
+extern atomic_t warn_count __kweak;
 /* per-CPU variables: the symbol is an offset into each CPU's area */
 extern struct rq runqueues;
 extern struct kernel_cpustat kernel_cpustat;

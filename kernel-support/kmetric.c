@@ -179,6 +179,30 @@ double km_host_load15(void) { return km_collective((double)avenrun[2] / 2048.0);
 
 double km_host_jiffies(void) { return km_collective((double)jiffies_64); }
 
+/* ---- host: kernel health -------------------------------------------------- */
+
+#define KM_TAINT_DIE 7
+#define KM_TAINT_WARN 9
+
+double km_host_panicked(void) { return km_collective(KR(panic_cpu.counter) != -1 ? 1 : 0); }
+double km_host_tainted(void) { return km_collective((double)tainted_mask); }
+double km_host_oopsed(void) { return km_collective((double)((tainted_mask >> KM_TAINT_DIE) & 1)); }
+double km_host_warned(void) { return km_collective((double)((tainted_mask >> KM_TAINT_WARN) & 1)); }
+
+double km_host_oopses(void)
+{
+	if (!&oops_count)
+		return KM_NAN;
+	return km_collective((double)KR(oops_count.counter));
+}
+
+double km_host_warnings(void)
+{
+	if (!&warn_count)
+		return KM_NAN;
+	return km_collective((double)KR(warn_count.counter));
+}
+
 /* ---- host: memory --------------------------------------------------------- */
 
 double km_host_mem_total(void) { return km_collective((double)_totalram_pages.counter * KM_PAGE_SIZE); }

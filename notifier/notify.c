@@ -130,11 +130,32 @@ char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
 		case TPV_ALERT: sb_puts(&b, e->rule->name); break;
 		case TPV_SEVERITY: sb_puts(&b, e->rule->severity); break;
 		case TPV_TARGET: sb_puts(&b, target); break;
+		case TPV_KERNEL_LOG: sb_puts(&b, e->kernel_log ? e->kernel_log : "(the kernel log could not be read)"); break;
 		case TPV_LABEL: nt_label(&b, e, tmpl + p.label_off, p.label_len); break;
 		default: sb_putn(&b, tmpl + p.off, p.len); break;
 		}
 	}
 	return b.s;
+}
+
+static bool nt_uses_kernel_log(const char *tmpl)
+{
+	size_t pos = 0;
+	TpPart p;
+	while (tmpl && tp_next(tmpl, &pos, &p))
+		if (p.kind == TP_VAR && p.var == TPV_KERNEL_LOG)
+			return true;
+	return false;
+}
+
+bool nt_wants_kernel_log(const BdRule *r)
+{
+	if (!strcmp(r->severity, "critical") || nt_uses_kernel_log(r->description))
+		return true;
+	for (size_t i = 0; i < r->nannotations; i++)
+		if (nt_uses_kernel_log(r->annotations[i].value))
+			return true;
+	return false;
 }
 
 static const char *nt_annotation(const BdRule *r, const char *key)
@@ -177,20 +198,38 @@ static json_t *nt_labels(const NtEvent *e, json_t *o)
 	return o;
 }
 
+/* A JSON string of text that may not be UTF-8 (a kernel log may hold any
+ * byte): as it is when valid, else with every byte above 0x7f as '?'. */
+static json_t *nt_json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = strdup(s);
+	for (char *p = c; p && *p; p++)
+		if ((unsigned char)*p > 0x7f)
+			*p = '?';
+	j = json_string(c ? c : "");
+	free(c);
+	return j;
+}
+
 /* Into o: the rule's annotations rendered for e (and its description). */
 static json_t *nt_annotations(Notifier *nt, const NtEvent *e, json_t *o, bool description)
 {
 	const BdRule *r = e->rule;
 	for (size_t i = 0; i < r->nannotations; i++) {
 		char *t = nt_render(r->annotations[i].value, e, nt->target);
-		json_object_set_new(o, r->annotations[i].key, json_string(t ? t : ""));
+		json_object_set_new(o, r->annotations[i].key, nt_json_text(t ? t : ""));
 		free(t);
 	}
 	if (description && r->description) {
 		char *t = nt_render(r->description, e, nt->target);
-		json_object_set_new(o, "description", json_string(t ? t : ""));
+		json_object_set_new(o, "description", nt_json_text(t ? t : ""));
 		free(t);
 	}
+	if (e->kernel_log && !json_object_get(o, "kernel_log"))
+		json_object_set_new(o, "kernel_log", nt_json_text(e->kernel_log));
 	return o;
 }
 
@@ -227,7 +266,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		json_object_set_new(o, "annotations", nt_annotations(nt, e, json_object(), false));
 		if (r->description) {
 			char *t = nt_render(r->description, e, nt->target);
-			json_object_set_new(o, "description", json_string(t ? t : ""));
+			json_object_set_new(o, "description", nt_json_text(t ? t : ""));
 			free(t);
 		}
 		char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -48,6 +48,7 @@ typedef struct NtEvent {
 	const char *comm;         /* the task's name (a PID), or NULL */
 	uint64_t tick;
 	struct timespec when;     /* wall clock */
+	const char *kernel_log;   /* the target's last log lines ($kernel_log), or NULL (borrowed) */
 } NtEvent;
 
 typedef struct Notifier Notifier;
@@ -68,6 +69,9 @@ const char *nt_kind_name(SnEventKind k);
 /* The entity's labels of event e: cpu="N", or pid="N" and comm="NAME";
  * returns how many (0 to 2) it wrote to key[] and val[] (val: 24 bytes each). */
 int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24]);
+/* Whether events of rule r carry the target's kernel log: it is critical,
+ * or one of its templates names $kernel_log. */
+bool nt_wants_kernel_log(const BdRule *r);
 /* Render template tmpl for event e into a malloc'd string. */
 char *nt_render(const char *tmpl, const NtEvent *e, const char *target);
 

@@ -258,8 +258,11 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 		}
 		if (p.var == TPV_UNKNOWN) {
 			diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)(p.var_len ? p.var_len : 1)), DIAG_TEMPLATE_VAR,
-				    "unknown template variable '%.*s'; use $value, $alert, $severity, $target or $labels.NAME",
+				    "unknown template variable '%.*s'; use $value, $alert, $severity, $target, $kernel_log or $labels.NAME",
 				    (int)p.var_len, s + p.var_off);
+		} else if (p.var == TPV_KERNEL_LOG && p.has_fmt) {
+			diag_report(C->d, yt_scalar_loc(n, p.fmt_off, (unsigned)(p.fmt_len ? p.fmt_len : 1)),
+				    DIAG_TEMPLATE_VAR, "$kernel_log is text and takes no format");
 		} else if (p.fmt == TPF_UNKNOWN) {
 			diag_report(C->d, yt_scalar_loc(n, p.fmt_off, (unsigned)(p.fmt_len ? p.fmt_len : 1)),
 				    DIAG_TEMPLATE_VAR, "unknown format '%.*s'; use humanize, percent, bytes or duration",

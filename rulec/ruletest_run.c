@@ -118,7 +118,9 @@ static void ut_labels(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *wa
 
 static void ut_annotations(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *want, size_t nwant, bool *match)
 {
-	NtEvent e = {.rule = r, .kind = SN_EV_FIRING, .value = A->value, .entity = A->entity, .comm = A->comm};
+	/* no kernel here: $kernel_log renders as a placeholder tests can expect */
+	NtEvent e = {.rule = r, .kind = SN_EV_FIRING, .value = A->value, .entity = A->entity, .comm = A->comm,
+		     .kernel_log = "<kernel log>"};
 	*match = r->nannotations == nwant;
 	for (size_t i = 0; i < r->nannotations; i++) {
 		char *t = nt_render(r->annotations[i].value, &e, "test");

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const tp_vars[] = {"$value", "$alert", "$severity", "$target"};
+static const char *const tp_vars[] = {"$value", "$alert", "$severity", "$target", "$kernel_log"};
 static const char *const tp_fmts[] = {"humanize", "percent", "bytes", "duration"};
 
 static bool tp_is(const char *s, size_t len, const char *word)

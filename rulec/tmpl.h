@@ -1,7 +1,8 @@
 /* tmpl.h - annotation templates: one grammar for the checker and the notifier.
  *
  *   template -> { TEXT | '{{' SP* VAR [ SP* '|' SP* FORMAT ] SP* '}}' }
- *   VAR      -> '$value' | '$alert' | '$severity' | '$target' | '$labels.' NAME
+ *   VAR      -> '$value' | '$alert' | '$severity' | '$target' | '$kernel_log'
+ *             | '$labels.' NAME
  *   FORMAT   -> 'humanize' | 'percent' | 'bytes' | 'duration'
  *
  * tp_next walks a template part by part; the checker reports what it finds
@@ -14,7 +15,9 @@
 #include <stddef.h>
 
 typedef enum { TP_TEXT, TP_VAR, TP_UNCLOSED } TpKind;
-typedef enum { TPV_VALUE, TPV_ALERT, TPV_SEVERITY, TPV_TARGET, TPV_LABEL, TPV_UNKNOWN } TpVar;
+/* TPV_KERNEL_LOG: the watched kernel's last log lines, read from its RAM
+ * when the alert fires (notify.h) */
+typedef enum { TPV_VALUE, TPV_ALERT, TPV_SEVERITY, TPV_TARGET, TPV_KERNEL_LOG, TPV_LABEL, TPV_UNKNOWN } TpVar;
 typedef enum { TPF_NONE, TPF_HUMANIZE, TPF_PERCENT, TPF_BYTES, TPF_DURATION, TPF_UNKNOWN } TpFormat;
 
 typedef struct TpPart {

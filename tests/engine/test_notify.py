@@ -18,6 +18,11 @@ two busy loops in the guest:
   spool         the receiver down again, the alert fires and resolves,
                 sentineld is killed with SIGKILL: its spool holds the events;
                 a new sentineld sends them, in order, and empties the spool
+  panic         the shipped rules/kernel.yaml loaded too; the guest (booted
+                with panic=0, Debian's default: it stays down) panics by
+                sysrq c: KernelPanic reaches Alertmanager within 2 s of the
+                trigger, its description and its kernel_log annotation
+                carrying the panic line read from the dead kernel's RAM
 """
 import http.server
 import json
@@ -158,10 +163,11 @@ def scenario(tmp):
     os.makedirs(rules)
     with open(os.path.join(rules, "notify.yaml"), "w") as f:
         f.write(RULES)
+    shutil.copy(os.path.join(te.TOP, "rules", "kernel.yaml"), rules)
     rport, aport = free_port(), free_port()
     recv = Receiver(rport)
     am = Alertmanager(tmp, aport, "http://127.0.0.1:%d/am" % rport)
-    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="ntf")
+    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="ntf", append="panic=0")
     g.start()
     d = None
     try:
@@ -262,6 +268,7 @@ def scenario(tmp):
         report(got == ["firing", "resolved"] and left and "from the spool, sent first" in d.text(),
                "spool: a new sentineld delivers them, in order (%s), and empties the spool" % got,
                "%s\n%s" % (recv.payloads("/direct")[n1:], d.text()[-2000:]))
+        panic(g, am, tmp, d)
         d.stop()
     finally:
         if d:
@@ -269,6 +276,40 @@ def scenario(tmp):
         g.stop()
         am.stop()
         recv.stop()
+
+
+def panic(g, am, tmp, d):
+    """The guest panics; KernelPanic is in Alertmanager within 2 s, with the
+    panic line.  Last: the guest is dead afterwards."""
+    report(not [a for a in am.alerts() if a["labels"].get("alertname", "").startswith("Kernel")],
+           "panic: before it, no Kernel* alert is active (the guest is neither panicked nor tainted)",
+           "alerts %s" % am.alerts())
+    t0 = time.time()
+    g.send("echo c > /proc/sysrq-trigger")
+    line = "Kernel panic - not syncing: sysrq triggered crash"
+
+    def got():
+        return [a for a in am.alerts() if a["labels"].get("alertname") == "KernelPanic"]
+    a = wait(got, 30)
+    a = a and a[0]
+    # Alertmanager's updatedAt: when it took the alert (this machine's clock)
+    took = None
+    if a:
+        u = a["updatedAt"]
+        base = time.mktime(time.strptime(u[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        frac = re.match(r"\.(\d+)", u[19:])
+        took = base + (float("0." + frac.group(1)) if frac else 0) - t0
+    desc = a and a["annotations"].get("description", "")
+    klog = a and a["annotations"].get("kernel_log", "")
+    report(a is not None and took is not None and took <= 2.0 and a["labels"].get("severity") == "critical",
+           "panic: KernelPanic is in Alertmanager %s s after echo c > /proc/sysrq-trigger (at most 2 s)" %
+           (took if took is None else "%.2f" % took), "alert %s\n%s" % (a, d.text()[-2000:]))
+    report(bool(desc) and line in desc and line in klog,
+           "panic: its description and kernel_log annotation carry the panic line, read from the dead kernel's RAM",
+           "description %r\nkernel_log %r\nguest console: %s" % (desc, klog, g.console_tail(20)))
+    ev = [e for e in events(tmp) if e["alert"] == "KernelPanic" and e["state"] == "firing"]
+    report(ev and line in ev[0].get("annotations", {}).get("kernel_log", ""),
+           "panic: the JSON-lines event has the kernel log too", json.dumps(ev)[:2000])
 
 
 def main():

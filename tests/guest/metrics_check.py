@@ -29,10 +29,16 @@ import subprocess
 
 IDLE_LAG_S = 5.0
 
-TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
+# /proc/sys files answer only a read at offset 0: a byte-at-a-time `read`
+# gets one digit, so the taint mask is read with cat, first (its fork lands
+# before the window opens).
+TRUTH = ("t=$(cat /proc/sys/kernel/tainted); jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
          "echo @meminfo; while read -r l; do echo \"$l\"; done < /proc/meminfo; "
          "echo @vmstat; while read -r l; do echo \"$l\"; done < /proc/vmstat; "
-         "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; echo @tasks; "
+         "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
+         "echo @kernel; echo \"tainted $t\"; "
+         "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
+         "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
          "while read -r k v r; do case $k in VmRSS:|voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
          "echo \"X ${d#/proc/} $k $v\";; esac; done < $d/status 2>/dev/null; done; echo @end; jiffies")
@@ -61,6 +67,8 @@ def parse_truth(out):
         elif sec == "loadavg":
             t["load"] = [float(x) for x in f[:3]]
             t["threads"] = int(f[3].split("/")[1])
+        elif sec == "kernel":
+            t.setdefault("kernel", {})[f[0]] = int(f[1])
         elif sec == "tasks":
             if f[0] == "S":
                 rest = l[2:]
@@ -135,6 +143,17 @@ def compare(b, a, m, ncpus):
             counter=False)
     between("host.procs_blocked", h["host.procs_blocked"], 0, max(b["procs_blocked"], a["procs_blocked"]) + ncpus,
             counter=False)
+    # kernel health: a guest under test neither panics nor taints itself
+    kb, ka = b.get("kernel", {}), a.get("kernel", {})
+    between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
+    for name, bit in (("oopsed", 7), ("warned", 9)):
+        v = h["host." + name]
+        between("host." + name, None if v is None else int(v), kb["tainted"] >> bit & 1, ka["tainted"] >> bit & 1,
+                counter=False)
+    out.append((h["host.panicked"] is False, "host.panicked is false on a running kernel", repr(h["host.panicked"])))
+    for name, key in (("oopses", "oops_count"), ("warnings", "warn_count")):
+        if key in kb and key in ka:
+            between("host." + name, h["host." + name], kb[key], ka[key])
     # CPU times, the whole host and each CPU, in centiseconds
     rows = [("cpu", "host.cpu_", h)] + [("cpu%d" % c["cpu"], "cpu.", c) for c in m["cpus"] if c["online"]]
     for line, prefix, src in rows:

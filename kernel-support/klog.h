@@ -1,0 +1,65 @@
+/* klog.h - the kernel's own log, read from its RAM: the printk ring buffer.
+ *
+ * The lockless printk_ringbuffer of Linux 5.10 and later: a descriptor
+ * ring (state, data block positions), a parallel array of printk_info
+ * (sequence number, timestamp, level) and a text data ring.  Offsets come
+ * from the target's BTF, so the same code reads 6.1 and 6.12 (whose
+ * desc_ring differs).  Older kernels (log_buf of struct printk_log) are not
+ * read: kl_open says so.
+ *
+ * A read copies the rings in bulk, then the descriptors again: a record is
+ * taken only if its descriptor was committed or finalized, held the same ID
+ * and state both times (so its text was not recycled while we copied), and
+ * its data block is well formed.  On a live kernel a record being written
+ * or overwritten at that moment is skipped, never half-read; a torn or
+ * corrupt ring is a read error, not a crash.
+ *
+ * Ownership: a KlLog borrows its KTarget (which must outlive it) and owns
+ * its copies of the rings; kl_close() frees them.  Records handed to a
+ * callback live until the callback returns.
+ */
+#ifndef SENTINEL_KLOG_H
+#define SENTINEL_KLOG_H
+
+#include "ktarget.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct KlRecord {
+	uint64_t seq;        /* the kernel's sequence number (0 = first since boot) */
+	uint64_t ts_ns;      /* local_clock() at printk, ns since boot */
+	uint32_t caller_id;  /* task ID, or 0x80000000 | CPU */
+	uint8_t level;       /* 0 emerg .. 7 debug */
+	uint8_t facility;    /* 0 kernel, 1 user (/dev/kmsg writers) */
+	uint8_t flags;       /* LOG_NEWLINE 2, LOG_CONT 8 */
+	const char *text;    /* text_len bytes, not NUL-terminated */
+	size_t text_len;
+} KlRecord;
+
+typedef struct KlLog KlLog;
+
+/* Find the printk ring buffer of the kernel in t.  0, or -errno with a
+ * message (what is missing, what to do) in err. */
+int kl_open(const KTarget *t, KlLog **out, char *err, size_t errlen);
+void kl_close(KlLog *l);
+
+/* Copy the rings and hand each record with seq >= from to fn, oldest first
+ * (fn returns nonzero to stop early).  *next (may be NULL) gets the
+ * sequence number after the last record seen, for --follow.  Returns the
+ * number of records handed over, or -errno with a message in err. */
+typedef int (*KlFn)(const KlRecord *r, void *arg);
+int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *err, size_t errlen);
+
+/* Print r as dmesg(1) does ("[    1.234567] text", every line of a
+ * multi-line record prefixed) to out. */
+void kl_print(const KlRecord *r, FILE *out);
+/* Print r as /dev/kmsg gives it: "PRI,SEQ,TS_US,FLAG;text". */
+void kl_print_kmsg(const KlRecord *r, FILE *out);
+
+/* The last nlines lines of the log in dmesg format, one malloc'd string
+ * (NULL on a read error, message in err). */
+char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t errlen);
+
+#endif
