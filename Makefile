@@ -45,13 +45,13 @@ KS_LIBS := $(LIBBPF_LIBS)
 # The compiler back end (LLVM) and the engine's loader.
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c engine/feed.c \
-	engine/record.c notifier/notify.c notifier/http.c
+	engine/record.c notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
 ENG_SAN_OBJ := $(ENG_SRC:%.c=$(B)/san/obj/%.o)
 ENG_HDR := $(wildcard engine/*.h)
-ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(CURL_LIBS) $(LLVM_LIBS) -lpthread -ldl
+ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS) $(LLVM_LIBS) -lpthread -ldl
 
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
@@ -75,7 +75,7 @@ endif
 
 all: $(PROGRAMS)
 
-ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Iengine -Inotifier \
+ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) $(SYSTEMD_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Iengine -Inotifier \
 	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
@@ -186,14 +186,17 @@ $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC)
 LLVM_STATIC = $$($(LLVM_CONFIG) --link-static --ldflags) \
 	$$($(LLVM_CONFIG) --link-static --libs orcjit x86 nvptx passes bitreader bitwriter irreader linker)
 PORTABLE_LIBS = -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -linih -lyaml -lz \
-	-Wl,-Bdynamic -l:libcurl.so.4 -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
+	-Wl,-Bdynamic -l:libcurl.so.4 -l:libmicrohttpd.so.12 -l:libsystemd.so.0 -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
 $(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
+# libmicrohttpd from lib/ beside it, where the GPU machine may have none
+# (tests/gpu/pack.sh puts it there; RUNPATH: its own dependencies, GnuTLS,
+# come from the system as libcurl's do)
 $(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS) -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib'
 
 $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	@mkdir -p $(dir $@)

@@ -174,8 +174,11 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 			if (cf_uint(R, "mode", v, 0, 0777, 8, &u))
 				c->mode = (unsigned)u;
 		} else cf_error(R, "unknown key '%s' in [control]; the keys are " KEYS_CONTROL, key);
+	} else if (!strcmp(sec, "metrics")) {
+		if (IS("metrics", "listen")) cf_str(&c->metrics_listen, v);
+		else cf_error(R, "unknown key '%s' in [metrics]; the key is listen", key);
 	} else {
-		cf_error(R, "unknown section [%s]; the sections are target, rules, engine, notify, control", sec);
+		cf_error(R, "unknown section [%s]; the sections are target, rules, engine, notify, control, metrics", sec);
 	}
 #undef IS
 	return 1;     /* keep going: every error is reported */
@@ -238,5 +241,6 @@ void cf_free(Config *c)
 	free(c->external_url);
 	free(c->spool);
 	free(c->socket);
+	free(c->metrics_listen);
 	memset(c, 0, sizeof *c);
 }

@@ -15,6 +15,7 @@
  *              spool = DIR,  spool_max = 64MiB  (undelivered alerts survive outages and restarts)
  *              kernel_log_lines = 20            (the target's log in critical alerts, $kernel_log)
  *   [control]  socket = /run/sentinel/sentinel.sock,  mode = 0600
+ *   [metrics]  listen = 127.0.0.1:9101              (Prometheus /metrics; off by default)
  *
  * Every unknown section or key and every bad value is an error with the
  * file and line; all of them are reported, and sentineld does not start.
@@ -49,6 +50,7 @@ typedef struct Config {
 	uint64_t resend_ns;        /* 0: 1 min */
 	unsigned kernel_log_lines; /* $kernel_log and critical alerts' kernel_log: this many lines (0: none) */
 	char *socket;
+	char *metrics_listen;      /* [metrics] listen = ADDR:PORT, or NULL: no /metrics */
 	unsigned mode;
 } Config;
 

@@ -34,6 +34,7 @@ struct Engine {
 	int wake_fd;                  /* EngOpts.wake_fd */
 	void (*on_tick)(void *ctx, const sn_world *w);   /* EngOpts.on_tick */
 	void *on_tick_ctx;
+	void *snap;                   /* eng_values' copy: the block up to the task maps */
 };
 
 static uint64_t eng_clock(void)
@@ -148,6 +149,7 @@ void eng_close(Engine *e)
 	free(e->block);
 	free(e->ring);
 	free(e->stats);
+	free(e->snap);
 	rl_free(&e->res);
 	free(e);
 }
@@ -165,6 +167,40 @@ const sn_world *eng_view(Engine *e, char *err, size_t n)
 	if (e->backend == ENG_CUDA)
 		return gpu_view(e->gpu, err, n);
 	return wd_world(e->block);
+}
+
+const sn_world *eng_values(Engine *e, char *err, size_t n)
+{
+	size_t len = e->L.o_tkey[0];   /* the header and the value tables come first (wd_layout) */
+	if (!e->snap && !(e->snap = malloc(len))) {
+		snprintf(err, n, "out of memory for a %zu KiB snapshot", len >> 10);
+		return NULL;
+	}
+	sn_world *w = wd_world(e->snap);
+	uint64_t base = e->backend == ENG_CUDA ? gpu_block_addr(e->gpu) : (uint64_t)(uintptr_t)e->block;
+	/* a seqlock on the tick count: a tick starts with w->tick = ticks + 1
+	 * and ends with ticks = w->tick; a copy is whole when both held still */
+	for (int tries = 0; tries < 100; tries++) {
+		sn_stats a, b;
+		eng_stats(e, &a, NULL);
+		if (e->backend == ENG_CUDA) {
+			if (gpu_read(e->gpu, 0, e->snap, len, err, n))
+				return NULL;
+		} else {
+			memcpy(e->snap, e->block, len);
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		eng_stats(e, &b, NULL);
+		if (a.ticks == b.ticks && w->tick == a.ticks) {
+			wd_rebase_values(e->snap, base, (uint64_t)(uintptr_t)e->snap);
+			return w;
+		}
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	snprintf(err, n, "the engine's tables changed under 100 copies in a row (a tick in progress every time: "
+		 "ticks longer than the tick?)");
+	return NULL;
 }
 
 EngBackend eng_backend(const Engine *e) { return e->backend; }

@@ -49,6 +49,13 @@ int eng_tick(Engine *e, uint64_t now, char *err, size_t n);
  * Pointers in the returned sn_world point into host memory. */
 const sn_world *eng_view(Engine *e, char *err, size_t n);
 
+/* The value tables of the last complete tick, copied while the engine runs
+ * (a tick in progress is waited out, never half-read): host, CPU and task
+ * values, task names and addresses.  Only those fields of the returned
+ * world are valid (histories and rule states are not copied: on the GPU
+ * this is a small read).  Valid until the next call; one caller thread. */
+const sn_world *eng_values(Engine *e, char *err, size_t n);
+
 /* Run continuously: the CPU backend on a thread of its own, ticking on
  * CLOCK_MONOTONIC; the GPU backend as the persistent kernel on the GPU's
  * own clock, needing nothing from the host.  eng_stop waits for the tick

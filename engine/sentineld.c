@@ -16,6 +16,7 @@
 #include "msrc.h"
 #include "http.h"
 #include "notify.h"
+#include "prom.h"
 #include "record.h"
 
 #include <jansson.h>
@@ -103,6 +104,7 @@ typedef struct Daemon {
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
+	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
 	DReload rl;
 } Daemon;
@@ -247,6 +249,36 @@ static void d_alert(void *ctx, const sn_alert *a)
 	nt_event(D->nt, &ev);
 	free(klog);
 	D->alerts_seen++;
+}
+
+/* A scrape of /metrics waits: render the engine's last complete tick. */
+static void d_metrics(Daemon *D)
+{
+	char err[256];
+	sn_stats S;
+	uint64_t dropped = 0;
+	NhStats ds;
+	const sn_world *w = NULL;
+	sn_rstate *st = NULL;
+	if (D->e && D->ts == TS_OK) {
+		eng_stats(D->e, &S, &dropped);
+		if (!(w = eng_values(D->e, err, sizeof err)))
+			nt_log(D->nt, 4, "/metrics: %s", err);
+		st = calloc(D->b->nrules ? D->b->nrules : 1, sizeof *st);
+		if (st && eng_rule_states(D->e, st, err, sizeof err)) {
+			free(st);
+			st = NULL;
+		}
+	}
+	nt_delivery(D->nt, &ds);
+	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
+	PxInput in = {.b = D->b, .w = w, .rstate = st, .target = D->cf.name, .stats = D->e ? &S : NULL,
+		      .ring_dropped = dropped, .delivery = &ds, .reloads = D->reloads, .alerts = D->alerts_seen,
+		      .started = (double)time(NULL) - up_s};
+	size_t len = 0;
+	char *text = px_render(&in, &len);
+	px_publish(D->px, text, len);
+	free(st);
 }
 
 static void d_drain(Daemon *D)
@@ -835,6 +867,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
+	if (D.cf.metrics_listen) {
+		if (px_open(D.cf.metrics_listen, &D.px, err, sizeof err)) {
+			fprintf(stderr, "sentineld: %s: [metrics] %s\n", config, err);
+			goto out;
+		}
+		nt_log(D.nt, 6, "serving /metrics on %s (port %u)", D.cf.metrics_listen, px_port(D.px));
+	}
 	struct sigaction sa = {.sa_handler = d_on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
@@ -858,10 +897,11 @@ int main(int argc, char **argv)
 	 * the engine cannot wake us.  Each wakeup costs ~50 us here
 	 * (docs/benchmarks.md). */
 	while (!d_quit_flag) {
-		struct pollfd pf[D_MAX_CLIENTS + 2];
+		struct pollfd pf[D_MAX_CLIENTS + 3];
 		int np = 0;
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = D.eo.wake_fd > 0 ? D.eo.wake_fd : -1, .events = POLLIN};
+		pf[np++] = (struct pollfd){.fd = D.px ? px_fd(D.px) : -1, .events = POLLIN};
 		for (int i = 0; i < D_MAX_CLIENTS; i++)
 			if (D.cl[i].fd >= 0 && !D.cl[i].waiting)
 				pf[np++] = (struct pollfd){.fd = D.cl[i].fd, .events = POLLIN};
@@ -880,6 +920,8 @@ int main(int argc, char **argv)
 			(void)got;
 		}
 		d_drain(&D);
+		if (pr > 0 && (pf[2].revents & POLLIN) && px_wanted(D.px))
+			d_metrics(&D);
 		if (D.rl.on && __atomic_load_n(&D.rl.done, __ATOMIC_ACQUIRE))
 			d_reload_done(&D);
 		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
@@ -906,7 +948,7 @@ int main(int argc, char **argv)
 				close(fd);
 			}
 		}
-		for (int k = 2; k < np; k++) {
+		for (int k = 3; k < np; k++) {
 			if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
 			for (int i = 0; i < D_MAX_CLIENTS; i++)
@@ -944,6 +986,7 @@ out:
 		close(D.lfd);
 		unlink(D.cf.socket);
 	}
+	px_close(D.px);               /* before the engine: no scrape waits on it then */
 	d_close_target(&D);
 	rec_close(D.rec);
 	bd_free(D.b);

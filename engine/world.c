@@ -201,10 +201,11 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	}
 }
 
-void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to)
-{
-	sn_world *w = block;
 #define MOVE(p) ((p) = (void *)(uintptr_t)((uint64_t)(uintptr_t)(p) - from + to))
+
+/* The value tables' pointers: what wd_rebase and wd_rebase_values share. */
+static void wd_move_values(sn_world *w, uint64_t from, uint64_t to)
+{
 	MOVE(w->host);
 	MOVE(w->cpu);
 	MOVE(w->cpu_on);
@@ -212,6 +213,12 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	MOVE(w->tasks.slot);
 	MOVE(w->tasks.comm);
 	MOVE(w->tasks.val);
+}
+
+void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to)
+{
+	sn_world *w = block;
+	wd_move_values(w, from, to);
 	for (int i = 0; i < 2; i++) {
 		MOVE(w->tasks.key[i]);
 		MOVE(w->tasks.mslot[i]);
@@ -230,7 +237,28 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	MOVE(w->job_off);
 	MOVE(w->rule_from);
 	MOVE(w->hist_from);
+}
 #undef MOVE
+
+void wd_rebase_values(void *block, uint64_t from, uint64_t to)
+{
+	sn_world *w = block;
+	wd_move_values(w, from, to);
+	for (int i = 0; i < 2; i++) {
+		w->tasks.key[i] = NULL;
+		w->tasks.mslot[i] = NULL;
+	}
+	w->tasks.free_slots = NULL;
+	w->hist = NULL;
+	w->rstate = NULL;
+	w->scratch = NULL;
+	w->sync = NULL;
+	w->job_off = NULL;
+	w->rule_from = NULL;
+	w->hist_from = NULL;
+	w->ring = NULL;
+	w->stats = NULL;
+	w->from = NULL;
 }
 
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,

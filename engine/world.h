@@ -72,6 +72,10 @@ unsigned wd_ring_drain(sn_ring *R, void (*fn)(void *ctx, const sn_alert *a), voi
  * points into the copy at `to` (the alert ring and statistics stay). */
 void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to);
 
+/* The same for a copy of the block's value tables only (eng_values): the
+ * header's value pointers move, every other pointer becomes NULL. */
+void wd_rebase_values(void *block, uint64_t from, uint64_t to);
+
 /* The world inside a block built by wd_build (a host pointer into stage). */
 static inline sn_world *wd_world(void *stage) { return (sn_world *)stage; }
 

@@ -1,6 +1,7 @@
 /* notify.c - alert sinks (see notify.h). */
 #include "notify.h"
 #include "http.h"
+#include "journal.h"
 #include "tmpl.h"
 #include "util.h"
 
@@ -16,7 +17,7 @@
 
 struct Notifier {
 	NtConfig c;
-	bool journal;             /* stderr goes to journald: priority prefixes */
+	bool journal;             /* stderr is journald's stream: native entries (journal.h) */
 	char *target;
 	int jsonl_fd;
 	char *jsonl_path;
@@ -61,7 +62,7 @@ int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
 		nt_close(nt);
 		return r;
 	}
-	nt->journal = getenv("JOURNAL_STREAM") != NULL;
+	nt->journal = nj_attached();
 	nt->c.target = nt->target;
 	nt->c.jsonl = nt->jsonl_path;
 	*out = nt;
@@ -233,6 +234,33 @@ static json_t *nt_annotations(Notifier *nt, const NtEvent *e, json_t *o, bool de
 	return o;
 }
 
+/* The event as a journal entry with fields of its own: 0, or -errno (then
+ * the caller writes the stderr line). */
+static int nt_journal_event(Notifier *nt, const NtEvent *e, const char *msg, const char *summary, const char *val,
+			    bool quiet)
+{
+	const BdRule *r = e->rule;
+	const char *key[2];
+	char ev[2][24], file[512];
+	int k = nt_entity_labels(e, key, ev);
+	snprintf(file, sizeof file, "%s:%u", r->file, r->line);
+	NjField f[12];
+	size_t n = 0;
+	f[n++] = (NjField){"ALERT", r->name};
+	f[n++] = (NjField){"ALERT_STATE", nt_kind_name(e->kind)};
+	f[n++] = (NjField){"SEVERITY", r->severity};
+	f[n++] = (NjField){"TARGET", nt->target};
+	f[n++] = (NjField){"VALUE", val};
+	f[n++] = (NjField){"RULE_FILE", file};
+	f[n++] = (NjField){"SUMMARY", summary};
+	for (int i = 0; i < k; i++)
+		f[n++] = (NjField){!strcmp(key[i], "cpu") ? "ALERT_CPU" : !strcmp(key[i], "pid") ? "ALERT_PID" : "ALERT_COMM",
+				   ev[i]};
+	if (e->kernel_log && !quiet)
+		f[n++] = (NjField){"KERNEL_LOG", e->kernel_log};
+	return nj_send(quiet ? 6 : nt_priority(r->severity), msg, f, n);
+}
+
 void nt_event(Notifier *nt, const NtEvent *e)
 {
 	const BdRule *r = e->rule;
@@ -240,14 +268,17 @@ void nt_event(Notifier *nt, const NtEvent *e)
 	if (nt->c.log && (!quiet || nt->c.log_pending)) {
 		const char *sum = nt_annotation(r, "summary");
 		char *text = sum ? nt_render(sum, e, nt->target) : NULL;
-		char ent[64], val[64];
+		char ent[64], val[64], msg[1024];
 		nt_entity(e, ent, sizeof ent);
 		tp_format(e->value, TPF_NONE, val, sizeof val);
-		if (nt->journal)
-			fprintf(stderr, "<%d>", quiet ? 6 : nt_priority(r->severity));
-		fprintf(stderr, "sentineld: %s %s (%s) value %s%s%s%s\n",
-			e->kind == SN_EV_FIRING ? "FIRING" : e->kind == SN_EV_RESOLVED ? "RESOLVED" : nt_kind_name(e->kind),
-			r->name, r->severity, val, ent, text ? ": " : "", text ? text : "");
+		snprintf(msg, sizeof msg, "%s %s (%s) value %s%s%s%s",
+			 e->kind == SN_EV_FIRING ? "FIRING" : e->kind == SN_EV_RESOLVED ? "RESOLVED" : nt_kind_name(e->kind),
+			 r->name, r->severity, val, ent, text ? ": " : "", text ? text : "");
+		if (!nt->journal || nt_journal_event(nt, e, msg, text, val, quiet)) {
+			if (nt->journal)      /* journald refused the entry: its stream still reads <N> */
+				fprintf(stderr, "<%d>", quiet ? 6 : nt_priority(r->severity));
+			fprintf(stderr, "sentineld: %s\n", msg);
+		}
 		free(text);
 	}
 	if (nt->jsonl_fd >= 0) {
@@ -314,13 +345,16 @@ void nt_delivery(Notifier *nt, struct NhStats *out)
 
 void nt_log(Notifier *nt, int level, const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	if (nt ? nt->journal : getenv("JOURNAL_STREAM") != NULL)
-		fprintf(stderr, "<%d>", level);
-	fprintf(stderr, "sentineld: ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	bool journal = nt ? nt->journal : nj_attached();
+	if (!journal || nj_send(level, msg, NULL, 0)) {
+		if (journal)
+			fprintf(stderr, "<%d>", level);
+		fprintf(stderr, "sentineld: %s\n", msg);
+	}
 	fflush(stderr);
 }

@@ -33,12 +33,16 @@ clear message and a non-zero exit, never a crash.
 """
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
 import guest  # noqa: E402
@@ -47,6 +51,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
 BACKEND = sys.argv[2] if len(sys.argv) > 2 else "cpu"
 SENTINELD = os.path.join(BUILD, "sentineld")
+INSPECT = os.path.join(BUILD, "sentinel-inspect")
 SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
@@ -142,14 +147,19 @@ def startup_failures(tmp):
 
 
 class Daemon:
-    def __init__(self, tmp, ram, engine="", notify=""):
+    def __init__(self, tmp, ram, engine="", notify="", extra="", env=None):
         self.tmp = tmp
         self.log = open(os.path.join(tmp, "sentineld.log"), "w+")
-        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine, notify=notify)],
+        if callable(env):                # env(log file): the environment, made for this stderr
+            env = env(self.log)
+        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine, notify=notify,
+                                                         extra=extra)],
                                   stdout=self.log,
-                                  stderr=subprocess.STDOUT)
+                                  stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 60
-        while time.time() < deadline and "started:" not in self.text():
+        sock = os.path.join(tmp, "ctl.sock")
+        # under a journal, "started:" goes there: the control socket says it
+        while time.time() < deadline and "started:" not in self.text() and not (env and os.path.exists(sock)):
             if self.p.poll() is not None:
                 break
             time.sleep(0.1)
@@ -168,6 +178,113 @@ class Daemon:
                 self.p.kill()
                 self.p.wait()
         return self.p.returncode
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait(cond, timeout, step=0.2):
+    """cond()'s first true value within timeout seconds, or None."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def inspect_json(ram):
+    p = subprocess.run([INSPECT, "-s", "ramfile:" + ram, "metrics", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    return json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else None
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels)): value} of a text exposition (no HELP/TYPE)."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$', line)
+        if not m:
+            out[("unparsed", line)] = None
+            continue
+        labels = frozenset(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def scrape_check(ram, port, d, promtool=True):
+    """/metrics: a Prometheus parser takes it; its values are the engine's."""
+    url = "http://127.0.0.1:%d" % port
+    try:
+        before = inspect_json(ram)
+        time.sleep(0.3)                  # the engine ticks (100 ms) after `before`
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+            ctype, text = r.headers.get("Content-Type", ""), r.read().decode()
+        time.sleep(0.3)
+        after = inspect_json(ram)
+    except OSError as e:
+        report(False, "/metrics: scrape", "%s\n%s" % (e, d.text()[-2000:]))
+        return
+    if before is None or after is None:
+        report(False, "/metrics: sentinel-inspect metrics --json failed beside the scrape")
+        return None
+    if promtool and shutil.which("promtool"):
+        p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        report(p.returncode == 0 and ctype.startswith("text/plain; version=0.0.4"),
+               "/metrics: promtool check metrics accepts the scrape (%d lines, %s)" % (len(text.splitlines()), ctype),
+               p.stdout + p.stderr + text[:1500])
+    s = parse_exposition(text)
+
+    def host(name, prom):
+        return s.get((prom, frozenset({("target", "testvm")})))
+    # every host series the scrape has, back to its catalog name:
+    # sentinel_host_cpu_busy_time_seconds_total -> host.cpu_busy_time
+    steady = {"host.mem_total", "host.swap_total", "host.cpus", "host.tainted", "host.panicked", "host.oopsed",
+              "host.warned"}
+    bad, compared = [], []
+    for (prom, labels), v in s.items():
+        if not prom.startswith("sentinel_host_"):
+            continue
+        counter = prom.endswith("_total")
+        base = re.sub(r"(_seconds|_bytes)?(_total)?$", "", prom[len("sentinel_"):])
+        name = base.replace("_", ".", 1)
+        a, b = before["host"].get(name), after["host"].get(name)
+        if a is None or b is None or v is None:
+            bad.append("%s (%s): scrape %r, inspect %r .. %r" % (prom, name, v, a, b))
+            continue
+        if counter:
+            ok = a <= v <= b
+        elif name in steady:
+            ok = a == v == b
+        else:
+            continue                     # a gauge that moves: only that it is there
+        compared.append(name)
+        if not ok:
+            bad.append("%s: scrape %r, inspect %r .. %r" % (prom, v, a, b))
+    pids = {dict(l)["pid"] for (k, l) in s if k == "sentinel_task_state"}
+    ins = {str(int(t["task.pid"])) for t in before["tasks"]} & {str(int(t["task.pid"])) for t in after["tasks"]}
+    report(not bad and len(compared) >= 3 and (not pids or ins <= pids),
+           "/metrics: values match sentinel-inspect metrics before and after (%s; %d tasks%s)" %
+           (", ".join(sorted(compared)), len(pids), ", every task both inspections saw among them" if pids else ""),
+           "\n".join(bad) + "\nmissing tasks %s" % sorted(ins - pids))
+    fired = s.get(("sentinel_ticks_total", frozenset({("target", "testvm")})))
+    report(fired and fired > 0 and host("", "sentinel_up") == 1,
+           "/metrics: sentineld's own: sentinel_up 1, %s ticks" % fired, text[-1500:])
+    try:
+        urllib.request.urlopen(url + "/nope", timeout=5)
+        code = 200
+    except urllib.error.HTTPError as e:
+        code = e.code
+    report(code == 404, "/metrics: an unknown path is 404 (%d)" % code)
+    return s
 
 
 def wait_event(tmp, alert, state, since, timeout):
@@ -212,7 +329,8 @@ def with_guest(tmp):
                                capture_output=True, text=True, timeout=120)
             report(p.returncode == 0 and "auto chose it because no NVIDIA driver" in p.stdout,
                    "backend = auto says which backend it chose and why", p.stdout + p.stderr)
-        d = Daemon(tmp, g.ram)
+        mport = free_port()
+        d = Daemon(tmp, g.ram, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport)
         st = status(tmp)
         report(d.p.poll() is None and st.get("backend") == BACKEND and st.get("target", {}).get("state") == "ok",
                "sentineld starts against the guest (%s, Linux %s, %s rules)" %
@@ -227,6 +345,7 @@ def with_guest(tmp):
         st = status(tmp)
         report(not idle, "an idle guest raises nothing for %.0f s (%d ticks, %d late)" %
                (idle_s, st.get("ticks", 0), st.get("late_ticks", 0)), "\n".join(json.dumps(e) for e in idle[:10]))
+        scrape_check(g.ram, mport, d)
         # ---- a CPU hog --------------------------------------------------------------------
         n0 = len(events(tmp))
         # two busy loops per vCPU: one each can leave a CPU idle while the guest's
@@ -266,6 +385,13 @@ def with_guest(tmp):
         threads = wait_event(tmp, "TestThreads", "firing", n1, 5)
         report(threads is not None, "the changed threshold takes effect (TestThreads fires, value %s)" %
                (threads and threads.get("value")), events(tmp)[n1:])
+        # /metrics after the reload: the new engine's tables, its alerts
+        s2 = scrape_check(g.ram, mport, d, promtool=False)
+        report(s2 and s2.get(("sentinel_reloads_total", frozenset({("target", "testvm")}))) == 1 and
+               any(k == "sentinel_alerts" and ("alertname", "TestThreads") in l and ("alertstate", "firing") in l
+                   for (k, l) in s2),
+               "/metrics after the reload: sentinel_reloads_total 1, TestThreads firing in sentinel_alerts",
+               repr(sorted(k for k in s2 if k[0] in ("sentinel_alerts", "sentinel_reloads_total"))) if s2 else "")
         rc, out, err = ctl(tmp, "--json", "alerts")
         active = {a["name"]: a["state"] for a in json.loads(out)["alerts"]} if rc == 0 else {}
         again = [e for e in events(tmp)[n1:] if e["alert"] == "TestHogs"]

@@ -18,6 +18,16 @@ two busy loops in the guest:
   spool         the receiver down again, the alert fires and resolves,
                 sentineld is killed with SIGKILL: its spool holds the events;
                 a new sentineld sends them, in order, and empties the spool
+  /metrics      [metrics] listen: a scrape parses with promtool check
+                metrics, and its values match sentinel-inspect metrics read
+                just before and just after (counters between the two,
+                steady gauges equal, the same tasks); an unknown path is 404
+  journal       sentineld's stderr is "journald's stream" (JOURNAL_STREAM
+                names it) and this test listens on journald's socket: each
+                alert event arrives as one native entry with its fields
+                (ALERT, ALERT_STATE, SEVERITY, PRIORITY, TARGET, ...) and no
+                alert line goes to stderr (where a real journald runs, or
+                not as root: skipped)
   panic         the shipped rules/kernel.yaml loaded too; the guest (booted
                 with panic=0, Debian's default: it stays down) panics by
                 sysrq c: KernelPanic reaches Alertmanager within 2 s of the
@@ -29,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -40,7 +49,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_engine as te  # noqa: E402
-from test_engine import report, events, guest  # noqa: E402
+from test_engine import report, events, guest, free_port, wait  # noqa: E402
 
 RULES = """groups:
   - name: notify
@@ -55,14 +64,6 @@ RULES = """groups:
           summary: "{{ $value }} runnable tasks on {{ $target }}"
 """
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Receiver:
@@ -130,16 +131,6 @@ class Alertmanager:
     def alerts(self):
         with urllib.request.urlopen("http://127.0.0.1:%d/api/v2/alerts" % self.port, timeout=5) as r:
             return json.load(r)
-
-
-def wait(cond, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    return None
 
 
 def v4_ok(p, status):
@@ -261,13 +252,18 @@ def scenario(tmp):
                "spool: sentineld killed with SIGKILL while it holds %d batches (%s bytes) on disk" %
                (len(files), st.get("spool_bytes")), "%s %s" % (st, files))
         recv.start()
-        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        mport = free_port()
+        d = te.Daemon(tmp, g.ram, engine="", notify=notify, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport)
         got = wait(lambda: [x["status"] for x in recv.payloads("/direct")[n1:]] if
                    len(recv.payloads("/direct")) >= n1 + 2 else None, 60)
         left = wait(lambda: not [f for _, _, fs in os.walk(spool) for f in fs if f.endswith(".json")] or None, 30)
         report(got == ["firing", "resolved"] and left and "from the spool, sent first" in d.text(),
                "spool: a new sentineld delivers them, in order (%s), and empties the spool" % got,
                "%s\n%s" % (recv.payloads("/direct")[n1:], d.text()[-2000:]))
+        te.scrape_check(g.ram, mport, d)
+        d.stop()
+        journal(g, tmp)
+        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
         panic(g, am, tmp, d)
         d.stop()
     finally:
@@ -276,6 +272,80 @@ def scenario(tmp):
         g.stop()
         am.stop()
         recv.stop()
+
+
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+
+
+def journal_fields(datagram):
+    """journald's native protocol: KEY=VALUE lines, or KEY, newline, a
+    64-bit little-endian length and that many bytes, newline."""
+    f, i = {}, 0
+    while i < len(datagram):
+        nl = datagram.index(b"\n", i)
+        line = datagram[i:nl]
+        if b"=" in line:
+            k, v = line.split(b"=", 1)
+            i = nl + 1
+        else:
+            k, n = line, int.from_bytes(datagram[nl + 1:nl + 9], "little")
+            v, i = datagram[nl + 9:nl + 9 + n], nl + 9 + n + 1
+        f[k.decode()] = v.decode(errors="replace")
+    return f
+
+
+def journal(g, tmp):
+    if os.path.exists(JOURNAL_SOCKET) or os.geteuid() != 0:
+        print("SKIP engine/cpu: journal: native entries (%s)" %
+              ("a real journald listens here" if os.path.exists(JOURNAL_SOCKET) else "needs root to listen on " +
+               JOURNAL_SOCKET), flush=True)
+        if te.RESULTS:
+            with open(te.RESULTS, "a") as f:
+                f.write("skip\n")
+        return
+    os.makedirs(os.path.dirname(JOURNAL_SOCKET), exist_ok=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.bind(JOURNAL_SOCKET)
+    srv.settimeout(0.5)
+    got = []
+
+    def listen():
+        while srv.fileno() >= 0:
+            try:
+                got.append(journal_fields(srv.recv(1 << 20)))
+            except socket.timeout:
+                continue
+            except (OSError, ValueError):
+                return
+    th = threading.Thread(target=listen, daemon=True)
+    th.start()
+
+    def env(log):
+        st = os.fstat(log.fileno())
+        return dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+    d = te.Daemon(tmp, g.ram, engine="", env=env)
+    try:
+        g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+        fired = wait(lambda: [e for e in got if e.get("ALERT") == "TestHogs" and e.get("ALERT_STATE") == "firing"], 30)
+        g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+        res = wait(lambda: [e for e in got if e.get("ALERT") == "TestHogs" and e.get("ALERT_STATE") == "resolved"],
+                   30)
+        e = fired and fired[0]
+        report(e and e.get("PRIORITY") == "4" and e.get("SEVERITY") == "warning" and e.get("TARGET") == "testvm" and
+               e.get("SYSLOG_IDENTIFIER") == "sentineld" and "TestHogs" in e.get("MESSAGE", "") and
+               "runnable tasks on testvm" in e.get("SUMMARY", "") and e.get("RULE_FILE", "").endswith(":4") and
+               res and res[0].get("PRIORITY") == "4",
+               "journal: TestHogs firing and resolved arrive as native entries with their fields (%s)" %
+               (e and {k: e[k] for k in ("ALERT", "ALERT_STATE", "SEVERITY", "PRIORITY", "TARGET")}),
+               "entries %s\nstderr %s" % (got[-5:], d.text()[-1500:]))
+        notes = [x for x in got if "started:" in x.get("MESSAGE", "") and x.get("PRIORITY") == "6"]
+        report(notes and "FIRING TestHogs" not in d.text() and "started:" not in d.text(),
+               "journal: sentineld's own notes are entries too, and nothing went to the stderr stream",
+               d.text()[-1500:])
+    finally:
+        d.stop()
+        srv.close()
+        os.unlink(JOURNAL_SOCKET)
 
 
 def panic(g, am, tmp, d):

@@ -25,6 +25,9 @@ make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelc
 make -s $B/procpoll $B/syncprobe $B/guest-helpers.cpio.gz
 cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll $B/syncprobe "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
+# /metrics' libmicrohttpd, found through sentineld's RUNPATH ($ORIGIN/lib)
+mkdir -p "$out/bin/lib"
+cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 "$out/bin/lib/"
 
 echo "gpu-pack: bundles"
 # every metric with the sm_70 baseline only (the driver compiles it for the

@@ -1,0 +1,63 @@
+/* prom.h - /metrics: what Sentinel reads, for Prometheus to scrape.
+ *
+ * The Prometheus text exposition format (version 0.0.4) over HTTP, served
+ * by libmicrohttpd on a thread of its own ([metrics] listen = ADDR:PORT).
+ * That thread never touches the engine, whose tables a reload may replace
+ * at any moment: a scrape asks the main loop for a snapshot (px_fd becomes
+ * readable), the main loop renders one from the engine's last complete
+ * tick (px_render) and hands it over (px_publish), and the scrape returns
+ * it.  A main loop that does not answer within 5 s makes the scrape a 503.
+ *
+ * Served: every catalog metric the loaded rules read, per target and per
+ * CPU or task (labels target, cpu, pid, comm), named sentinel_<metric>
+ * with Prometheus' unit and _total suffixes; the alerts pending and firing
+ * (sentinel_alerts, as Prometheus' ALERTS); sentineld's own counters (ticks,
+ * late ticks, tick time, read errors, ring drops, deliveries, the spool).
+ *
+ * Ownership: a PxServer owns its socket, thread and the last snapshot;
+ * px_close() stops the thread first.  px_render's text is the caller's.
+ */
+#ifndef SENTINEL_PROM_H
+#define SENTINEL_PROM_H
+
+#include "bundle.h"
+#include "snrt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct NhStats;
+
+typedef struct PxServer PxServer;
+
+/* Listen on ADDR:PORT ("127.0.0.1:9101", "[::1]:9101", ":9101" for every
+ * address; port 0 picks one, px_port says which).  0 or -errno with a
+ * message in err. */
+int px_open(const char *listen, PxServer **out, char *err, size_t n);
+void px_close(PxServer *s);
+unsigned px_port(const PxServer *s);
+/* Readable while a scrape waits for a snapshot. */
+int px_fd(const PxServer *s);
+/* The main loop's side: whether a scrape is waiting (clears px_fd). */
+int px_wanted(PxServer *s);
+/* Hand the waiting scrapes text (malloc'd, len bytes; the server takes it). */
+void px_publish(PxServer *s, char *text, size_t len);
+
+/* What a snapshot shows; a NULL world means the target is down (only
+ * sentineld's own metrics then). */
+typedef struct PxInput {
+	const Bundle *b;
+	const sn_world *w;            /* eng_values(), or NULL */
+	const sn_rstate *rstate;      /* [b->nrules], or NULL */
+	const char *target;
+	const sn_stats *stats;        /* or NULL */
+	uint64_t ring_dropped;
+	const struct NhStats *delivery;
+	uint64_t reloads, alerts;
+	double started;               /* Unix time sentineld started */
+} PxInput;
+
+/* Render the exposition text (malloc'd; *len its length), or NULL (out of memory). */
+char *px_render(const PxInput *in, size_t *len);
+
+#endif
