@@ -182,21 +182,22 @@ $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC)
 
 # sentinel-inspect with LLVM, libbpf, libelf, jansson and libyaml linked
 # statically: for GPU machines with no package registry (tests/gpu/pack.sh).
-# Only glibc, libstdc++ and libzstd stay shared.
+# Only glibc, libstdc++ and libzstd stay shared; and libcurl, libsystemd and
+# libmicrohttpd, this last one from lib/ beside the binary where the GPU
+# machine has none (tests/gpu/pack.sh puts it there; RUNPATH: its own
+# dependencies, GnuTLS, come from the system as libcurl's do).
 LLVM_STATIC = $$($(LLVM_CONFIG) --link-static --ldflags) \
 	$$($(LLVM_CONFIG) --link-static --libs orcjit x86 nvptx passes bitreader bitwriter irreader linker)
 PORTABLE_LIBS = -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -linih -lyaml -lz \
-	-Wl,-Bdynamic -l:libcurl.so.4 -l:libmicrohttpd.so.12 -l:libsystemd.so.0 -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt
+	-Wl,-Bdynamic -l:libcurl.so.4 -l:libmicrohttpd.so.12 -l:libsystemd.so.0 -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt \
+	-Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib'
 $(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-# libmicrohttpd from lib/ beside it, where the GPU machine may have none
-# (tests/gpu/pack.sh puts it there; RUNPATH: its own dependencies, GnuTLS,
-# come from the system as libcurl's do)
 $(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS) -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib'
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
 $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	@mkdir -p $(dir $@)

@@ -78,7 +78,7 @@ def start_am(tmp, port):
                           "--web.listen-address=127.0.0.1:%d" % port, "--cluster.listen-address="],
                          stdout=log, stderr=subprocess.STDOUT)
     if not wait(lambda: ready("http://127.0.0.1:%d/-/ready" % port), 30, 0.2):
-        raise RuntimeError("alertmanager did not start")
+        raise RuntimeError("alertmanager did not start: %s" % open(log.name).read()[-1500:])
     return p
 
 
@@ -130,9 +130,23 @@ def latency(g, tmp, am_port, hook_port):
               "spool = %s\n" % (am_port, hook_port, os.path.join(tmp, "spool")))
     d = sentineld(tmp, g.ram, rules, notify)
     lat = []
+    # BENCH_PERF=FILE: where sentineld spends the rounds (perf record -g)
+    perf = subprocess.Popen(["perf", "record", "-q", "-g", "-F", "4000", "-o", os.environ["BENCH_PERF"], "-p",
+                             str(d.pid)]) if os.environ.get("BENCH_PERF") else None
     try:
+        jsonl = os.path.join(tmp, "alerts.jsonl")
         for rnd in range(ROUNDS):
             n0 = len(events(tmp))
+            # when the JSON lines file grows: when sentineld took the events from the ring
+            size0, grew = os.path.getsize(jsonl) if os.path.exists(jsonl) else 0, []
+
+            def watch():
+                deadline = time.time() + 60
+                while time.time() < deadline and not grew:
+                    if os.path.exists(jsonl) and os.path.getsize(jsonl) > size0:
+                        grew.append(time.time())
+                    time.sleep(0.002)
+            threading.Thread(target=watch, daemon=True).start()
             g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
             fired = wait(lambda: [e for e in events(tmp)[n0:] if e["state"] == "firing"]
                          if len([e for e in events(tmp)[n0:] if e["state"] == "firing"]) >= N else None, 60)
@@ -151,14 +165,19 @@ def latency(g, tmp, am_port, hook_port):
                 raise RuntimeError("round %d: Alertmanager did not get all %d alerts" % (rnd, N))
             lat += [got[k] - t_fire[k] for k in t_fire]
             print("round %d: %d alerts fired on %d tick(s); in Alertmanager %.0f ms (median) .. %.0f ms (last) after "
-                  "their tick" % (rnd, len(fired), len(ticks), 1e3 * sorted(got[k] - t_fire[k] for k in t_fire)[N // 2],
-                                  1e3 * max(got[k] - t_fire[k] for k in t_fire)), flush=True)
+                  "their tick; sentineld took them from the ring %.0f ms after the tick" %
+                  (rnd, len(fired), len(ticks), 1e3 * sorted(got[k] - t_fire[k] for k in t_fire)[N // 2],
+                   1e3 * max(got[k] - t_fire[k] for k in t_fire),
+                   1e3 * (grew[0] - min(t_fire.values())) if grew else -1), flush=True)
             n1 = len(events(tmp))
             g.check("kill $hogs; wait $hogs 2>/dev/null; true")
             wait(lambda: len([e for e in events(tmp)[n1:] if e["state"] == "resolved"]) >= N, 60)
             wait(lambda: not [a for a in am_alerts(am_port) if a["labels"].get("alertname", "").startswith("Fire")],
                  120, 0.5)
     finally:
+        if perf:
+            perf.send_signal(2)
+            perf.wait(60)
         d.terminate()
         d.wait(60)
     lat.sort()

@@ -283,8 +283,8 @@ static void d_metrics(Daemon *D)
 
 static void d_drain(Daemon *D)
 {
-	if (D->e)
-		eng_drain(D->e, d_alert, D);
+	if (D->e && eng_drain(D->e, d_alert, D))
+		nt_flush(D->nt);           /* one sync for the lot, then they are sent */
 }
 
 /* ---- reload ------------------------------------------------------------------------------ */

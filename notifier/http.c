@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define NH_MAX_DEST 16
@@ -20,12 +21,26 @@
 
 enum { NH_AM, NH_WEBHOOK };
 
+/* A spool file: the batches of one flush, one JSON text per line.  It
+ * goes once every batch in it is delivered (or dropped). */
+typedef struct NhSeg {
+	char *path;               /* its name once committed */
+	char *tmp;                /* its name while written (NULL once committed) */
+	int fd;                   /* open while written, else -1 */
+	unsigned refs;            /* batches still queued from it */
+} NhSeg;
+
 typedef struct NhBatch {
 	struct NhBatch *next;
 	char *body;               /* JSON, owned */
-	char *file;               /* its spool file, or NULL (owned) */
+	NhSeg *seg;               /* its spool file, or NULL (shared: refs) */
 	size_t len;
+	bool ready;               /* on disk for good (or no spool): it may be sent */
 } NhBatch;
+
+/* Alertmanager batches sent as one request: at most this many, or bytes */
+#define NH_COALESCE_MAX 1024
+#define NH_COALESCE_BYTES (4u << 20)
 
 typedef struct NhDest {
 	char *url;                /* what is POSTed to */
@@ -33,11 +48,14 @@ typedef struct NhDest {
 	NhBatch *head, *tail;
 	unsigned queued;
 	CURL *req;                /* the request in flight (head's), or NULL */
+	char *req_body;           /* its body when it joins several batches (owned) */
+	unsigned req_n;           /* batches from the head it carries */
 	struct curl_slist *hdr;
 	int64_t retry_at;         /* monotonic ns */
 	unsigned backoff_ms;
 	char *spool;              /* this URL's spool folder, or NULL */
 	uint64_t seq;             /* the next spool file's number */
+	NhSeg *open_seg;          /* the file this flush's batches go to, or NULL */
 } NhDest;
 
 /* What Alertmanager must keep hearing: one entry per alert key. */
@@ -90,45 +108,126 @@ static void nh_time(int64_t ns, char *buf, size_t n)
 
 /* ---- the spool: every batch on disk until delivered ------------------------------------------------ */
 
-/* Write body as the next file of d's spool (atomically: a temporary
- * file, fsync'd, renamed).  NULL when it cannot: the batch stays in memory
- * and the failure is counted. */
-static char *nh_spool_write(NtHttp *h, NhDest *d, const char *body, size_t len)
+static void nh_spool_error(NtHttp *h, const char *where)
 {
-	if (!d->spool)
-		return NULL;
-	char tmp[4200], *path = malloc(4200);
-	if (!path)
-		return NULL;
-	snprintf(path, 4200, "%s/%020llu.json", d->spool, (unsigned long long)d->seq);
-	snprintf(tmp, sizeof tmp, "%s/.%020llu.tmp", d->spool, (unsigned long long)d->seq);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	bool ok = fd >= 0 && write(fd, body, len) == (ssize_t)len && fdatasync(fd) == 0;
-	if (fd >= 0)
-		close(fd);
-	if (ok && rename(tmp, path) == 0) {
-		d->seq++;
-		h->spool_bytes += len;
-		return path;
-	}
-	unlink(tmp);
-	free(path);
 	h->st.spool_errors++;
 	if (h->st.spool_errors == 1)
-		fprintf(stderr, "sentineld: cannot write to the spool %s: %s; alerts are kept in memory only\n", d->spool,
+		fprintf(stderr, "sentineld: cannot write to the spool %s: %s; alerts are kept in memory only\n", where,
 			strerror(errno));
-	return NULL;
+}
+
+static void nh_seg_free(NhSeg *g)
+{
+	if (g->fd >= 0)
+		close(g->fd);
+	free(g->path);
+	free(g->tmp);
+	free(g);
+}
+
+/* Append b's body to this flush's spool file of d (made on the first
+ * batch, under a temporary name): nh_commit syncs it and gives it its
+ * name, one sync per flush however many alerts it holds.  On failure the
+ * batch stays in memory only, ready, and the failure counts. */
+static void nh_spool_write(NtHttp *h, NhDest *d, NhBatch *b)
+{
+	b->ready = true;
+	if (!d->spool)
+		return;
+	NhSeg *g = d->open_seg;
+	if (!g) {
+		if (!(g = calloc(1, sizeof *g)) || !(g->path = malloc(4200)) || !(g->tmp = malloc(4200))) {
+			if (g)
+				nh_seg_free(g);
+			nh_spool_error(h, d->spool);
+			return;
+		}
+		snprintf(g->path, 4200, "%s/%020llu.json", d->spool, (unsigned long long)d->seq);
+		snprintf(g->tmp, 4200, "%s/.%020llu.tmp", d->spool, (unsigned long long)d->seq);
+		if ((g->fd = open(g->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+			nh_spool_error(h, d->spool);
+			nh_seg_free(g);
+			return;
+		}
+		d->seq++;
+		d->open_seg = g;
+	}
+	struct iovec v[2] = {{b->body, b->len}, {"\n", 1}};
+	if (writev(g->fd, v, 2) != (ssize_t)b->len + 1) {
+		nh_spool_error(h, d->spool);
+		return;
+	}
+	b->seg = g;
+	g->refs++;
+	h->spool_bytes += b->len;
+	b->ready = false;
+}
+
+/* This flush's spool files: synced, renamed to their names, the folder
+ * synced: then their batches may be sent.  A file that cannot be kept
+ * leaves its batches in memory only. */
+static void nh_commit(NtHttp *h)
+{
+	for (int i = 0; i < h->ndest; i++) {
+		NhDest *d = &h->dest[i];
+		NhSeg *g = d->open_seg;
+		if (!g)
+			continue;
+		d->open_seg = NULL;
+		bool ok = fdatasync(g->fd) == 0 && rename(g->tmp, g->path) == 0;
+		close(g->fd);
+		g->fd = -1;
+		if (ok) {
+			free(g->tmp);
+			g->tmp = NULL;
+			int dfd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0) {
+				fsync(dfd);
+				close(dfd);
+			}
+		} else {
+			nh_spool_error(h, d->spool);
+			unlink(g->tmp);
+		}
+		for (NhBatch *b = d->head; b; b = b->next) {
+			if (b->seg != g)
+				continue;
+			b->ready = true;
+			if (!ok) {
+				b->seg = NULL;
+				h->spool_bytes -= b->len;
+			}
+		}
+		if (!ok) {
+			nh_seg_free(g);
+		} else if (!g->refs) {           /* every batch in it went while it was written */
+			unlink(g->path);
+			nh_seg_free(g);
+		}
+	}
+}
+
+/* Let go of b; its spool file goes with its last batch, unless keep (a
+ * stop: what is undelivered stays for the next start). */
+static void nh_batch_release(NtHttp *h, NhBatch *b, bool keep)
+{
+	NhSeg *g = b->seg;
+	if (g) {
+		h->spool_bytes -= b->len;
+		/* a file still being written stays: nh_commit ends it */
+		if (--g->refs == 0 && !g->tmp) {
+			if (!keep)
+				unlink(g->path);
+			nh_seg_free(g);
+		}
+	}
+	free(b->body);
+	free(b);
 }
 
 static void nh_batch_free(NtHttp *h, NhBatch *b)
 {
-	if (b->file) {
-		unlink(b->file);
-		h->spool_bytes -= b->len;
-		free(b->file);
-	}
-	free(b->body);
-	free(b);
+	nh_batch_release(h, b, false);
 }
 
 /* ---- queues (under mu) -------------------------------------------------------------------- */
@@ -155,7 +254,7 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	}
 	b->body = body;
 	b->len = strlen(body);
-	b->file = nh_spool_write(h, d, body, b->len);
+	nh_spool_write(h, d, b);
 	nh_append(d, b);
 	/* over a bound: the oldest that is not in flight goes */
 	while ((d->queued > h->c.queue_max || (h->c.spool_max && h->spool_bytes > h->c.spool_max)) && d->head &&
@@ -178,14 +277,17 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	}
 }
 
-static void nh_pop(NtHttp *h, NhDest *d)
+/* Remove the n batches at the head (a request's). */
+static void nh_pop(NtHttp *h, NhDest *d, unsigned n)
 {
-	NhBatch *b = d->head;
-	d->head = b->next;
-	if (!d->head)
-		d->tail = NULL;
-	d->queued--;
-	nh_batch_free(h, b);
+	for (; n && d->head; n--) {
+		NhBatch *b = d->head;
+		d->head = b->next;
+		if (!d->head)
+			d->tail = NULL;
+		d->queued--;
+		nh_batch_free(h, b);
+	}
 }
 
 static int nh_name_cmp(const struct dirent **a, const struct dirent **b)
@@ -230,21 +332,35 @@ static int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
 		}
 		unsigned long long seq = strtoull(nm, NULL, 10);
 		FILE *f = fopen(path, "rb");
-		char *body = NULL;
-		long len = -1;
-		if (f && !fseek(f, 0, SEEK_END) && (len = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-		    (body = malloc((size_t)len + 1)) && fread(body, 1, (size_t)len, f) == (size_t)len) {
-			body[len] = 0;
-			NhBatch *b = calloc(1, sizeof *b);
-			if (b) {
-				*b = (NhBatch){.body = body, .file = strdup(path), .len = (size_t)len};
-				body = NULL;
-				h->spool_bytes += (size_t)len;
-				nh_append(d, b);
-				loaded++;
-			}
+		NhSeg *g = f ? calloc(1, sizeof *g) : NULL;
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t len;
+		if (g) {
+			g->fd = -1;
+			g->path = strdup(path);
 		}
-		free(body);
+		while (g && g->path && (len = getline(&line, &cap, f)) > 0) {
+			if (line[len - 1] == '\n')
+				line[--len] = 0;
+			NhBatch *b = len ? calloc(1, sizeof *b) : NULL;
+			if (!b || !(b->body = strndup(line, (size_t)len))) {
+				free(b);
+				continue;
+			}
+			b->len = (size_t)len;
+			b->seg = g;
+			b->ready = true;
+			g->refs++;
+			h->spool_bytes += (size_t)len;
+			nh_append(d, b);
+			loaded++;
+		}
+		free(line);
+		if (g && !g->refs) {
+			unlink(path);            /* nothing in it */
+			nh_seg_free(g);
+		}
 		if (f)
 			fclose(f);
 		if (seq >= d->seq)
@@ -337,6 +453,16 @@ static char *nh_webhook_body(const NtHttp *h, const NhAlertState *s)
 	return body;
 }
 
+void nh_flush(NtHttp *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	nh_commit(h);
+	pthread_mutex_unlock(&h->mu);
+	curl_multi_wakeup(h->multi);
+}
+
 void nh_event(NtHttp *h, const NhAlertState *s)
 {
 	if (!h)
@@ -395,6 +521,45 @@ static size_t nh_discard(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
+/* The body of a request for the ready batches at d's head: for
+ * Alertmanager, consecutive batches (JSON arrays of alerts) joined into one
+ * array, in order (*n of them); for a webhook the head alone. */
+static const char *nh_request_body(NhDest *d, unsigned *n)
+{
+	*n = 1;
+	if (d->kind != NH_AM || !d->head->next || !d->head->next->ready)
+		return d->head->body;
+	size_t len = 2;
+	unsigned k = 0;
+	for (NhBatch *b = d->head; b && b->ready && k < NH_COALESCE_MAX && len + b->len < NH_COALESCE_BYTES; b = b->next)
+		len += b->len, k++;
+	char *s = malloc(len + 1), *p = s;
+	if (!s)
+		return d->head->body;
+	*p++ = '[';
+	NhBatch *b = d->head;
+	for (unsigned i = 0; i < k; i++, b = b->next) {
+		if (b->len < 2 || b->body[0] != '[' || b->body[b->len - 1] != ']')
+			break;                  /* not an array: sent on its own, next time */
+		if (b->len > 2) {
+			if (p > s + 1)
+				*p++ = ',';
+			memcpy(p, b->body + 1, b->len - 2);
+			p += b->len - 2;
+		}
+		*n = i + 1;
+	}
+	*p++ = ']';
+	*p = 0;
+	if (*n <= 1) {
+		free(s);
+		*n = 1;
+		return d->head->body;
+	}
+	d->req_body = s;
+	return s;
+}
+
 /* Start the head request of d (under mu). */
 static void nh_start(NtHttp *h, NhDest *d)
 {
@@ -402,7 +567,7 @@ static void nh_start(NtHttp *h, NhDest *d)
 	if (!c)
 		return;
 	curl_easy_setopt(c, CURLOPT_URL, d->url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, d->head->body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, nh_request_body(d, &d->req_n));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, d->hdr);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->c.timeout_ns / 1000000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -412,6 +577,8 @@ static void nh_start(NtHttp *h, NhDest *d)
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "sentineld");
 	if (curl_multi_add_handle(h->multi, c) != CURLM_OK) {
 		curl_easy_cleanup(c);
+		free(d->req_body);
+		d->req_body = NULL;
 		return;
 	}
 	d->req = c;
@@ -426,14 +593,17 @@ static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
 	curl_multi_remove_handle(h->multi, d->req);
 	curl_easy_cleanup(d->req);
 	d->req = NULL;
+	free(d->req_body);
+	d->req_body = NULL;
 	if (rc == CURLE_OK && status >= 200 && status < 300) {
-		nh_pop(h, d);
-		h->st.sent++;
+		nh_pop(h, d, d->req_n);
+		h->st.sent += d->req_n;
 		d->backoff_ms = 0;
 	} else if (rc == CURLE_OK && status >= 400 && status < 500 && status != 429) {
-		fprintf(stderr, "sentineld: %s refused an alert batch (HTTP %ld); dropped\n", d->url, status);
-		nh_pop(h, d);
-		h->st.dropped++;
+		fprintf(stderr, "sentineld: %s refused %u alert batch%s (HTTP %ld); dropped\n", d->url, d->req_n,
+			d->req_n == 1 ? "" : "es", status);
+		nh_pop(h, d, d->req_n);
+		h->st.dropped += d->req_n;
 	} else {
 		h->st.failed++;
 		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;
@@ -454,6 +624,7 @@ static void *nh_thread(void *arg)
 			break;
 		if (!h->stop && now >= h->next_resend) {
 			nh_am_send(h, NULL);
+			nh_commit(h);
 			h->next_resend = now + (int64_t)h->c.resend_ns;
 		}
 		int64_t wake = h->next_resend;
@@ -461,9 +632,9 @@ static void *nh_thread(void *arg)
 		for (int i = 0; i < h->ndest; i++) {
 			NhDest *d = &h->dest[i];
 			queued += d->queued;
-			if (!d->req && d->head && now >= d->retry_at)
+			if (!d->req && d->head && d->head->ready && now >= d->retry_at)
 				nh_start(h, d);
-			else if (!d->req && d->head && d->retry_at < wake)
+			else if (!d->req && d->head && d->head->ready && d->retry_at < wake)
 				wake = d->retry_at;
 		}
 		h->st.queued = queued;
@@ -600,6 +771,7 @@ void nh_close(NtHttp *h, uint64_t grace_ns)
 		return;
 	if (h->thread_on) {
 		pthread_mutex_lock(&h->mu);
+		nh_commit(h);
 		h->stop = true;
 		h->stop_by = nh_mono() + (int64_t)grace_ns;
 		unsigned q = 0;
@@ -616,12 +788,11 @@ void nh_close(NtHttp *h, uint64_t grace_ns)
 			curl_multi_remove_handle(h->multi, d->req);
 			curl_easy_cleanup(d->req);
 		}
+		free(d->req_body);
 		while (d->head) {              /* undelivered: their spool files stay for the next start */
 			NhBatch *b = d->head;
 			d->head = b->next;
-			free(b->file);
-			free(b->body);
-			free(b);
+			nh_batch_release(h, b, true);
 		}
 		curl_slist_free_all(d->hdr);
 		free(d->url);

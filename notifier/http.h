@@ -55,8 +55,12 @@ typedef struct NhAlertState {
 } NhAlertState;
 
 int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n);
-/* A firing or resolved event of alert a->name (one alert per rule). */
+/* A firing or resolved event of alert a->name (one alert per rule).  With
+ * a spool it is written there but not yet synced: nothing is sent until
+ * nh_flush, which syncs every event since the last flush at once (the
+ * caller flushes after each drain of the alert ring). */
 void nh_event(NtHttp *h, const NhAlertState *a);
+void nh_flush(NtHttp *h);
 
 typedef struct NhStats {
 	uint64_t sent, failed, dropped;   /* batches delivered, failed attempts, dropped */

@@ -21,6 +21,7 @@ struct Notifier {
 	char *target;
 	int jsonl_fd;
 	char *jsonl_path;
+	bool jsonl_dirty;         /* written since the last nt_flush's fdatasync */
 	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
@@ -73,6 +74,7 @@ void nt_close(Notifier *nt)
 {
 	if (!nt)
 		return;
+	nt_flush(nt);
 	if (nt->jsonl_fd >= 0)
 		close(nt->jsonl_fd);
 	nh_close(nt->http, 5000000000ull);     /* five more seconds to deliver what is queued */
@@ -309,7 +311,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 			if (w < 0 || (size_t)w != len + 1)
 				nt_log(nt, 3, "%s: cannot write an alert: %s", nt->jsonl_path,
 				       w < 0 ? strerror(errno) : "short write");
-			fdatasync(nt->jsonl_fd);
+			nt->jsonl_dirty = true;    /* synced by nt_flush, once for a whole drain */
 			free(line);
 		}
 	}
@@ -336,6 +338,16 @@ static void nt_remote(Notifier *nt, const NtEvent *e)
 	free(aj);
 	json_decref(labels);
 	json_decref(ann);
+}
+
+void nt_flush(Notifier *nt)
+{
+	if (!nt)
+		return;
+	if (nt->jsonl_dirty && nt->jsonl_fd >= 0)
+		fdatasync(nt->jsonl_fd);
+	nt->jsonl_dirty = false;
+	nh_flush(nt->http);
 }
 
 void nt_delivery(Notifier *nt, struct NhStats *out)

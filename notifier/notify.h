@@ -8,7 +8,8 @@
  *   log     one line per event on stderr, with a syslog priority prefix
  *           (<2> critical, <4> warning, <6> info) that journald reads when
  *           sentineld runs under systemd
- *   jsonl   one JSON object per line appended to a file (fsync'd per event)
+ *   jsonl   one JSON object per line appended to a file (fsync'd once per
+ *           drain of the alert ring: nt_flush)
  *   alertmanager, webhook
  *           firing and resolved alerts over HTTP, on a thread of their own
  *           (http.h): labels alertname, severity, target, the rule's and the
@@ -58,6 +59,10 @@ void nt_close(Notifier *nt);
 /* Send one event to every sink.  Never blocks on a slow sink for long:
  * the jsonl file is local. */
 void nt_event(Notifier *nt, const NtEvent *e);
+/* After a run of nt_event calls (a drain of the alert ring): the remote
+ * sinks' events go to disk together (one sync) and on their way.  Events
+ * are not delivered before it. */
+void nt_flush(Notifier *nt);
 /* The remote sinks' counters (all zero without them). */
 struct NhStats;
 void nt_delivery(Notifier *nt, struct NhStats *out);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU tests: a bundle's PTX on a real GPU against live Debian guests.
 
-    python3 tests/gpu/gpu_test.py SENTINEL-INSPECT DEVICE-DIR     (tests/gpu/run.sh)
+    python3 tests/gpu/gpu_test.py SENTINEL-INSPECT BUNDLE-DIR     (tests/gpu/run.sh)
 
 For each kernel (Debian 6.1 and 6.12, KASLR on): boot it under QEMU (TCG),
 start a CPU hog and put memory in use; then pause the guest (QEMU `stop`:

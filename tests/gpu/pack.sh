@@ -28,15 +28,21 @@ strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 # /metrics' libmicrohttpd, found through sentineld's RUNPATH ($ORIGIN/lib)
 mkdir -p "$out/bin/lib"
 cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 "$out/bin/lib/"
+# Alertmanager (a static Go binary) for the delivery benchmark
+am=$(command -v prometheus-alertmanager) || { echo "gpu-pack: no prometheus-alertmanager (apt-get install prometheus-alertmanager)" >&2; exit 1; }
+cp "$am" "$out/bin/alertmanager"
+mkdir -p "$out/bin/am-templates"
+cp /usr/share/prometheus/alertmanager/*.tmpl "$out/bin/am-templates/"   # Debian's build reads them there
 
 echo "gpu-pack: bundles"
 # every metric with the sm_70 baseline only (the driver compiles it for the
 # GPU in hand); the shipped rules and 1,000 generated ones with native sm_90
-cp $B/metrics.bundle "$out/metrics.bundle"
-$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules.bundle" rules/ examples/
+# (inside the archive: PTX compresses well, and what is carried is bounded)
+cp $B/metrics.bundle "$out/bin/metrics.bundle"
+$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/bin/rules.bundle" rules/ examples/
 if [ "${PACK_RULES1000:-0}" = 1 ]; then     # 11 MB: only when the 1,000-rule PTX is the question
 	sh bench/gen_rules.sh 1000 bench/out > /dev/null
-	$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/rules1000.bundle" bench/out/sentinel.yaml
+	$B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/bin/rules1000.bundle" bench/out/sentinel.yaml
 fi
 
 echo "gpu-pack: QEMU"
@@ -69,6 +75,6 @@ done
 cp $B/guest-helpers.cpio.gz "$out/guest/"
 
 echo "gpu-pack: compressing"
-(cd "$out" && tar cf - qemu bin | xz -T0 -6 > pack.tar.xz && rm -rf qemu bin)
+(cd "$out" && tar cf - qemu bin | xz -T0 -9e > pack.tar.xz && rm -rf qemu bin)
 du -sh "$out"
 echo "gpu-pack: done; on the GPU machine run: sh tests/gpu/run.sh (carrying .device)"

@@ -2,7 +2,8 @@
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
-#   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|metrics|engine|demo|bench [N,N SECONDS]]
+#   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|metrics|engine|demo|bench [N,N SECONDS]|
+#                        latency [N ROUNDS SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -30,7 +31,7 @@ if [ "$what" = all ] || [ "$what" = syncprobe ]; then
 	"$work/bin/syncprobe" ${2:+"$2"} || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = metrics ]; then
-	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$d" || rc=1
+	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$work/bin" || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = engine ]; then
 	# sentineld's scenarios (tests/engine) on the CUDA backend
@@ -43,5 +44,14 @@ fi
 if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
 	PYTHONUNBUFFERED=1 python3 bench/engine.py "$work/bin" cuda "${2:-10,1000,10000}" "${3:-30}" || rc=1
+fi
+if [ "$what" = latency ]; then
+	# alert delivery: 1,000 rules firing at once to Alertmanager; CPU with every sink on
+	mkdir -p /usr/share/prometheus/alertmanager
+	for t in "$work"/bin/am-templates/*.tmpl; do   # where Debian's Alertmanager reads them
+		[ -e "/usr/share/prometheus/alertmanager/${t##*/}" ] || cp "$t" /usr/share/prometheus/alertmanager/
+	done
+	ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
+		python3 bench/alert_latency.py "$work/bin" cuda "${2:-1000}" "${3:-3}" "${4:-60}" || rc=1
 fi
 exit $rc
