@@ -481,7 +481,8 @@ static int cmd_dmesg(const KTarget *t, const DmesgOpts *o)
 	}
 	if (o->lines >= 0 && !(d.line = calloc((size_t)o->lines + 1, sizeof *d.line)))
 		goto out;
-	if (o->lines != 0 && kl_read(l, 0, dmesg_record, &d, &next, err, sizeof err) < 0)
+	/* -n 0 prints nothing now, but still finds where --follow starts */
+	if (kl_read(l, 0, o->lines != 0 ? dmesg_record : NULL, &d, &next, err, sizeof err) < 0)
 		goto fail;
 	for (long i = d.n > o->lines ? d.n - o->lines : 0; d.line && i < d.n; i++)
 		puts(d.line[i % o->lines]);

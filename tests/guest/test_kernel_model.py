@@ -20,6 +20,7 @@ the two agree); gauges must lie between the smaller and the larger.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -350,6 +351,18 @@ def kernel_log(g, name, wrap):
         report(rc == 0 and first > 0 and "line 2999:" in last and len(recs) > 1000,
                "%s: after the wrap the oldest record read is seq %d, the newest the last line written "
                "(%d records)" % (name, first, len(recs)), err + last)
+        # --follow: records written after it started, as they come
+        f = subprocess.Popen([INSPECT, "-s", "ramfile:" + g.ram, "dmesg", "-n", "0", "--follow", "--every", "100ms"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        g.check("for i in 1 2 3; do echo \"sentinel follow $i\" > /dev/kmsg; done")
+        time.sleep(1.5)
+        f.send_signal(signal.SIGINT)
+        out, err = f.communicate(timeout=30)
+        lines = [l.split("] ", 1)[-1] for l in out.splitlines()]
+        report(f.returncode == 0 and lines == ["sentinel follow 1", "sentinel follow 2", "sentinel follow 3"],
+               "%s: dmesg --follow prints the records written while it runs, and only those" % name,
+               out + err)
         # taint D (oops) and W (warning), as root may: the metric phases
         # after this one compare host.tainted/oopsed/warned with these bits set
         g.check("echo 640 > /proc/sys/kernel/tainted")
