@@ -44,14 +44,20 @@ KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
+# The engine and the templates' rendering; the sinks (HTTP, journal,
+# /metrics) apart: only sentineld links them and their libraries.
 ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c engine/feed.c \
-	engine/record.c notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
+	engine/record.c notifier/render.c
+SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
 ENG_SAN_OBJ := $(ENG_SRC:%.c=$(B)/san/obj/%.o)
+SINK_OBJ := $(SINK_SRC:%.c=$(B)/obj/%.o)
+SINK_SAN_OBJ := $(SINK_SRC:%.c=$(B)/san/obj/%.o)
 ENG_HDR := $(wildcard engine/*.h)
-ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS) $(LLVM_LIBS) -lpthread -ldl
+ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(LLVM_LIBS) -lpthread -ldl
+SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
@@ -128,11 +134,11 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
+$(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentineld: $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
+$(B)/san/sentineld: $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
 $(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
@@ -195,7 +201,7 @@ $(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(C
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-$(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 

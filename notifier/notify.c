@@ -25,17 +25,6 @@ struct Notifier {
 	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
-const char *nt_kind_name(SnEventKind k)
-{
-	switch (k) {
-	case SN_EV_PENDING: return "pending";
-	case SN_EV_FIRING: return "firing";
-	case SN_EV_RESOLVED: return "resolved";
-	case SN_EV_CANCELLED: return "cancelled";
-	default: return "?";
-	}
-}
-
 int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
 {
 	Notifier *nt = calloc(1, sizeof *nt);
@@ -81,84 +70,6 @@ void nt_close(Notifier *nt)
 	free(nt->target);
 	free(nt->jsonl_path);
 	free(nt);
-}
-
-int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24])
-{
-	if (e->entity < 0 || e->rule->entity < 0)
-		return 0;
-	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
-	snprintf(val[0], 24, "%lld", (long long)e->entity);
-	if (e->rule->entity == ENT_CPU)
-		return 1;
-	key[1] = "comm";
-	snprintf(val[1], 24, "%s", e->comm ? e->comm : "");
-	return 2;
-}
-
-/* Label `name` of the event: the rule's own, else the entity's (a rule's
- * label of the same name wins, as in Prometheus' alerting rules). */
-static void nt_label(StrBuf *b, const NtEvent *e, const char *name, size_t len)
-{
-	const BdRule *r = e->rule;
-	for (size_t i = 0; i < r->nlabels; i++)
-		if (strlen(r->labels[i].key) == len && !memcmp(r->labels[i].key, name, len)) {
-			sb_puts(b, r->labels[i].value);
-			return;
-		}
-	const char *key[2];
-	char val[2][24];
-	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
-		if (strlen(key[i]) == len && !memcmp(key[i], name, len))
-			sb_puts(b, val[i]);
-}
-
-char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
-{
-	StrBuf b = {0};
-	size_t pos = 0;
-	TpPart p;
-	char buf[64];
-	sb_puts(&b, "");
-	while (tp_next(tmpl, &pos, &p)) {
-		if (p.kind != TP_VAR) {
-			sb_putn(&b, tmpl + p.off, p.len);
-			continue;
-		}
-		switch (p.var) {
-		case TPV_VALUE:
-			tp_format(e->value, p.fmt == TPF_UNKNOWN ? TPF_NONE : p.fmt, buf, sizeof buf);
-			sb_puts(&b, buf);
-			break;
-		case TPV_ALERT: sb_puts(&b, e->rule->name); break;
-		case TPV_SEVERITY: sb_puts(&b, e->rule->severity); break;
-		case TPV_TARGET: sb_puts(&b, target); break;
-		case TPV_KERNEL_LOG: sb_puts(&b, e->kernel_log ? e->kernel_log : "(the kernel log could not be read)"); break;
-		case TPV_LABEL: nt_label(&b, e, tmpl + p.label_off, p.label_len); break;
-		default: sb_putn(&b, tmpl + p.off, p.len); break;
-		}
-	}
-	return b.s;
-}
-
-static bool nt_uses_kernel_log(const char *tmpl)
-{
-	size_t pos = 0;
-	TpPart p;
-	while (tmpl && tp_next(tmpl, &pos, &p))
-		if (p.kind == TP_VAR && p.var == TPV_KERNEL_LOG)
-			return true;
-	return false;
-}
-
-bool nt_wants_kernel_log(const BdRule *r)
-{
-	if (!strcmp(r->severity, "critical") || nt_uses_kernel_log(r->description))
-		return true;
-	for (size_t i = 0; i < r->nannotations; i++)
-		if (nt_uses_kernel_log(r->annotations[i].value))
-			return true;
-	return false;
 }
 
 static const char *nt_annotation(const BdRule *r, const char *key)
