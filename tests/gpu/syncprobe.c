@@ -86,6 +86,54 @@ static const char ptx[] =
 	"  st.volatile.global.u32 [%rd2+8], %r1;\n  ret;\n}\n"
 	".visible .global .align 8 .u64 g_value;\n";
 
+/* ---- --wake: how late a stream wait + host function wakes the host ---- */
+
+static int cmp_double(const void *a, const void *b);
+
+static volatile double woke_at;
+
+static void woke(void *arg)
+{
+	(void)arg;
+	woke_at = now_s();
+}
+
+/* The host writes a doorbell in mapped host memory; a stream waits on it
+ * (cuStreamWaitValue32) and then runs a host function: the delay from the
+ * write to the function, n times, with and without a kernel running. */
+static void wake_phase(const char *what, CUstream s, int n)
+{
+	CuStreamWaitValue32Fn wait_value;
+	CuLaunchHostFuncFn host_func;
+	*(void **)&wait_value = dlsym(d.lib, "cuStreamWaitValue32_v2");
+	*(void **)&host_func = dlsym(d.lib, "cuLaunchHostFunc");
+	volatile unsigned *bell = flag + 16;    /* same page, its own word */
+	double lat[64];
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		*bell = (unsigned)(2 * i);
+		__sync_synchronize();
+		woke_at = 0;
+		if (wait_value(s, dflag + 64, (unsigned)(2 * i + 1), CU_STREAM_WAIT_VALUE_GEQ) || host_func(s, woke, NULL)) {
+			printf("wake: %s: the driver refused the wait\n", what);
+			return;
+		}
+		struct timespec ts = {0, 20000000};
+		nanosleep(&ts, NULL);                  /* the wait is queued and polling */
+		double t0 = now_s();
+		*bell = (unsigned)(2 * i + 1);
+		__sync_synchronize();
+		while (!woke_at && now_s() - t0 < 5)
+			;
+		lat[i] = woke_at ? (woke_at - t0) * 1e3 : 5000;
+	}
+	qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+	printf("wake: %-44s median %8.3f ms, p90 %8.3f ms, max %8.3f ms (%d)\n", what, lat[n / 2], lat[n * 9 / 10],
+	       lat[n - 1], n);
+	fflush(stdout);
+}
+
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -225,7 +273,7 @@ static void destroy_phase(CUdevice dev, int used)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: syncprobe [--idle|--destroy]\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n"
+		printf("usage: syncprobe [--idle|--destroy|--wake]\n\nLaunches a spinning kernel and reports which CUDA driver calls wait for it.\n"
 		       "--idle: the host CPU of each thread of an idle process holding a context, with and\n"
 		       "without a running kernel.\n"
 		       "--destroy: how long cuCtxDestroy of an idle context takes (no kernel running).\n");
@@ -285,6 +333,22 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--destroy")) {
 		destroy_phase(dev, 0);
 		destroy_phase(dev, 1);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--wake")) {
+		wake_phase("no kernel running", other, 20);
+		*flag = 0;
+		void *args[1] = {&dflag};
+		d.LaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, run, args, NULL);
+		wake_phase("a kernel running (spinning, 1 block)", other, 20);
+		typedef CUresult (*StreamPrioFn)(CUstream *, unsigned, int);
+		StreamPrioFn prio;
+		*(void **)&prio = dlsym(d.lib, "cuStreamCreateWithPriority");
+		CUstream hi;
+		if (prio && !prio(&hi, CU_STREAM_NON_BLOCKING, -5))
+			wake_phase("a kernel running, the wait at high priority", hi, 20);
+		*flag = 1;
+		d.StreamSynchronize(run);
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "--idle")) {
