@@ -175,6 +175,8 @@ def latency(g, tmp, am_port, hook_port):
             wait(lambda: not [a for a in am_alerts(am_port) if a["labels"].get("alertname", "").startswith("Fire")],
                  120, 0.5)
     finally:
+        if os.environ.get("BENCH_KEEP_LOG"):      # sentineld's log (SENTINEL_GPU_TRACE lines) kept there
+            shutil.copy(os.path.join(tmp, "d.log"), os.environ["BENCH_KEEP_LOG"])
         if perf:
             perf.send_signal(2)
             perf.wait(60)

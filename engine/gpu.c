@@ -69,7 +69,7 @@ static void gpu_trace(const char *step)
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	fprintf(stderr, "gpu-trace %ld.%03ld %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000000, step);
+	fprintf(stderr, "gpu-trace %ld.%06ld %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, step);
 }
 
 /* The one place a CUresult becomes a message. */
@@ -595,6 +595,7 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 static void gpu_woken(void *arg)
 {
 	GpuCode *g = arg;
+	gpu_trace("wake: host function");
 	__atomic_store_n(&g->armed, 0, __ATOMIC_RELEASE);
 	uint64_t one = 1;
 	ssize_t w = write(g->wake_fd, &one, sizeof one);
@@ -611,6 +612,14 @@ bool gpu_arm(GpuCode *g)
 		return true;
 	gpu_enter(g);
 	uint32_t want = (uint32_t)__atomic_load_n(&g->ring->tail, __ATOMIC_ACQUIRE) + 1;
+	if (getenv("SENTINEL_GPU_TRACE")) {
+		char t[160];
+		snprintf(t, sizeof t, "wake: armed, want %u, doorbell %u, head %llu, ticks %llu", want,
+			 __atomic_load_n(&g->stats->doorbell, __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&g->ring->head, __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE));
+		gpu_trace(t);
+	}
 	__atomic_store_n(&g->armed, 1, __ATOMIC_RELEASE);
 	if (g->wait_value(g->watch, g->dstats + offsetof(sn_stats, doorbell), want, CU_STREAM_WAIT_VALUE_GEQ) ||
 	    g->host_func(g->watch, gpu_woken, g)) {
