@@ -27,6 +27,7 @@ typedef struct NhSeg {
 	char *path;               /* its name once committed */
 	char *tmp;                /* its name while written (NULL once committed) */
 	int fd;                   /* open while written, else -1 */
+	off_t size;               /* bytes of whole lines in it */
 	unsigned refs;            /* batches still queued from it */
 } NhSeg;
 
@@ -155,8 +156,12 @@ static void nh_spool_write(NtHttp *h, NhDest *d, NhBatch *b)
 	struct iovec v[2] = {{b->body, b->len}, {"\n", 1}};
 	if (writev(g->fd, v, 2) != (ssize_t)b->len + 1) {
 		nh_spool_error(h, d->spool);
+		/* no half line: the next batch's line must stay whole */
+		if (ftruncate(g->fd, g->size) == 0)
+			lseek(g->fd, g->size, SEEK_SET);
 		return;
 	}
+	g->size += (off_t)b->len + 1;
 	b->seg = g;
 	g->refs++;
 	h->spool_bytes += b->len;
