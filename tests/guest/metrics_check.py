@@ -29,14 +29,11 @@ import subprocess
 
 IDLE_LAG_S = 5.0
 
-# /proc/sys files answer only a read at offset 0: a byte-at-a-time `read`
-# gets one digit, so the taint mask is read with cat, first (its fork lands
-# before the window opens).
-TRUTH = ("t=$(cat /proc/sys/kernel/tainted); jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
+TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
          "echo @meminfo; while read -r l; do echo \"$l\"; done < /proc/meminfo; "
          "echo @vmstat; while read -r l; do echo \"$l\"; done < /proc/vmstat; "
          "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
-         "echo @kernel; echo \"tainted $t\"; "
+         "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
@@ -224,14 +221,21 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu"):
     """One metrics window; retried (as the kernel model's) while a gauge
     moved inside it and is out of it."""
     ncpus = g.cpus
+    # /proc/sys files answer only a read at offset 0 (a byte-at-a-time
+    # `read` gets one digit), so the taint mask is read with cat, outside
+    # the window: a fork inside it moves the free-memory counts.  It only
+    # changes when the test taints the kernel, before a window.
+    tainted = int(g.check("cat /proc/sys/kernel/tainted"))
     for attempt in range(attempts):
         b = parse_truth(g.check(TRUTH, timeout=120))
+        b.setdefault("kernel", {})["tainted"] = tainted
         try:
             m = sample(inspect, g.ram, bundle, backend)
         except RuntimeError as e:
             report(False, "%s: metrics" % name, str(e))
             return
         a = parse_truth(g.check(TRUTH, timeout=120))
+        a.setdefault("kernel", {})["tainted"] = tainted
         results = compare(b, a, m, ncpus)
         failed = [r for r in results if not r[0]]
         if failed and attempt < attempts - 1:
