@@ -3,7 +3,7 @@
 
     python3 bench/metrics_scrape.py BUILD-DIR BACKEND [TASKS] [SCRAPES]
 
-A Debian 6.12 guest (QEMU, TCG, 1 GiB) starts TASKS sleeping processes
+A Debian 6.12 guest (QEMU, TCG, 2 GiB) starts TASKS sleeping processes
 (default 3,000); sentineld runs the shipped rules at 100 ms with
 [metrics] listen; SCRAPES scrapes (default 10) are timed from the request to
 the last byte.  One scrape is parsed with promtool check metrics (when
@@ -38,15 +38,16 @@ def main():
     shutil.copytree(os.path.join(TOP, "rules"), rules, ignore=shutil.ignore_patterns("tests", "*.json"))
     port = free_port()
     try:
-        with guest.Guest(ks["debian-6.12"], kaslr=True, name="scrape", mem_mb=1024) as g:
+        with guest.Guest(ks["debian-6.12"], kaslr=True, name="scrape", mem_mb=2048) as g:
             t0 = time.time()
+            g.check("echo 100000 > /proc/sys/kernel/threads-max; echo 100000 > /proc/sys/kernel/pid_max")
             g.check("i=0; while [ $i -lt %d ]; do sleep 100000 & i=$((i+1)); done" % TASKS, timeout=900)
             n = int(g.check("n=0; for d in /proc/[0-9]*; do n=$((n+1)); done; echo $n"))
             print("guest: %d processes (%d started in %.0f s)" % (n, TASKS, time.time() - t0), flush=True)
             conf = os.path.join(tmp, "s.conf")
             with open(conf, "w") as f:
                 f.write("[target]\nsource = ramfile:%s\nname = vm\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\n"
-                        "tick = 100ms\ntasks = 8192\n[notify]\nlog = no\n[control]\nsocket = %s\n"
+                        "tick = 100ms\ntasks = 16384\n[notify]\nlog = no\n[control]\nsocket = %s\n"
                         "[metrics]\nlisten = 127.0.0.1:%d\n" % (g.ram, rules, BACKEND, os.path.join(tmp, "c.sock"),
                                                                port))
             log = open(os.path.join(tmp, "d.log"), "w")
