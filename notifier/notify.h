@@ -5,15 +5,21 @@
  * annotation templates (tmpl.h) with the event's value, labels and target
  * and writes it to every configured sink:
  *
- *   log     one line per event on stderr, with a syslog priority prefix
- *           (<2> critical, <4> warning, <6> info) that journald reads when
- *           sentineld runs under systemd
+ *   log     one line per event on stderr; under systemd a journal entry
+ *           with fields of its own (journal.h: ALERT=, SEVERITY=, ...)
  *   jsonl   one JSON object per line appended to a file (fsync'd once per
  *           drain of the alert ring: nt_flush)
  *   alertmanager, webhook
  *           firing and resolved alerts over HTTP, on a thread of their own
  *           (http.h): labels alertname, severity, target, the rule's and the
  *           entity's; the rendered annotations (and description)
+ *
+ * Critical events, and those of rules whose templates name $kernel_log,
+ * carry the target's last log lines (NtEvent.kernel_log, read by sentineld
+ * from the printk ring): annotation kernel_log, journal field KERNEL_LOG.
+ * The rendering (nt_render, nt_entity_labels, nt_kind_name,
+ * nt_wants_kernel_log) lives in render.c, apart from the sinks, for the
+ * compiler's back end; everything else here is sentineld's alone.
  *
  * Ownership: a Notifier owns its sinks' files; nt_close().
  */
