@@ -60,12 +60,17 @@ struct GpuCode {
 
 /* SENTINEL_GPU_TRACE=1: every step of loading and running on stderr, with
  * the time, to see where a driver call waits. */
-static void gpu_trace(const char *step)
+bool gpu_tracing(void)
 {
 	static int on = -1;
 	if (on < 0)
 		on = getenv("SENTINEL_GPU_TRACE") != NULL;
-	if (!on)
+	return on;
+}
+
+static void gpu_trace(const char *step)
+{
+	if (!gpu_tracing())
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -612,7 +617,7 @@ bool gpu_arm(GpuCode *g)
 		return true;
 	gpu_enter(g);
 	uint32_t want = (uint32_t)__atomic_load_n(&g->ring->tail, __ATOMIC_ACQUIRE) + 1;
-	if (getenv("SENTINEL_GPU_TRACE")) {
+	if (gpu_tracing()) {
 		char t[160];
 		snprintf(t, sizeof t, "wake: armed, want %u, doorbell %u, head %llu, ticks %llu", want,
 			 __atomic_load_n(&g->stats->doorbell, __ATOMIC_ACQUIRE),

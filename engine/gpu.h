@@ -70,6 +70,8 @@ int gpu_upload(GpuCode *g, char *err, size_t n);
  * after each wakeup; false: this driver cannot, poll instead. */
 void gpu_set_wake(GpuCode *g, int fd);
 bool gpu_arm(GpuCode *g);
+/* SENTINEL_GPU_TRACE is set (read once): the trace lines on stderr. */
+bool gpu_tracing(void);
 /* The kernel's state without waiting: 0 running (or done), else the error. */
 int gpu_poll(GpuCode *g, char *err, size_t n);
 /* Copy bytes at offset off of the world block to dst while the kernel runs. */

@@ -286,7 +286,7 @@ static void d_drain(Daemon *D)
 	unsigned n = D->e ? eng_drain(D->e, d_alert, D) : 0;
 	if (n)
 		nt_flush(D->nt);           /* one sync for the lot, then they are sent */
-	if (n && getenv("SENTINEL_GPU_TRACE")) {
+	if (n && gpu_tracing()) {
 		uint64_t t = d_now();
 		fprintf(stderr, "gpu-trace %llu.%06llu drain: %u records\n", (unsigned long long)(t / 1000000000ull),
 			(unsigned long long)(t % 1000000000ull / 1000), n);
