@@ -315,21 +315,48 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 
 /* ---- alerts ---------------------------------------------------------------------------- */
 
+/* A tick's alerts are reserved in the world's own memory, not on the ring:
+ * the ring lives in host memory, where every atomic is a bus round trip,
+ * and a CAS on its head from a thousand warps firing together took half a
+ * second (measured on an H100).  sn_emit_begin, before the tick's rules
+ * run, takes the head and the room left; each record then costs one
+ * device-memory fetch-add; sn_emit_end, after every rule ran, publishes the
+ * head and counts what did not fit.  The host reads records by their seq,
+ * so one written early is taken early; the head only rings the bell. */
+enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM };
+
+static void sn_emit_begin(sn_world *w)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	uint64_t head = sn_load_volatile(&R->head), tail = sn_load_volatile(&R->tail);
+	w->sync[SN_SYNC_BASE] = head;
+	w->sync[SN_SYNC_ROOM] = head - tail >= R->cap ? 0 : R->cap - (head - tail);
+	*(volatile uint64_t *)&w->sync[SN_SYNC_EMIT] = 0;
+}
+
+static void sn_emit_end(sn_world *w)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	uint64_t n = sn_load_volatile(&w->sync[SN_SYNC_EMIT]), room = w->sync[SN_SYNC_ROOM];
+	if (n > room)
+		R->dropped += n - room;
+	*(volatile uint64_t *)&R->head = w->sync[SN_SYNC_BASE] + (n < room ? n : room);
+}
+
 static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, const sn_rstate *st)
 {
 	sn_ring *R = w->ring;
 	if (!R)
 		return;
-	uint64_t h = __atomic_load_n(&R->head, __ATOMIC_RELAXED);
-	for (;;) {
-		uint64_t tail = sn_load_volatile(&R->tail);
-		if (h - tail >= R->cap) {
-			__atomic_fetch_add(&R->dropped, 1, __ATOMIC_RELAXED);
-			return;
-		}
-		if (__atomic_compare_exchange_n(&R->head, &h, h + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			break;
-	}
+	/* volatile: another SM wrote them, after this one last cached the line */
+	uint64_t k = __atomic_fetch_add(&w->sync[SN_SYNC_EMIT], 1, __ATOMIC_RELAXED);
+	if (k >= sn_load_volatile(&w->sync[SN_SYNC_ROOM]))
+		return;                              /* full: counted by sn_emit_end */
+	uint64_t h = sn_load_volatile(&w->sync[SN_SYNC_BASE]) + k;
 	sn_alert *a = &R->rec[h & (R->cap - 1)];
 	a->time_ns = w->now;
 	a->rule = rule;
@@ -476,7 +503,13 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
 	}
 	simt_sync();
 	sn_collect_all(w, warp, nwarps);
+	if (warp == 0 && simt_lane() == 0)
+		sn_emit_begin(w);
+	simt_sync();
 	sn_eval_all(w, warp, nwarps);
+	simt_sync();
+	if (warp == 0 && simt_lane() == 0)
+		sn_emit_end(w);
 }
 
 #ifndef __NVPTX__
@@ -502,7 +535,9 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 	for (uint32_t s = 0; s < w->ntaskslots; s++)
 		for (uint32_t r = 0; r < n; r++)
 			sn_put_task(w, s, f->task_hist[s], r, f->task[(uint64_t)s * f->task_stride + r]);
+	sn_emit_begin(w);
 	sn_eval_all(w, 0, 1);
+	sn_emit_end(w);
 }
 #endif
 
@@ -580,7 +615,7 @@ static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 {
 	simt_sync();
 	if (simt_lane() == 0) {
-		uint64_t *count = &w->sync[0], *gen = &w->sync[1];
+		uint64_t *count = &w->sync[SN_SYNC_COUNT], *gen = &w->sync[SN_SYNC_GEN];
 		__nvvm_membar_gl();
 		uint64_t g = sn_load_volatile(gen);
 		if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) == nwarps - 1) {
@@ -624,7 +659,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 	}
 	for (;;) {
 		/* warp 0 decides, before the barrier, whether this tick runs:
-		 * every warp then reads the same answer (w->sync[2]) */
+		 * every warp then reads the same answer (w->sync[SN_SYNC_STOP]) */
 		if (warp == 0 && simt_lane() == 0) {
 			uint64_t h = sn_load_volatile(&S->handoff_tick);
 			uint64_t quit = *(volatile uint32_t *)&S->stop || (h && w->tick >= h);
@@ -633,7 +668,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 				__nvvm_nanosleep(1000);
 				quit = *(volatile uint32_t *)&S->stop;
 			}
-			*(volatile uint64_t *)&w->sync[2] = quit;
+			*(volatile uint64_t *)&w->sync[SN_SYNC_STOP] = quit;
 			if (!quit) {
 				if (t - next > w->tick_ns)
 					S->late++;
@@ -647,10 +682,11 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 				if (next < t)              /* far behind: skip, do not burst */
 					next = t + w->tick_ns;
 				S->heartbeat++;
+				sn_emit_begin(w);
 			}
 		}
 		sn_grid_sync(w, nwarps);
-		if (sn_load_volatile(&w->sync[2]))
+		if (sn_load_volatile(&w->sync[SN_SYNC_STOP]))
 			break;
 		sn_collect_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
@@ -662,6 +698,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 			S->last_tick_len_ns = len;
 			if (len > S->max_tick_len_ns)
 				S->max_tick_len_ns = len;
+			sn_emit_end(w);
 			sn_fence_system();
 			*(volatile uint64_t *)&S->ticks = w->tick;
 			*(volatile uint32_t *)&S->doorbell = (uint32_t)sn_load_volatile(&w->ring->head);
@@ -682,10 +719,14 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 	if (warp == 0 && simt_lane() == 0) {
 		w->now = now ? now : sn_clock();
 		w->tick++;
+		sn_emit_begin(w);
 	}
 	sn_grid_sync(w, nwarps);
 	sn_collect_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	sn_eval_all(w, warp, nwarps);
+	sn_grid_sync(w, nwarps);
+	if (warp == 0 && simt_lane() == 0)
+		sn_emit_end(w);
 }
 #endif

@@ -26,7 +26,9 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 2u
+#define SN_ABI_VERSION 3u
+/* words of sn_world.sync */
+#define SN_SYNC_N 8u
 
 /* ---- alert records: the ring buffer -------------------------------------- */
 
@@ -197,7 +199,7 @@ typedef struct sn_world {
 	sn_ring *ring;
 	sn_stats *stats;
 	uint64_t *scratch;         /* [tasks.cap] task_struct addresses from the walk */
-	uint64_t *sync;            /* [4] grid barrier count, generation; [2] stop now */
+	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt.c) */
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
 	/* reload: the world this one takes over from, and what maps to what */
 	const struct sn_world *from;

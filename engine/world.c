@@ -79,7 +79,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
 	L->o_scratch = wd_take(&at, cap * 8);
-	L->o_sync = wd_take(&at, 4 * 8);
+	L->o_sync = wd_take(&at, SN_SYNC_N * 8);
 	L->o_joboff = wd_take(&at, b->njobs + 1);
 	L->o_rulefrom = wd_take(&at, (b->nrules + 1) * 4);
 	L->o_histfrom = wd_take(&at, (b->nhist + 1) * 4);

@@ -9,7 +9,9 @@
  *  - delta() and rate() of a counter are exact over the span they report,
  *    and the span is the window within the stated bound (slack + one tick);
  *  - max/min/avg/changes see exactly the samples of that span;
- *  - a reload that changes a window carries the history over.
+ *  - a reload that changes a window carries the history over;
+ *  - a tick's alerts reach the ring in full up to its room, the rest are
+ *    counted as dropped, and none is lost or half-written after a drain.
  */
 #include "snrt.h"
 #include "world.h"
@@ -29,7 +31,13 @@ static int failures, passes;
 /* What a bundle's generated code and metric library give the runtime;
  * these tests call the runtime directly and have no kernel to read. */
 void rules_collect(sn_world *w, uint32_t job) { (void)w; (void)job; }
-void rules_eval(sn_world *w, uint32_t rule) { (void)w; (void)rule; }
+/* Rules for the ring test: rule r is true while r < fire_n. */
+static uint32_t fire_n;
+static const sn_rdesc fire_desc = {.pid_slot = -1};
+void rules_eval(sn_world *w, uint32_t rule)
+{
+	sn_step(w, rule, &fire_desc, rule < fire_n, 0, (double)rule, -1);
+}
 int km_task_comm(uint64_t task, char *out16)
 {
 	snprintf(out16, 16, "task%llx", (unsigned long long)task);
@@ -230,6 +238,56 @@ static void test_memory(void)
 	      r < 0 && strstr(err, "history_memory") && strstr(err, "task.ctx_switches"), err);
 }
 
+/* The alert ring: nrules rules fire on one tick into a ring of cap
+ * records; then the host drains and they resolve on the next tick. */
+static void ring_take(void *ctx, const sn_alert *a)
+{
+	uint32_t *seen = ctx;
+	seen[a->rule] |= a->kind == SN_EV_FIRING ? 1 : a->kind == SN_EV_RESOLVED ? 2 : 4;
+}
+
+static void test_ring(uint32_t nrules, uint32_t cap)
+{
+	Bundle b = {.nrules = nrules};
+	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 16, .ring_cap = cap};
+	WdLayout L;
+	char err[256];
+	sn_stats stats = {0};
+	sn_ring *R = calloc(1, sizeof *R + (size_t)cap * sizeof(sn_alert));
+	uint32_t *seen = calloc(nrules, sizeof *seen);
+	void *block = NULL;
+	if (!R || !seen || wd_layout(&b, &p, &L, err, sizeof err) || !(block = calloc(1, L.total))) {
+		CHECK("ring of %u for %u rules: set up", 0, cap, nrules);
+		goto out;
+	}
+	wd_ring_init(R, cap);
+	wd_build(&b, &p, &L, NULL, block, (uint64_t)(uintptr_t)block, (uint64_t)(uintptr_t)R, (uint64_t)(uintptr_t)&stats);
+	sn_world *w = wd_world(block);
+	fire_n = nrules;
+	sn_tick(w, 0, 1, 1000000000ull);
+	uint32_t fit = nrules < cap ? nrules : cap;
+	unsigned got = wd_ring_drain(R, ring_take, seen);
+	uint32_t fired = 0;
+	for (uint32_t r = 0; r < nrules; r++)
+		fired += seen[r] == 1;
+	CHECK("%u rules fire at once into a ring of %u: %u records (%u taken, %u firing), %llu counted dropped, head %llu",
+	      got == fit && fired == fit && R->dropped == nrules - fit && R->head == fit && R->tail == fit, nrules, cap, fit,
+	      got, fired, (unsigned long long)R->dropped, (unsigned long long)R->head);
+	memset(seen, 0, nrules * sizeof *seen);
+	fire_n = 0;
+	sn_tick(w, 0, 1, 1100000000ull);
+	got = wd_ring_drain(R, ring_take, seen);
+	uint32_t resolved = 0;
+	for (uint32_t r = 0; r < nrules; r++)
+		resolved += seen[r] == 2;
+	CHECK("the next tick, after a drain, their %u resolutions fit as far as there is room (%u taken)",
+	      got == fit && resolved == fit, fit, got);
+out:
+	free(block);
+	free(seen);
+	free(R);
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -249,6 +307,9 @@ int main(void)
 	test_reload(60, 3600, 1);
 	test_reload(3600, 600, 1);
 	test_memory();
+	test_ring(10, 16);
+	test_ring(1000, 1024);
+	test_ring(1000, 256);
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures != 0;
 }
