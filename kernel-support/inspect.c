@@ -97,7 +97,8 @@ static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 	printf("kernel image:    %llu MiB mapped at 0x%llx\n", (unsigned long long)(t->mem.image_size >> 20),
 	       (unsigned long long)KX_START_KERNEL_MAP);
 	printf("CPUs:            %u online, %u possible ids\n", kt_online_cpus(t), t->cpus.nr_cpu_ids);
-	printf("symbols:         %zu from %s\n", t->nsyms, t->sym_origin);
+	printf("symbols:         %zu from %s%s\n", t->nsyms, t->sym_origin,
+	       t->sym_slid ? " (link addresses, moved by the KASLR slide)" : "");
 	printf("types:           BTF from %s%s\n", t->btf_origin, t->btf_size ? "" : "");
 	printf("VMCOREINFO:      phys 0x%llx\n", (unsigned long long)t->vmcoreinfo_pa);
 	printf("discovery:       %.1f ms\n", secs * 1e3);

@@ -136,12 +136,18 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 		t->mem.image_size = 512ull << 20;
 	if (!kt_info_u64(t, "SYMBOL(init_uts_ns)", 16, &uts))
 		return ks_fail(err, n, -EINVAL, "VMCOREINFO has no SYMBOL(init_uts_ns)");
-	kt_info_u64(t, "OFFSET(uts_namespace.name)", 10, &uts_off);
+	/* the name's offset: VMCOREINFO gives it since 5.11; before, the
+	 * struct began with a kref (4 bytes) and the name came after it */
+	bool uts_known = kt_info_u64(t, "OFFSET(uts_namespace.name)", 10, &uts_off);
 	char name[6] = {0}, release[65] = {0};
-	if (kx_read(&t->mem, uts + uts_off, name, 5) || kx_read(&t->mem, uts + uts_off + 130, release, 64))
-		return ks_fail(err, n, -EFAULT, "init_uts_ns at %#llx is outside the image: phys_base or the "
-			       "memory layout is wrong (a q35 guest above 2.75 GiB needs ramfile:PATH,split=auto)",
-			       (unsigned long long)uts);
+	for (uint64_t try = uts_known ? uts_off : 0;; try += 4) {
+		if (kx_read(&t->mem, uts + try, name, 5) || kx_read(&t->mem, uts + try + 130, release, 64))
+			return ks_fail(err, n, -EFAULT, "init_uts_ns at %#llx is outside the image: phys_base or the "
+				       "memory layout is wrong (a q35 guest above 2.75 GiB needs ramfile:PATH,split=auto)",
+				       (unsigned long long)uts);
+		if (uts_known || !strcmp(name, "Linux") || try == 4)
+			break;
+	}
 	if (strcmp(name, "Linux") || strcmp(release, t->release))
 		return ks_fail(err, n, -EINVAL, "init_uts_ns reads '%.5s' '%.64s', not 'Linux' '%s': "
 			       "a stale VMCOREINFO copy", name, release, t->release);
@@ -327,6 +333,28 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 	return t->sym_hash ? 0 : kt_index_syms(t);
 }
 
+/* A symbol file at link addresses (the distribution's System.map, or
+ * kallsyms of another boot) moves by the KASLR slide: the image's symbols
+ * move, per-CPU offsets and absolute values do not (as in /proc/kallsyms).
+ * The slide: VMCOREINFO's _stext where it has one, else KERNELOFFSET when
+ * the file's _stext is the default link address. */
+#define KT_LINK_STEXT 0xffffffff81000000ull
+
+static int kt_slide_file_syms(KTarget *t, uint64_t stext)
+{
+	uint64_t want;
+	if (!kt_info_u64(t, "SYMBOL(_stext)", 16, &want))
+		want = stext == KT_LINK_STEXT ? stext + t->kaslr_offset : stext;
+	if (want == stext)
+		return 0;
+	uint64_t delta = want - stext;
+	for (size_t i = 0; i < t->nsyms; i++)
+		if (t->syms[i].addr >= KX_START_KERNEL_MAP)
+			t->syms[i].addr += delta;
+	t->sym_slid = true;
+	return 0;
+}
+
 static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
 {
 	FILE *f = fopen(path, "r");
@@ -373,9 +401,14 @@ static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
 		return ks_fail(err, n, -EINVAL, "%s holds no symbols (expected /proc/kallsyms format: ADDRESS TYPE NAME)", path);
 	t->sym_origin = path;
 	e = kt_index_syms(t);
-	if (!e && !kt_sym(t, "_stext", &stext) && stext == 0)
+	if (e)
+		return e;
+	if (kt_sym(t, "_stext", &stext))
+		return ks_fail(err, n, -EINVAL, "%s has no _stext: not a copy of /proc/kallsyms or a System.map "
+			       "(Debian's System.map is a placeholder: copy /proc/kallsyms from the target)", path);
+	if (stext == 0)
 		return ks_fail(err, n, -EPERM, "%s has zero addresses: copy /proc/kallsyms as root", path);
-	return e;
+	return kt_slide_file_syms(t, stext);
 }
 
 /* ---- the rest of the layout ---- */

@@ -45,6 +45,7 @@ typedef struct KTarget {
 	size_t sym_hash_cap;
 	char *sym_pool;
 	const char *sym_origin;     /* "memory" or the file name */
+	bool sym_slid;              /* the file was at link addresses: moved by the slide */
 	struct btf *btf;
 	uint32_t btf_size;
 	const char *btf_origin;

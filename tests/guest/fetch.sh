@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fetch what guest tests boot: the newest Debian 6.1 and 6.12 kernels (with
-# the modules that swap on zram needs), and build a busybox initramfs for
-# each.  Everything is cached under $SENTINEL_GUEST_CACHE (default
+# the modules that swap on zram needs), and Debian 11's 5.10 (an older
+# layout: no kallsyms in VMCOREINFO, the first lockless printk ring), and
+# build a busybox initramfs for each.  Everything is cached under $SENTINEL_GUEST_CACHE (default
 # .cache/guest); a second run downloads nothing.
 #
 #   sh tests/guest/fetch.sh            -> prints one line per kernel: NAME DIR
@@ -32,25 +33,35 @@ need_tools() {
 
 # newest package whose name matches a regular expression
 newest() {
-	apt-cache search --names-only "$1" | sed 's/ .*//' | sort -V | tail -n 1
+	apt-cache $aptopts search --names-only "$1" | sed 's/ .*//' | sort -V | tail -n 1
 }
 
+# fetch_kernel NAME PATTERN [SUITE]: SUITE, another Debian release than the
+# machine's, is read through package lists of its own under the cache (the
+# machine's sources and lists are left alone; the archive keyring checks it)
 fetch_kernel() {
-	name=$1 pattern=$2
+	name=$1 pattern=$2 suite=${3:-}
 	dir=$cache/$name
 	if [ -f "$dir/ready" ]; then
 		echo "$name $dir"
 		return
 	fi
+	aptopts=
+	if [ -n "$suite" ]; then
+		a=$cache/apt-$suite
+		mkdir -p "$a/lists/partial" "$a/cache/archives/partial"
+		echo "deb http://deb.debian.org/debian $suite main" > "$a/sources.list"
+		aptopts="-o Dir::Etc::sourcelist=$a/sources.list -o Dir::Etc::sourceparts=- -o Dir::State::Lists=$a/lists -o Dir::Cache=$a/cache"
+	fi
 	pkg=$(newest "$pattern")
 	if [ -z "$pkg" ]; then
-		apt-get update -q >&2 || true
+		apt-get $aptopts update -q >&2 || true
 		pkg=$(newest "$pattern")
 	fi
 	[ -n "$pkg" ] || { echo "fetch: no package matches $pattern (apt-get update?)" >&2; exit 1; }
 	echo "fetch: $name: downloading $pkg" >&2
 	rm -rf "$dir" && mkdir -p "$dir/pkg"
-	(cd "$dir" && apt-get download "$pkg" >&2 2>/dev/null || apt-get download "$pkg" >&2)
+	(cd "$dir" && apt-get $aptopts download "$pkg" >&2 2>/dev/null || apt-get $aptopts download "$pkg" >&2)
 	dpkg-deb -x "$dir"/*.deb "$dir/pkg"
 	rm -f "$dir"/*.deb
 	cp "$dir"/pkg/boot/vmlinuz-* "$dir/vmlinuz"
@@ -68,3 +79,4 @@ fetch_kernel() {
 need_tools
 fetch_kernel debian-6.1 '^linux-image-6\.1\.0-[0-9]+-amd64$'
 fetch_kernel debian-6.12 '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$'
+fetch_kernel debian-5.10 '^linux-image-5\.10\.0-[0-9]+-amd64$' bullseye

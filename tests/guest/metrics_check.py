@@ -98,7 +98,8 @@ def cpu_fields(v):
 
 
 def sample(inspect, ram, bundle, backend="cpu"):
-    p = subprocess.run([inspect, "-s", "ramfile:" + ram, "metrics", "--json", "--bundle", bundle,
+    cmd = inspect if isinstance(inspect, list) else [inspect]   # a list: the program and its options
+    p = subprocess.run(cmd + ["-s", "ramfile:" + ram, "metrics", "--json", "--bundle", bundle,
                         "--backend", backend], capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError("metrics failed (%d): %s" % (p.returncode, p.stderr))

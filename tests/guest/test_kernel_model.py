@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +32,8 @@ import metrics_check  # noqa: E402
 
 INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-inspect")
 RULEC = os.path.join(os.path.dirname(INSPECT), "rulec")
+# options every sentinel-inspect run gets (the 5.10 guest: --kallsyms FILE)
+INSPECT_OPTS = []
 # one bundle, compiled once, for every kernel and every boot: CO-RE
 BUNDLE = os.path.abspath(os.environ.get("SENTINEL_METRICS_BUNDLE", "build/metrics.bundle"))
 RESULTS = os.environ.get("RESULTS")
@@ -62,7 +65,7 @@ def report(ok, name, detail=""):
 
 
 def inspect(ram, *args):
-    p = subprocess.run([INSPECT, "-s", "ramfile:" + ram] + list(args), capture_output=True, text=True,
+    p = subprocess.run([INSPECT] + INSPECT_OPTS + ["-s", "ramfile:" + ram] + list(args), capture_output=True, text=True,
                        timeout=120)
     return p.returncode, p.stdout, p.stderr
 
@@ -352,7 +355,7 @@ def kernel_log(g, name, wrap):
                "%s: after the wrap the oldest record read is seq %d, the newest the last line written "
                "(%d records)" % (name, first, len(recs)), err + last)
         # --follow: records written after it started, as they come
-        f = subprocess.Popen([INSPECT, "-s", "ramfile:" + g.ram, "dmesg", "-n", "0", "--follow", "--every", "100ms"],
+        f = subprocess.Popen([INSPECT] + INSPECT_OPTS + ["-s", "ramfile:" + g.ram, "dmesg", "-n", "0", "--follow", "--every", "100ms"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
         g.check("for i in 1 2 3; do echo \"sentinel follow $i\" > /dev/kmsg; done")
@@ -369,7 +372,7 @@ def kernel_log(g, name, wrap):
 
 
 def metrics(g, name):
-    metrics_check.window(g, name + " metrics", INSPECT, BUNDLE, report)
+    metrics_check.window(g, name + " metrics", [INSPECT] + INSPECT_OPTS, BUNDLE, report)
 
 
 def kaslr_offset(ram):
@@ -378,6 +381,56 @@ def kaslr_offset(ram):
         if line.startswith("KASLR:"):
             return line.split("offset")[-1].strip()
     return None
+
+
+def old_kernel(kdir, tmp):
+    """Debian 11's 5.10, the layouts before 6.x: its VMCOREINFO has no
+    kallsyms (6.0 added them) and no uts_namespace.name offset (the struct
+    began with a kref), and its printk ring is the first lockless one (with
+    a dictionary ring).  Without symbols, discovery stops and says to give
+    --kallsyms; with a copy of the guest's /proc/kallsyms it reads the
+    tasks, the log (wrapped) and every metric; with the same symbols at
+    their link addresses (what a System.map holds) it applies the slide."""
+    name = "debian-5.10 kaslr 4-level"
+    with guest.Guest(kdir, kaslr=True, name="km510") as g:
+        rc, out, err = inspect(g.ram, "info")
+        report(rc != 0 and "--kallsyms FILE" in err and "Linux 6.0" in err,
+               "%s: without symbols, discovery says what to give (--kallsyms)" % name, out + err)
+        # data symbols (per-CPU ones are 'A'), and _stext/_text for the slide
+        ks = g.check("grep -v ' [tTwW] ' /proc/kallsyms; grep -E ' (_stext|_text)$' /proc/kallsyms", timeout=300)
+        path = os.path.join(tmp, "kallsyms-5.10")
+        with open(path, "w") as f:
+            f.write(ks + "\n")
+        INSPECT_OPTS[:] = ["--kallsyms", path]
+        try:
+            rc, out, err = inspect(g.ram, "info")
+            rel = g.check("read -r r < /proc/sys/kernel/osrelease; echo $r")
+            info = dict(l.split(":", 1) for l in out.splitlines() if ":" in l)
+            ok = rc == 0 and info.get("kernel", "").strip() == "Linux " + rel
+            report(ok, "%s: discovery with a copy of /proc/kallsyms: %s, %s" %
+                   (name, rel, info.get("KASLR", "?").strip()), out + err)
+            if not ok:
+                return
+            off = int(info["KASLR"].split("offset")[-1].strip(), 16)
+            link = os.path.join(tmp, "system-map-5.10")
+            with open(link, "w") as f:
+                for line in ks.splitlines():
+                    a, rest = line.split(" ", 1)
+                    v = int(a, 16)
+                    f.write("%016x %s\n" % (v - off if v >= 0xffffffff80000000 else v, rest))
+            INSPECT_OPTS[:] = ["--kallsyms", link]
+            rc2, out2, err2 = inspect(g.ram, "info")
+            INSPECT_OPTS[:] = ["--kallsyms", path]
+            report(rc2 == 0 and "moved by the KASLR slide" in out2 and
+                   [l for l in out2.splitlines() if l.startswith("kernel:")] ==
+                   [l for l in out.splitlines() if l.startswith("kernel:")],
+                   "%s: the same symbols at link addresses (a System.map) are moved by the slide %#x" % (name, off),
+                   out2 + err2)
+            tasks(g, name + " idle")
+            kernel_log(g, name + " idle", wrap=True)
+            metrics(g, name + " idle")
+        finally:
+            INSPECT_OPTS[:] = []
 
 
 def reboot_same_bundle(ks):
@@ -452,6 +505,12 @@ def main():
                 metrics(g, name + " memory-pressure")
         except guest.GuestError as e:
             report(False, "%s: guest" % name, e)
+    if not only or "5.10" in only:
+        try:
+            with tempfile.TemporaryDirectory(prefix="sentinel-km510-") as tmp:
+                old_kernel(ks["debian-5.10"], tmp)
+        except (guest.GuestError, KeyError) as e:
+            report(False, "debian-5.10: guest", e)
     if not only or "reboot" in only:
         try:
             reboot_same_bundle(ks)
