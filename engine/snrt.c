@@ -10,6 +10,7 @@
 #define sn_isnan(x) ((x) != (x))
 
 static uint64_t sn_load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
+static uint32_t sn_load_volatile32(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 
 static void sn_fence_system(void)
 {
@@ -144,71 +145,184 @@ static uint32_t sn_hash(uint64_t k, uint32_t mask)
 	return (uint32_t)k & mask;
 }
 
-/* Rows for this tick from the walk; slots carried over from the last tick
- * by task address; new tasks get a free slot with empty histories. */
-static void sn_tasks_rebuild(sn_world *w, uint32_t n)
+/* ---- finding the tasks, and their rows and slots ---------------------------------
+ *
+ * One warp finds (sn_tasks_find, the bundle's task job); then every thread
+ * of the grid takes part in each phase below, thread gt of nt, with a
+ * barrier between phases (the GPU: sn_grid_sync; the host runs them in
+ * order on one thread):
+ *   scan     each slot of each leaf of the PID tree: a task, a row
+ *   claim    each row: its slot from the last tick's map, if it had one
+ *   release  each entry of the last tick's map not claimed: its slot free
+ *   alloc    each row without a slot: a free one, its histories emptied;
+ *            every row into this tick's map
+ *   rows     the rules' task metrics, a row per thread (rules_task_row)
+ * Row order follows the threads (the host: PID order); slots, and so the
+ * histories, follow the task. */
+#define SN_NO_SLOT 0xffffffffu
+
+void sn_tasks_find(sn_world *w)
 {
 	sn_tasks *T = &w->tasks;
-	uint32_t mask = T->map_cap - 1, cur = T->cur ^ 1, prev = T->cur;
-	uint64_t *key = T->key[cur], *pkey = T->key[prev];
-	uint32_t *ms = T->mslot[cur], *pms = T->mslot[prev];
-	for (uint32_t i = 0; i < T->map_cap; i++)
-		key[i] = 0;
-	uint32_t rows = 0;
-	for (uint32_t r = 0; r < n && rows < T->cap; r++) {
-		uint64_t a = w->scratch[r];
-		if (!a)
-			continue;
-		uint32_t slot = 0xffffffffu;
-		for (uint32_t i = sn_hash(a, mask), k = 0; k < T->map_cap && pkey[i]; i = (i + 1) & mask, k++) {
-			if (pkey[i] == a && !(pms[i] & SN_TAKEN)) {
-				slot = pms[i];
-				pms[i] |= SN_TAKEN;
-				break;
+	if (simt_lane() == 0) {
+		T->found = T->nleaves = T->by_list = 0;
+		T->err = 0;
+	}
+	simt_sync();
+	int r = km_pid_leaves(w->tq, w->tq_cap, w->tq_ctr);
+	if (r >= 0) {
+		if (simt_lane() == 0) {
+			T->nleaves = (uint32_t)r;
+			T->leaf0 = w->tq_ctr[1];
+		}
+	} else {
+		/* the tree did not check out (changing under us, or a kernel
+		 * without it): the list, one task after the other */
+		int n = km_task_walk(w->scratch, T->cap);
+		if (simt_lane() == 0) {
+			T->by_list = 1;
+			if (n < 0) {
+				T->err = n;
+				__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+			} else {
+				T->found = (uint32_t)n;
 			}
 		}
-		if (slot == 0xffffffffu) {
-			if (!T->nfree)
+	}
+	simt_sync();
+}
+
+static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	sn_tasks *T = &w->tasks;
+	uint32_t total = T->nleaves * 64u, leaf0 = T->leaf0;
+	for (uint32_t i = gt; i < total; i += nt) {
+		uint64_t leaf = w->tq[2 * (leaf0 + i / 64)], nr = w->tq[2 * (leaf0 + i / 64) + 1] + i % 64;
+		uint32_t tgid = 0;
+		uint64_t t = km_pid_task(leaf, i % 64, nr, &tgid);
+		if (!t || tgid != nr)
+			continue;                    /* no task, or a thread: /proc lists the leaders */
+		uint32_t row = __atomic_fetch_add(&T->found, 1, __ATOMIC_RELAXED);
+		if (row < T->cap)
+			w->scratch[row] = t;
+	}
+}
+
+static uint32_t sn_tp_rows(const sn_world *w)
+{
+	uint32_t f = sn_load_volatile32(&w->tasks.found);
+	return f < w->tasks.cap ? f : w->tasks.cap;
+}
+
+static void sn_tp_claim(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	sn_tasks *T = &w->tasks;
+	if (T->err)
+		return;                          /* a failed walk keeps last tick's slots */
+	uint32_t mask = T->map_cap - 1, n = sn_tp_rows(w);
+	uint64_t *pkey = T->key[T->cur];
+	uint32_t *pms = T->mslot[T->cur];
+	for (uint32_t r = gt; r < n; r += nt) {
+		uint64_t a = w->scratch[r];
+		uint32_t slot = SN_NO_SLOT;
+		for (uint32_t i = sn_hash(a, mask), k = 0; a && k < T->map_cap && pkey[i]; i = (i + 1) & mask, k++)
+			if (pkey[i] == a) {
+				uint32_t old = __atomic_fetch_or(&pms[i], SN_TAKEN, __ATOMIC_RELAXED);
+				if (!(old & SN_TAKEN))
+					slot = old;
 				break;
-			slot = T->free_slots[--T->nfree];
+			}
+		T->ptr[r] = a;
+		T->slot[r] = slot;
+		T->comm[r][0] = 0;
+	}
+}
+
+static void sn_tp_release(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	sn_tasks *T = &w->tasks;
+	if (T->err)
+		return;
+	uint64_t *pkey = T->key[T->cur];
+	uint32_t *pms = T->mslot[T->cur];
+	for (uint32_t i = gt; i < T->map_cap; i += nt) {
+		if (pkey[i] && !(pms[i] & SN_TAKEN)) {
+			uint32_t k = __atomic_fetch_add(&T->nfree, 1, __ATOMIC_RELAXED);
+			if (k < T->cap)
+				T->free_slots[k] = pms[i];
+		}
+		pkey[i] = 0;
+	}
+}
+
+static void sn_tp_alloc(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	sn_tasks *T = &w->tasks;
+	if (T->err)
+		return;
+	uint32_t mask = T->map_cap - 1, n = sn_tp_rows(w);
+	uint64_t *key = T->key[T->cur ^ 1];
+	uint32_t *ms = T->mslot[T->cur ^ 1];
+	for (uint32_t r = gt; r < n; r += nt) {
+		uint32_t slot = T->slot[r];
+		if (slot == SN_NO_SLOT) {
+			int32_t k = (int32_t)__atomic_fetch_sub(&T->nfree, 1, __ATOMIC_RELAXED);
+			if (k <= 0 || k > (int32_t)T->cap)
+				continue;                /* none free: the row keeps no history this tick */
+			slot = T->free_slots[k - 1];
 			for (uint32_t h = 0; h < w->nhist; h++)
 				if (w->hist[h].kind == SN_ENT_TASK && slot < w->hist[h].entities)
 					w->hist[h].len[slot] = w->hist[h].pos[slot] = 0;
+			T->slot[r] = slot;
 		}
-		uint32_t i = sn_hash(a, mask);
-		while (key[i])
-			i = (i + 1) & mask;
-		key[i] = a;
-		ms[i] = slot;
-		T->ptr[rows] = a;
-		T->slot[rows] = slot;
-		T->comm[rows][0] = 0;
-		rows++;
+		uint64_t a = T->ptr[r];
+		for (uint32_t i = sn_hash(a, mask), k = 0; a && k < T->map_cap; i = (i + 1) & mask, k++) {
+			uint64_t empty = 0;
+			if (__atomic_compare_exchange_n(&key[i], &empty, a, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+				ms[i] = slot;
+				break;
+			}
+		}
 	}
-	/* tasks of the last tick not seen now: their slots are free again */
-	for (uint32_t i = 0; i < T->map_cap; i++) {
-		if (pkey[i] && !(pms[i] & SN_TAKEN) && T->nfree < T->cap)
-			T->free_slots[T->nfree++] = pms[i];
-		pkey[i] = 0;
+}
+
+/* After alloc, before rows: one thread. */
+static void sn_tp_commit(sn_world *w)
+{
+	sn_tasks *T = &w->tasks;
+	if (T->err) {
+		T->n = 0;
+		return;
 	}
-	T->cur = cur;
-	T->n = rows;
+	if ((int32_t)T->nfree < 0)
+		T->nfree = 0;
+	T->n = sn_tp_rows(w);
+	T->cur ^= 1;
+	if (T->found > T->cap && !T->err) {
+		T->err = -34;                        /* KX_ERANGE: more tasks than the table holds */
+		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	uint32_t n = sn_load_volatile32(&w->tasks.n);
+	for (uint32_t r = gt; r < n; r += nt)
+		rules_task_row(w, r);
 }
 
 uint32_t sn_tasks_begin(sn_world *w, int walked)
 {
-	if (simt_lane() == 0) {
-		if (walked < 0) {
-			w->tasks.err = walked;
-			w->tasks.n = 0;
-			__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
-		} else {
-			w->tasks.err = 0;
-			sn_tasks_rebuild(w, (uint32_t)walked);
-		}
-	}
-	simt_sync();
-	return *(volatile uint32_t *)&w->tasks.n;
+	sn_tasks *T = &w->tasks;
+	T->found = walked > 0 ? (uint32_t)walked : 0;
+	T->err = walked < 0 ? walked : 0;
+	if (walked < 0)
+		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+	sn_tp_claim(w, 0, 1);
+	sn_tp_release(w, 0, 1);
+	sn_tp_alloc(w, 0, 1);
+	sn_tp_commit(w);
+	return T->n;
 }
 
 uint64_t *sn_scratch(sn_world *w) { return w->scratch; }
@@ -276,6 +390,24 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
 	uint32_t n = newest.n, k = len - 1;
 	int beyond = 0;                   /* the history reaches past the window's start */
+	if (fn == SN_W_RATE || fn == SN_W_DELTA) {
+		/* only the ends count: the oldest item inside the window by
+		 * binary search (items are in time order), 8 reads for 256
+		 * items instead of up to 256; a rule over 50,000 tasks reads
+		 * this once a task a tick */
+		uint32_t lo = 0, hi = len - 1;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (newest.t1 - sn_hist_item(H, entity, mid).t0 > win + slack)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < len - 1)
+			oldest = sn_hist_item(H, entity, lo);
+		beyond = lo > 0;
+		k = 0;                           /* nothing left to walk */
+	}
 	while (k > 0) {
 		sn_bucket b = sn_hist_item(H, entity, --k);
 		if (newest.t1 - b.t0 > win + slack) {
@@ -503,6 +635,14 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
 	}
 	simt_sync();
 	sn_collect_all(w, warp, nwarps);
+	if (w->has_tasks) {                  /* the host: one thread runs the phases in order */
+		sn_tp_scan(w, 0, 1);
+		sn_tp_claim(w, 0, 1);
+		sn_tp_release(w, 0, 1);
+		sn_tp_alloc(w, 0, 1);
+		sn_tp_commit(w);
+		sn_tp_fields(w, 0, 1);
+	}
 	if (warp == 0 && simt_lane() == 0)
 		sn_emit_begin(w);
 	simt_sync();
@@ -631,6 +771,27 @@ static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 	simt_sync();
 }
 
+/* The task phases (see sn_tasks_find) over every thread of the grid. */
+static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	if (!w->has_tasks)
+		return;
+	uint32_t gt = warp * 32 + simt_lane(), nt = nwarps * 32;
+	sn_tp_scan(w, gt, nt);
+	sn_grid_sync(w, nwarps);
+	sn_tp_claim(w, gt, nt);
+	sn_grid_sync(w, nwarps);
+	sn_tp_release(w, gt, nt);
+	sn_grid_sync(w, nwarps);
+	sn_tp_alloc(w, gt, nt);
+	sn_grid_sync(w, nwarps);
+	if (gt == 0)
+		sn_tp_commit(w);
+	sn_grid_sync(w, nwarps);
+	sn_tp_fields(w, gt, nt);
+	sn_grid_sync(w, nwarps);
+}
+
 __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 {
 	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
@@ -690,6 +851,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 			break;
 		sn_collect_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
+		sn_tasks_grid(w, warp, nwarps);
 		sn_eval_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
 		if (warp == 0 && simt_lane() == 0) {
@@ -724,6 +886,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 	sn_grid_sync(w, nwarps);
 	sn_collect_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
+	sn_tasks_grid(w, warp, nwarps);
 	sn_eval_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	if (warp == 0 && simt_lane() == 0)

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 3u
+#define SN_ABI_VERSION 4u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -174,8 +174,13 @@ typedef struct sn_tasks {
 	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
 	uint32_t *mslot[2];        /* [map_cap] its slot (top bit: taken this tick) */
 	uint32_t *free_slots;      /* [cap] stack of free slots */
-	uint32_t nfree;
+	uint32_t nfree;            /* (read as signed while slots are taken in parallel) */
 	uint32_t cur;              /* which map is this tick's */
+	/* this tick's find (sn_tasks_find): tasks found so far (may pass cap),
+	 * and the PID tree's leaves queued in the world's tq */
+	uint32_t found;
+	uint32_t nleaves, leaf0;
+	uint32_t by_list;          /* 1: the tree did not check out, the list was walked */
 } sn_tasks;
 
 /* Everything one running bundle uses.  The host allocates and fills it;
@@ -199,6 +204,10 @@ typedef struct sn_world {
 	sn_ring *ring;
 	sn_stats *stats;
 	uint64_t *scratch;         /* [tasks.cap] task_struct addresses from the walk */
+	uint64_t *tq;              /* [2 tq_cap] the PID tree's nodes: (address, first PID) */
+	uint32_t *tq_ctr;          /* [2] km_pid_leaves' queue length and first leaf */
+	uint32_t tq_cap;
+	uint32_t has_tasks;        /* the bundle's task job runs: the task phases run */
 	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt.c) */
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
 	/* reload: the world this one takes over from, and what maps to what */
@@ -213,9 +222,16 @@ typedef struct sn_world {
 
 void rules_collect(sn_world *w, uint32_t job);
 void rules_eval(sn_world *w, uint32_t rule);
+/* Every task metric the rules read, for one row (one lane). */
+void rules_task_row(sn_world *w, uint32_t row);
 /* From the metric library (kernel-support/kmetric.c): the name of the task
  * at kernel address task, read now; < 0 on a read error. */
 int km_task_comm(uint64_t task, char *out16);
+/* The tasks: the PID tree (warp-collective; then one lane per slot), and
+ * the task list where the tree fails (lane 0 walks). */
+int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr);
+uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid);
+int km_task_walk(uint64_t *out, uint32_t cap);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 
@@ -223,9 +239,14 @@ int km_task_comm(uint64_t task, char *out16);
 void sn_put_host(sn_world *w, uint32_t slot, int32_t hist, double v);
 void sn_put_cpu(sn_world *w, uint32_t slot, int32_t hist, uint32_t cpu, double v);
 void sn_put_task(sn_world *w, uint32_t slot, int32_t hist, uint32_t row, double v);
-/* The task job: after km_task_walk(w->scratch, cap) returned `walked` on
- * lane 0, make the rows and their stable slots.  Every lane gets the row
- * count (0 after a walk error, recorded in tasks.err). */
+/* The task job (one warp): find this tick's tasks, the PID tree's leaves
+ * for the phases after it to read, or the task list where the tree does
+ * not check out.  Then, over every thread (sn_tick, sn_gpu_main): the
+ * leaves' tasks, the rows and their stable slots, and rules_task_row for
+ * each row. */
+void sn_tasks_find(sn_world *w);
+/* For fed tasks (sn_feed_tick): w->scratch holds n keys; make the rows and
+ * slots as a tick would.  Returns the row count. */
 uint32_t sn_tasks_begin(sn_world *w, int walked);
 /* The CPU job (job 0 when any rule reads per-CPU metrics): record nr_cpu_ids
  * and which CPUs are online, from lanes that each checked some CPUs. */

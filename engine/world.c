@@ -79,6 +79,8 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
 	L->o_scratch = wd_take(&at, cap * 8);
+	L->o_tq = wd_take(&at, ((size_t)cap + WD_TQ_SPARE) * 16);
+	L->o_tqctr = wd_take(&at, 8);
 	L->o_sync = wd_take(&at, SN_SYNC_N * 8);
 	L->o_joboff = wd_take(&at, b->njobs + 1);
 	L->o_rulefrom = wd_take(&at, (b->nrules + 1) * 4);
@@ -183,6 +185,9 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	w->ring = (sn_ring *)(uintptr_t)ring;
 	w->stats = (sn_stats *)(uintptr_t)stats;
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
+	w->tq = (uint64_t *)(uintptr_t)AT(L->o_tq);
+	w->tq_ctr = (uint32_t *)(uintptr_t)AT(L->o_tqctr);
+	w->tq_cap = p->task_cap + WD_TQ_SPARE;
 	w->sync = (uint64_t *)(uintptr_t)AT(L->o_sync);
 	w->job_off = (uint8_t *)(uintptr_t)AT(L->o_joboff);
 	w->rule_from = (int32_t *)(uintptr_t)AT(L->o_rulefrom);
@@ -194,11 +199,14 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		if (J->kind == 1 || J->kind == 2)
 			ok = res->avail[J->metric];
 		else if (J->kind == 3)
-			ok = rl_entry_ok(b, res, "km_task_walk");
+			ok = rl_entry_ok(b, res, "km_task_walk");   /* the tree is tried first, the list is the floor */
 		else
 			ok = rl_entry_ok(b, res, "km_cpu_ids") && rl_entry_ok(b, res, "km_cpu_online");
 		off[j] = !ok;
 	}
+	for (size_t j = 0; j < b->njobs; j++)
+		if (b->jobs[j].kind == 3 && !off[j])
+			w->has_tasks = 1;
 }
 
 #define MOVE(p) ((p) = (void *)(uintptr_t)((uint64_t)(uintptr_t)(p) - from + to))
@@ -233,6 +241,8 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	}
 	MOVE(w->rstate);
 	MOVE(w->scratch);
+	MOVE(w->tq);
+	MOVE(w->tq_ctr);
 	MOVE(w->sync);
 	MOVE(w->job_off);
 	MOVE(w->rule_from);
@@ -252,6 +262,8 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->hist = NULL;
 	w->rstate = NULL;
 	w->scratch = NULL;
+	w->tq = NULL;
+	w->tq_ctr = NULL;
 	w->sync = NULL;
 	w->job_off = NULL;
 	w->rule_from = NULL;

@@ -27,6 +27,11 @@
 #define WD_DEFAULT_TASKS 4096u
 #define WD_DEFAULT_RING 4096u
 
+/* The PID tree's node queue holds task_cap + this many nodes: inner nodes
+ * and leaves (a leaf per task at worst, where PIDs are sparse); past it the
+ * task list is walked instead. */
+#define WD_TQ_SPARE 1024u
+
 typedef struct WdParams {
 	uint64_t tick_ns;
 	uint32_t max_cpus;        /* CPU ids the tables hold (nr_cpu_ids of the target) */
@@ -39,7 +44,7 @@ typedef struct WdLayout {
 	size_t total;             /* bytes of the block */
 	size_t ring_bytes;        /* bytes of the alert ring (allocated apart) */
 	size_t o_host, o_cpu, o_cpu_on, o_tptr, o_tslot, o_tcomm, o_tval, o_tkey[2], o_tms[2], o_tfree;
-	size_t o_hist, o_rstate, o_scratch, o_sync, o_joboff, o_rulefrom, o_histfrom;
+	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
 	size_t o_hring[64], o_hpos[64], o_hlen[64];
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];

@@ -64,6 +64,8 @@ static void usage(FILE *out)
 "      --json           one JSON object per sample\n"
 "      --backend B      cpu, cuda or auto (default cpu)\n"
 "      --bundle FILE    run a bundle made by rulec --all-metrics -o FILE\n"
+"      --tasks N        the task table's size (default 4096): more tasks\n"
+"                       than this are a read error\n"
 "      --record FILE    write every tick's values to FILE instead of printing\n"
 "                       them (replay: rulec test --replay FILE RULES...);\n"
 "                       with --every (the tick, default 100ms), until --count\n"
@@ -207,6 +209,7 @@ typedef struct MetricsOpts {
 	const char *record;       /* --record FILE: every tick's values (engine/record.h), nothing printed */
 	double every;
 	long count;
+	uint32_t tasks;           /* --tasks N: the task table (default WD_DEFAULT_TASKS) */
 	bool json;
 } MetricsOpts;
 
@@ -274,6 +277,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 			json_array_append_new(tasks, o2);
 		}
 		json_object_set_new(j, "tasks", tasks);
+		json_object_set_new(j, "task_source", json_string(w->tasks.by_list ? "task list" : "pid tree"));
 		if (w->tasks.err)
 			json_object_set_new(j, "task_walk_error", json_integer(w->tasks.err));
 		json_t *un = json_object();
@@ -312,7 +316,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 		}
 	}
 	if (b->ntask) {
-		printf("\n%u tasks%s\n", w->tasks.n, w->tasks.err ? " (the walk failed this tick)" : "");
+		printf("\n%u tasks, from the %s%s\n", w->tasks.n, w->tasks.by_list ? "task list" : "PID tree",
+		       w->tasks.err ? " (the walk failed this tick)" : "");
 		for (unsigned i = 0; i < b->ntask; i++)
 			printf("%s%s", i ? " " : "", cat_metrics[b->task_m[i]].name + 5);
 		printf("%s\n", b->comm ? " comm" : "");
@@ -355,7 +360,7 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 			goto out;
 	}
 	EngOpts eo = {.backend = o->backend ? o->backend : "cpu",
-		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull};
+		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull, .task_cap = o->tasks};
 	struct timespec t0, t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (eng_open(b, t, &eo, &e, err, sizeof err))
@@ -642,6 +647,14 @@ int main(int argc, char **argv)
 			mo.record = argv[++i];
 		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
 			mo.backend = argv[++i];
+		} else if (!strcmp(a, "--tasks") && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || v < 16 || v > (1l << 20)) {
+				fprintf(stderr, "sentinel-inspect: --tasks takes a task table size from 16 to 1048576\n");
+				goto out;
+			}
+			mo.tasks = (uint32_t)v;
 		} else if (!strcmp(a, "--count") && i + 1 < argc) {
 			mo.count = atol(argv[++i]);
 			count_set = true;

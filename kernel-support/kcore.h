@@ -123,7 +123,40 @@ struct mm_struct___pcp {
 	struct percpu_counter rss_stat[4];
 };
 
+struct hlist_node {
+	struct hlist_node *next;
+};
+struct hlist_head {
+	struct hlist_node *first;
+};
+
+/* the PID namespace's IDR: an xarray (4.20+) of struct pid *, by PID */
+struct xarray {
+	void *xa_head;
+};
+struct idr {
+	struct xarray idr_rt;
+};
+struct pid_namespace {
+	struct idr idr;
+};
+struct xa_node {
+	unsigned char shift;      /* bits of the index below this node: 0 in a leaf */
+	unsigned char offset;     /* its slot in the parent */
+	struct xa_node *parent;
+	struct xarray *array;
+	void *slots[64];          /* XA_CHUNK_SIZE (CONFIG_BASE_SMALL=n) */
+};
+struct upid {
+	int nr;
+};
+struct pid {
+	struct hlist_head tasks[4];   /* [PIDTYPE_PID]: the task with this PID */
+	struct upid numbers[1];       /* [0]: the PID in the initial namespace */
+};
+
 struct task_struct {
+	struct hlist_node pid_links[4];
 	unsigned int __state;
 	unsigned int flags;
 	int exit_state;
@@ -176,6 +209,7 @@ struct pglist_data {
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;
+extern struct pid_namespace init_pid_ns;
 extern unsigned long total_forks;
 extern int nr_threads;
 extern unsigned long avenrun[3];

@@ -310,6 +310,27 @@ static int kl_collect(const KlRecord *r, void *arg)
 	return 0;
 }
 
+/* Where the newest crash report that began in the last KL_CRASH_LINES
+ * lines of buf[0, end) starts (the start of its first line), or end. */
+#define KL_CRASH_LINES 200u
+
+static size_t kl_crash_start(const char *buf, size_t end)
+{
+	static const char *const heads[] = {"Kernel panic - not syncing", "Oops: ", "BUG: ", "general protection fault"};
+	size_t line = end;
+	for (unsigned k = 0; line > 0 && k < KL_CRASH_LINES; k++) {
+		size_t start = line - 1;                /* line: one past the newline before it */
+		while (start > 0 && buf[start - 1] != '\n')
+			start--;
+		for (size_t h = 0; h < sizeof heads / sizeof *heads; h++)
+			for (size_t at = start, hl = strlen(heads[h]); at + hl <= line; at++)
+				if (!memcmp(buf + at, heads[h], hl))
+					return start;
+		line = start;
+	}
+	return end;
+}
+
 char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t n)
 {
 	char *buf = NULL;
@@ -330,6 +351,19 @@ char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t n)
 	for (unsigned k = 0; i > 0; i--)
 		if (buf[i - 1] == '\n' && ++k > nlines)
 			break;
-	memmove(buf, buf + i, len - i + 1);
+	/* a crash report that began a little earlier starts the excerpt: its
+	 * first line says why, the stack trace after it runs longer than
+	 * nlines, and the report may still be being written */
+	size_t crash = kl_crash_start(buf, len);
+	if (crash < i) {
+		size_t e = crash;
+		for (unsigned k = 0; e < len && k < nlines; e++)
+			if (buf[e] == '\n')
+				k++;
+		len = e;
+		i = crash;
+	}
+	memmove(buf, buf + i, len - i);
+	buf[len - i] = 0;
 	return buf;
 }

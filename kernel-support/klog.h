@@ -59,7 +59,10 @@ void kl_print(const KlRecord *r, FILE *out);
 void kl_print_kmsg(const KlRecord *r, FILE *out);
 
 /* The last nlines lines of the log in dmesg format, one malloc'd string
- * (NULL on a read error, message in err). */
+ * (NULL on a read error, message in err); but where a crash report (a
+ * panic, an Oops, a BUG, a general protection fault) began within the last
+ * 200 lines, nlines lines from its first: its reason comes before a stack
+ * trace longer than nlines. */
 char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t errlen);
 
 #endif

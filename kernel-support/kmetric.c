@@ -12,6 +12,8 @@
  *   double km_cpu_NAME(u32 cpu)        one lane, one CPU
  *   double km_task_NAME(u64 task)      one lane, one task_struct address
  *   int km_task_walk(u64 *out, u32 cap)  the thread-group leaders
+ *   int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)  the PID xarray's leaves
+ *   u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)  one PID's task
  *   int km_task_comm(u64 task, char *out16)
  *   u32 km_cpu_ids(void), int km_cpu_online(u32 cpu)
  *
@@ -347,6 +349,112 @@ int km_task_walk(u64 *out, u32 cap)
 			n = -14;
 	}
 	return n;
+}
+
+/* ---- tasks by PID: the PID namespace's xarray ------------------------------------
+ *
+ * The list above costs two dependent reads per task, one after the other.
+ * init_pid_ns.idr is a tree of 64-way nodes (an xarray, depth 3 below
+ * PID 262,144, 4 above), the index /proc itself uses: its few inner nodes
+ * are read level by level with the lanes side by side, and then every
+ * slot of every leaf can be read at once, by every thread the caller has.
+ * Each node read is checked against the tree (its shift, its parent, the
+ * array it belongs to) and each task against its PID, so a node or a pid
+ * freed and reused while we read is a walk error or a skipped slot, never
+ * a phantom task. */
+#define KM_EFAULT (-14)   /* KX_EFAULT, KX_ERANGE, KX_ELOOP (kx.h) */
+#define KM_ERANGE (-34)
+#define KM_ELOOP (-40)
+#define KM_XA_SHIFT 6u
+#define KM_XA_SLOTS 64u
+
+KM_INLINE int km_xa_is_node(u64 e) { return (e & 3) == 2 && e > 4096; }
+
+KM_INLINE struct xa_node *km_xa_node(u64 e) { return (struct xa_node *)(unsigned long)(e - 2); }
+
+/* Warp-collective.  q is a queue of (node, first index) pairs, cap pairs
+ * long; ctr[0] its length, ctr[1] where the leaves start (both written
+ * here).  Returns the number of leaf nodes, 0 for an empty tree, or a
+ * negative KX_ error (a node that does not check out: KX_ELOOP; the queue
+ * too short: KX_ERANGE).  Lane 0 writes ctr; lanes append with atomics. */
+int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
+{
+	struct xarray *xa = KP(init_pid_ns.idr.idr_rt);
+	u64 head = (u64)(unsigned long)KR(xa->xa_head);
+	if (simt_any(__llview_failed()))
+		return KM_EFAULT;
+	if (!km_xa_is_node(head))
+		return 0;                            /* empty, or index 0 alone: no PID */
+	u32 shift = KR(km_xa_node(head)->shift);
+	if (simt_any(__llview_failed()))
+		return KM_EFAULT;
+	if (shift % KM_XA_SHIFT || shift > 5 * KM_XA_SHIFT || cap < 1)
+		return KM_ELOOP;
+	if (simt_lane() == 0) {
+		q[0] = head - 2;
+		q[1] = 0;
+		ctr[0] = 1;
+	}
+	simt_sync();
+	u32 lo = 0, hi = 1;
+	int bad = 0;
+	for (; shift > 0; shift -= KM_XA_SHIFT) {
+		u32 cnt = (hi - lo) * KM_XA_SLOTS;
+		for (u32 k = simt_lane(); k < cnt; k += simt_nlanes()) {
+			u64 nd = q[2 * (lo + k / KM_XA_SLOTS)], base = q[2 * (lo + k / KM_XA_SLOTS) + 1];
+			struct xa_node *n = (struct xa_node *)(unsigned long)nd;
+			void **slots = KP(n->slots[0]);
+			u64 e = (u64)(unsigned long)slots[k % KM_XA_SLOTS];
+			if (!km_xa_is_node(e))
+				continue;                    /* empty, a retry entry, or failed */
+			struct xa_node *c = km_xa_node(e);
+			if (KR(c->shift) != shift - KM_XA_SHIFT || KR(c->parent) != n || KR(c->array) != xa ||
+			    KR(c->offset) != k % KM_XA_SLOTS) {
+				bad = 1;                     /* freed and reused under us, or corrupt */
+				continue;
+			}
+			u32 pos = __atomic_fetch_add(&ctr[0], 1, __ATOMIC_RELAXED);
+			if (pos < cap) {
+				q[2 * pos] = e - 2;
+				q[2 * pos + 1] = base + ((u64)(k % KM_XA_SLOTS) << shift);
+			}
+		}
+		simt_sync();
+		if (simt_any(bad || __llview_failed()))
+			return KM_ELOOP;
+		lo = hi;
+		hi = *(volatile u32 *)&ctr[0];
+		simt_sync();                         /* every lane read it before a lane appends again */
+		if (hi > cap)
+			return KM_ERANGE;
+	}
+	if (simt_lane() == 0)
+		ctr[1] = lo;
+	simt_sync();
+	return (int)(hi - lo);
+}
+
+/* One lane: the task with PID nr, from slot `slot` of leaf node `leaf`
+ * (whose first index is nr - slot); its thread group in *tgid.  0 when
+ * the slot is empty or any read or check fails. */
+u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)
+{
+	struct xa_node *n = (struct xa_node *)(unsigned long)leaf;
+	void **slots = KP(n->slots[0]);
+	u64 e = (u64)(unsigned long)slots[slot % KM_XA_SLOTS];
+	if (!e || (e & 3))
+		return 0;                            /* empty, internal or a value */
+	struct pid *p = (struct pid *)(unsigned long)e;
+	if ((u64)(unsigned)KR(p->numbers[0].nr) != nr)
+		return 0;
+	struct hlist_node *first = KR(p->tasks[0].first);
+	if (!first)
+		return 0;                            /* allocated, no task yet (or reaped) */
+	struct task_struct *t = kcontainer_of(first, struct task_struct, pid_links[0]);
+	if ((u64)(unsigned)KR(t->pid) != nr)
+		return 0;
+	*tgid = (u32)KR(t->tgid);
+	return __llview_failed() ? 0 : (u64)(unsigned long)t;
 }
 
 KM_INLINE struct task_struct *km_task(u64 t) { return (struct task_struct *)(unsigned long)t; }

@@ -570,29 +570,47 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		cg_loop_end(C, &L);
 		break;
 	}
-	case JOB_TASKS: {
-		LLVMValueRef wa[2] = {cg_call(C, "sn_scratch", &C->w, 1), cg_call(C, "sn_task_cap", &C->w, 1)};
-		LLVMValueRef walked = cg_call(C, "km_task_walk", wa, 2);
-		LLVMValueRef ba[2] = {C->w, walked};
-		LLVMValueRef n = cg_call(C, "sn_tasks_begin", ba, 2);
-		cg_lane_loop_start(C, &L, n);
-		LLVMValueRef pa[2] = {C->w, L.iv};
+	case JOB_TASKS:
+		/* one warp finds them; the runtime's phases then spread the
+		 * rows over every thread, each running rules_task_row */
+		cg_call(C, "sn_tasks_find", &C->w, 1);
+		break;
+	}
+	LLVMBuildRetVoid(C->b);
+	return f;
+}
+
+/* rules_task_row(w, row): every task metric the rules read, for one row,
+ * on one lane (empty without task rules). */
+static void cg_task_row(Cg *C)
+{
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_task_row");  /* the runtime declared it */
+	if (!f)
+		f = LLVMAddFunction(C->m, "rules_task_row", LLVMFunctionType(C->vd, pt, 2, 0));
+	LLVMGlobalClearMetadata(f);
+	C->fn = f;
+	C->w = LLVMGetParam(f, 0);
+	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
+	LLVMValueRef row = LLVMGetParam(f, 1);
+	char fn[64];
+	bool any = false;
+	for (unsigned j = 0; j < C->p->njobs; j++)
+		any |= C->p->jobs[j].kind == JOB_TASKS;
+	if (any) {
+		LLVMValueRef pa[2] = {C->w, row};
 		LLVMValueRef task = cg_call(C, "sn_task_ptr", pa, 2);
 		for (unsigned s = 0; s < C->p->ntask; s++) {
 			MetricId m = C->p->task_m[s];
 			cg_metric_fn(m, fn, sizeof fn);
-			cg_put(C, "sn_put_task", m, L.iv, cg_call(C, fn, &task, 1));
+			cg_put(C, "sn_put_task", m, row, cg_call(C, fn, &task, 1));
 		}
 		if (C->p->comm) {
 			LLVMValueRef ca[2] = {task, cg_call(C, "sn_task_comm_buf", pa, 2)};
 			cg_call(C, "km_task_comm", ca, 2);
 		}
-		cg_loop_end(C, &L);
-		break;
-	}
 	}
 	LLVMBuildRetVoid(C->b);
-	return f;
 }
 
 /* f's body: switch (key) { case k: callees[k](w[, i]); }, k from 0 to n-1 */
@@ -686,6 +704,8 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 		fns[j] = cg_job(&C, j);
 	if (!C.nerr)
 		cg_dispatch(&C, "rules_collect", fns, p->njobs);
+	if (!C.nerr)
+		cg_task_row(&C);
 	for (size_t i = 0; i < nrules && !C.nerr; i++)
 		fns[i] = cg_rule(&C, i);
 	if (!C.nerr)

@@ -3,7 +3,7 @@
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|metrics|engine|demo|bench [N,N SECONDS]|
-#                        latency [N ROUNDS SECONDS]]
+#                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -36,6 +36,15 @@ fi
 if [ "$what" = all ] || [ "$what" = engine ]; then
 	# sentineld's scenarios (tests/engine) on the CUDA backend
 	PYTHONUNBUFFERED=1 python3 tests/engine/test_engine.py "$work/bin" cuda || rc=1
+fi
+if [ "$what" = scale ]; then
+	# the task set at 5,000 and 50,000 tasks under churn, collected on the GPU
+	PYTHONUNBUFFERED=1 python3 tests/guest/test_task_scale.py "$work/bin/sentinel-inspect" "$work/bin/metrics.bundle" \
+		cuda "${2:-5000,50000}" || rc=1
+fi
+if [ "$what" = taskbench ]; then
+	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py)
+	PYTHONUNBUFFERED=1 python3 bench/task_scale.py "$work/bin" "${2:-cuda,cpu}" "${3:-60,5000,50000}" "${4:-10}" || rc=1
 fi
 if [ "$what" = demo ]; then
 	# the main job (make demo) on the GPU

@@ -182,7 +182,9 @@ def compare(b, a, m, ncpus):
     ours = {int(t["task.pid"]): t for t in m["tasks"] if t.get("task.pid") is not None}
     stable = set(b["tasks"]) & set(a["tasks"])
     missing = sorted(p for p in stable if p not in ours)
-    out.append((not missing, "task list: %d tasks, every stable /proc PID present" % len(ours), "missing %s" % missing))
+    out.append((not missing and m.get("task_source") == "pid tree",
+                "task list: %d tasks from the %s, every stable /proc PID present" % (len(ours), m.get("task_source")),
+                "missing %s" % missing))
     bad = {k: [] for k in ("ppid", "threads", "rss", "ctx_switches", "state", "times", "comm", "kthread")}
     for pid in sorted(stable & set(ours)):
         tb, ta, o = b["tasks"][pid], a["tasks"][pid], ours[pid]

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Tick time against the number of tasks: the shipped rules on the GPU and
+on the CPU backend, in the same run, against one guest per size.
+
+    python3 bench/task_scale.py BUILD-DIR BACKENDS [N,N,...] [SECONDS] [CHURN]
+
+BACKENDS is cpu, cuda or cpu,cuda.  For each N (default 60,5000,50000): a
+Debian 6.12 guest (QEMU) with memory for N processes, `sentinel-spawn`
+filling it to N tasks with CHURN (default 20) replaced a second; then, per
+backend, sentineld with rules/ at a 10 ms tick and a task table for N,
+sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`:
+the tick's length (median, p99, longest sampled), late ticks of all ticks.
+Prints a table; results go in docs/benchmarks.md by hand.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
+import guest  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+BACKENDS = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cpu"]
+SIZES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "60,5000,50000").split(",")]
+SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
+CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
+RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules"))
+
+
+def ctl(sock, cmd):
+    p = subprocess.run([os.path.join(BUILD, "sentinelctl"), "-s", sock, "--json", cmd], capture_output=True,
+                       text=True, timeout=120)
+    return json.loads(p.stdout) if p.stdout.startswith("{") else {"error": p.stderr}
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def measure(tmp, ram, backend, n):
+    sock = os.path.join(tmp, "ctl-%s.sock" % backend)
+    conf = os.path.join(tmp, "b-%s.conf" % backend)
+    with open(conf, "w") as f:
+        f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 10ms\n"
+                "tasks = %d\n[notify]\nlog = no\n[control]\nsocket = %s\n" % (ram, RULES, backend, n * 5 // 4 + 1024, sock))
+    log = open(os.path.join(tmp, "d-%s.log" % backend), "w")
+    p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None:
+            st = ctl(sock, "status") if os.path.exists(sock) else {}
+            if st.get("status", {}).get("ticks", 0) > 10:
+                break
+            time.sleep(0.2)
+        if p.poll() is not None or time.time() >= deadline:
+            log.flush()
+            with open(os.path.join(tmp, "d-%s.log" % backend)) as f:
+                raise RuntimeError("sentineld (%s) did not start:\n%s" % (backend, f.read()[-2000:]))
+        time.sleep(2)                                        # settle: every task has its slot
+        s0 = ctl(sock, "status")["status"]
+        lens, t_end = [], time.time() + SECS
+        while time.time() < t_end:
+            lens.append(ctl(sock, "status")["status"]["last_tick_us"])
+            time.sleep(0.02)
+        s1 = ctl(sock, "status")["status"]
+        return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
+                "late": s1["late_ticks"] - s0["late_ticks"], "errors": s1.get("read_errors", 0) - s0.get("read_errors", 0),
+                "note": s1.get("backend", "")}
+    finally:
+        p.terminate()
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def main():
+    ks = guest.kernels()
+    rows = []
+    for n in SIZES:
+        with guest.Guest(ks["debian-6.12"], mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:
+            g.check("echo 4194304 > /proc/sys/kernel/pid_max; echo 1000000 > /proc/sys/kernel/threads-max")
+            have = len(g.check("sentinel-spawn --ps").splitlines())
+            if n > have:
+                t0 = time.time()
+                g.check("sentinel-spawn %d --churn %g > /tmp/s.out 2>&1 &" % (n - have, CHURN))
+                g.check("i=0; until grep -q ready /tmp/s.out; do sleep 1; i=$((i+1)); [ $i -lt 900 ] || exit 1; done",
+                        timeout=960)
+                print("%d tasks: started in %.0f s" % (n, time.time() - t0), flush=True)
+            tasks = len(g.check("sentinel-spawn --ps", timeout=300).splitlines())
+            tmp = tempfile.mkdtemp(prefix="sentinel-tsb-")
+            try:
+                for b in BACKENDS:
+                    r = measure(tmp, g.ram, b, tasks)
+                    rows.append((tasks, b, r))
+                    print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
+                          "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
+                                              r["errors"]), flush=True)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    print("\n| tasks | backend | tick median | p99 | longest | late ticks at 10 ms |")
+    print("|---|---|---|---|---|---|")
+    for tasks, b, r in rows:
+        print("| %d | %s | %.2f ms | %.2f ms | %.2f ms | %d of %d |" %
+              (tasks, b, r["median"] / 1e3, r["p99"] / 1e3, r["max"] / 1e3, r["late"], r["ticks"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
