@@ -333,6 +333,8 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 	return 0;
 }
 
+uint32_t eng_task_cap(const Engine *e) { return e->params.task_cap; }
+
 bool eng_arm(Engine *e)
 {
 	if (e->backend == ENG_CUDA)

@@ -76,6 +76,8 @@ bool eng_arm(Engine *e);
 unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx);
 /* Statistics now: ticks, late ticks, tick lengths, read errors, ring drops. */
 void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped);
+/* The task table's size (rows and slots). */
+uint32_t eng_task_cap(const Engine *e);
 /* A copy of every rule's alert state (nrules entries). */
 int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
 

@@ -112,6 +112,14 @@ static void print_status(json_t *s)
 	       num(s, "tick_ns") / 1e6, num(s, "late_ticks"), num(s, "last_tick_us"), num(s, "max_tick_us"));
 	printf("alerts:    %.0f delivered, %.0f dropped (ring full); %.0f read errors\n", num(s, "alerts_delivered"),
 	       num(s, "ring_dropped"), num(s, "read_errors"));
+	if (json_object_get(s, "task_table")) {
+		printf("tasks:     %.0f in a table of %.0f", num(s, "tasks"), num(s, "task_table"));
+		if (num(s, "tasks_found") > num(s, "task_table"))
+			printf(": FULL, the target has %.0f (raise [engine] tasks)", num(s, "tasks_found"));
+		if (json_object_get(s, "task_walk_error"))
+			printf(" (the last walk failed: error %.0f)", num(s, "task_walk_error"));
+		putchar('\n');
+	}
 	if (json_object_get(s, "alerts_wake")) {
 		if (strcmp(str(s, "alerts_wake"), "poll"))
 			printf("delivery:  at once (woken by the %s)\n", str(s, "alerts_wake"));

@@ -103,6 +103,7 @@ typedef struct Daemon {
 	char last_reload[600];
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
+	bool tasks_full;              /* the target had more tasks than the table at the last check */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
@@ -474,6 +475,24 @@ static void d_reload_done(Daemon *D)
 
 /* ---- the target watch -------------------------------------------------------------------- */
 
+/* A target with more tasks than the table: said once when it starts and
+ * once when it ends (the rows hold the tasks that fit; per-task rules see
+ * only them). */
+static void d_watch_tasks(Daemon *D)
+{
+	sn_stats S;
+	eng_stats(D->e, &S, NULL);
+	uint32_t cap = eng_task_cap(D->e);
+	bool full = S.tasks_found > cap;
+	if (full && !D->tasks_full)
+		nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's %u: per-task rules see %u "
+		       "of them; raise [engine] tasks in the configuration and restart sentineld",
+		       D->cf.source, S.tasks_found, cap, cap);
+	else if (!full && D->tasks_full)
+		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", D->cf.source, S.tasks_found);
+	D->tasks_full = full;
+}
+
 static void d_watch_target(Daemon *D)
 {
 	uint64_t now = d_now();
@@ -494,8 +513,10 @@ static void d_watch_target(Daemon *D)
 			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
 		if (!lost && eng_health(D->e, err, sizeof err))
 			lost = err;
-		if (!lost)
+		if (!lost) {
+			d_watch_tasks(D);
 			return;
+		}
 		snprintf(D->target_err, sizeof D->target_err, "%s", lost);
 		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", D->cf.source, lost);
 		d_drain(D);
@@ -575,6 +596,11 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
 		json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
 		json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
+		json_object_set_new(o, "tasks", json_integer(S.tasks));
+		json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
+		json_object_set_new(o, "task_table", json_integer(eng_task_cap(D->e)));
+		if (S.task_err && S.task_err != -34)
+			json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
 		json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));
 		unsigned disabled = 0;
 		for (size_t i = 0; i < D->b->nrules; i++)

@@ -286,12 +286,23 @@ static void sn_tp_alloc(sn_world *w, uint32_t gt, uint32_t nt)
 	}
 }
 
+/* What the host shows (sentinelctl status) and warns of: a full table. */
+static void sn_tp_report(sn_world *w)
+{
+	if (!w->stats)
+		return;
+	w->stats->tasks = w->tasks.n;
+	w->stats->tasks_found = w->tasks.found;
+	w->stats->task_err = w->tasks.err;
+}
+
 /* After alloc, before rows: one thread. */
 static void sn_tp_commit(sn_world *w)
 {
 	sn_tasks *T = &w->tasks;
 	if (T->err) {
 		T->n = 0;
+		sn_tp_report(w);
 		return;
 	}
 	if ((int32_t)T->nfree < 0)
@@ -302,6 +313,7 @@ static void sn_tp_commit(sn_world *w)
 		T->err = -34;                        /* KX_ERANGE: more tasks than the table holds */
 		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
 	}
+	sn_tp_report(w);
 }
 
 static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)

@@ -79,8 +79,10 @@ typedef struct sn_stats {
 	uint64_t first_tick_ns;
 	uint32_t doorbell;         /* GPU -> host: the ring's head (low bits) at the end of the last tick;
 				    * the host's stream waits on it to be woken for alerts (gpu_arm) */
-	uint32_t _pad32;
-	uint64_t _pad[4];
+	uint32_t tasks;            /* rows of the last tick */
+	uint32_t tasks_found;      /* tasks the target had then: more than the table is a full table */
+	int32_t task_err;          /* the last tick's task walk error (KX_*), 0 none */
+	uint64_t _pad[3];
 } sn_stats;
 
 /* ---- alert state of one rule ----------------------------------------------- */

@@ -65,7 +65,12 @@ def diff(cpu, gpu):
                 out.append(("cpu%d %s" % (c["cpu"], k), v, g.get(k)))
     if len(cpu["tasks"]) != len(gpu["tasks"]):
         out.append(("task count", len(cpu["tasks"]), len(gpu["tasks"])))
-    for t, g in zip(cpu["tasks"], gpu["tasks"]):
+    # rows come in the order the threads found them (the CPU: PID order): match by PID
+    by_pid = {g.get("task.pid"): g for g in gpu["tasks"]}
+    if set(by_pid) != {t.get("task.pid") for t in cpu["tasks"]}:
+        out.append(("task PIDs", sorted(t.get("task.pid") for t in cpu["tasks"]), sorted(by_pid)))
+    for t in cpu["tasks"]:
+        g = by_pid.get(t.get("task.pid"), {})
         for k, v in t.items():
             if not same(v, g.get(k)):
                 out.append(("task %s %s" % (t.get("task.pid"), k), v, g.get(k)))

@@ -17,11 +17,16 @@ on the CPU or the GPU), /proc again.  Each time:
     by the churn (no phantom);
   - for those in both listings, the name agrees with /proc, and the
     state of the sleeping processes (others run now and then).
+At the first size, a table too small for the guest: the tick says so (a
+walk error, the rows that fit), and sentineld logs it once as a target
+error and shows it in `sentinelctl status`.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +37,7 @@ BUNDLE = os.path.abspath(sys.argv[2])
 BACKEND = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 SIZES = [int(x) for x in (sys.argv[4] if len(sys.argv) > 4 else "5000,50000").split(",")]
 RESULTS = os.environ.get("RESULTS")
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 failures = 0
 
 
@@ -66,6 +72,56 @@ def tick(g, n):
     return json.loads(p.stdout.splitlines()[-1])
 
 
+def tool(name):
+    """sentineld or sentinelctl next to INSPECT (the device's bin/), else in its parent (build/)."""
+    for d in (os.path.dirname(INSPECT), os.path.dirname(os.path.dirname(INSPECT))):
+        if os.access(os.path.join(d, name), os.X_OK):
+            return os.path.join(d, name)
+    return None
+
+
+def full_table(g, name):
+    """A task table of 1,024 against thousands of tasks."""
+    p = subprocess.run([INSPECT, "-s", "ramfile:" + g.ram, "metrics", "--json", "--bundle", BUNDLE,
+                        "--backend", BACKEND, "--tasks", "1024"], capture_output=True, text=True, timeout=600)
+    m = json.loads(p.stdout.splitlines()[-1]) if p.stdout.strip() else {}
+    report(m.get("task_walk_error") == -34 and len(m.get("tasks", [])) == 1024,
+           "%s: a table of 1,024 is a walk error (%s) and holds 1,024 rows (%d)" %
+           (name, m.get("task_walk_error"), len(m.get("tasks", []))), p.stderr[-800:])
+    sentineld, ctl = tool("sentineld"), tool("sentinelctl")
+    if not sentineld or not ctl:
+        report(False, "%s: sentineld and sentinelctl next to %s" % (name, INSPECT))
+        return
+    tmp = tempfile.mkdtemp(prefix="sentinel-ts-")
+    try:
+        sock, conf, log = (os.path.join(tmp, x) for x in ("ctl.sock", "d.conf", "d.log"))
+        with open(conf, "w") as f:
+            f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\n"
+                    "tick = 100ms\ntasks = 1024\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
+                    (g.ram, os.path.join(TOP, "rules"), BACKEND, sock))
+        with open(log, "w") as lf:
+            d = subprocess.Popen([sentineld, "-c", conf], stdout=lf, stderr=subprocess.STDOUT)
+        st = {}
+        deadline = time.time() + 240
+        while time.time() < deadline and d.poll() is None:
+            time.sleep(0.5)
+            if os.path.exists(sock):
+                r = subprocess.run([ctl, "-s", sock, "--json", "status"], capture_output=True, text=True, timeout=60)
+                st = json.loads(r.stdout).get("status", {}) if r.stdout.startswith("{") else {}
+                if st.get("ticks", 0) > 20 and "target error" in open(log).read():
+                    break
+        text = subprocess.run([ctl, "-s", sock, "status"], capture_output=True, text=True, timeout=60).stdout
+        d.terminate()
+        d.wait(60)
+        said = [l for l in open(log).read().splitlines() if "more than the task table" in l]
+        report(len(said) == 1 and "raise [engine] tasks" in said[0] and st.get("tasks_found", 0) > 1024 and
+               st.get("tasks") == 1024 and "FULL" in text,
+               "%s: sentineld with a table of 1,024 says so once in its log and in status (%s of %s found)" %
+               (name, st.get("tasks"), st.get("tasks_found")), "\n".join(said) + "\n" + text)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def scale(kdir, n):
     mem = 768 + n * 120 // 1024            # 100 KiB a process measured (36 of them page tables)
     name = "%d tasks" % n
@@ -81,6 +137,8 @@ def scale(kdir, n):
         g.check("i=0; until grep -q ready /tmp/high.out; do sleep 1; i=$((i+1)); [ $i -lt 900 ] || exit 1; done",
                 timeout=960)
         report(True, "%s: %d processes started, the churn running (%.0f s)" % (name, n, time.time() - t0))
+        if n == SIZES[0]:
+            full_table(g, name)
         for rnd in range(3):
             before = listing(g)
             m = tick(g, n)
