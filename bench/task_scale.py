@@ -9,7 +9,8 @@ Debian 6.12 guest (QEMU) with memory for N processes, `sentinel-spawn`
 filling it to N tasks with CHURN (default 20) replaced a second; then, per
 backend, sentineld with rules/ at a 10 ms tick and a task table for N,
 sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`:
-the tick's length (median, p99, longest sampled), late ticks of all ticks.
+the tick's length (median, p99, longest sampled), late ticks of all ticks,
+and on the GPU the median time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
 """
 import json
@@ -64,14 +65,18 @@ def measure(tmp, ram, backend, n):
                 raise RuntimeError("sentineld (%s) did not start:\n%s" % (backend, f.read()[-2000:]))
         time.sleep(2)                                        # settle: every task has its slot
         s0 = ctl(sock, "status")["status"]
-        lens, t_end = [], time.time() + SECS
+        lens, phases, t_end = [], {}, time.time() + SECS
         while time.time() < t_end:
-            lens.append(ctl(sock, "status")["status"]["last_tick_us"])
+            st = ctl(sock, "status")["status"]
+            lens.append(st["last_tick_us"])
+            for k, v in st.get("tick_phases_us", {}).items():   # the GPU's own phase times
+                phases.setdefault(k, []).append(v)
             time.sleep(0.02)
         s1 = ctl(sock, "status")["status"]
         return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
                 "late": s1["late_ticks"] - s0["late_ticks"], "errors": s1.get("read_errors", 0) - s0.get("read_errors", 0),
-                "note": s1.get("backend", "")}
+                "note": s1.get("backend", ""),
+                "phases": ", ".join("%s %.0f" % (k, pct(v, 0.5)) for k, v in phases.items())}
     finally:
         p.terminate()
         try:
@@ -102,6 +107,8 @@ def main():
                     print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
                           "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
                                               r["errors"]), flush=True)
+                    if r["phases"]:
+                        print("        phases (median us): %s" % r["phases"], flush=True)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     print("\n| tasks | backend | tick median | p99 | longest | late ticks at 10 ms |")

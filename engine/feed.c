@@ -166,7 +166,7 @@ void fd_eval(Feed *f)
 	sn_feed in = {.host = f->host, .host_hist = f->host_hist, .cpu = f->cpu, .cpu_hist = f->cpu_hist,
 		      .cpu_on = f->cpu_on, .ncpus = f->ncpus, .ntasks = f->ntasks, .task_key = f->key,
 		      .task_comm = (const char (*)[16])f->comm, .task = f->task, .task_stride = f->p.task_cap,
-		      .task_hist = f->task_hist};
+		      .task_hist = f->task_hist, .ntaskfed = f->b->ntask};
 	cpu_feed_tick(f->code, f->w, f->now, &in);
 }
 

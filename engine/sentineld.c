@@ -599,6 +599,12 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "tasks", json_integer(S.tasks));
 		json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
 		json_object_set_new(o, "task_table", json_integer(eng_task_cap(D->e)));
+		if (eng_backend(D->e) == ENG_CUDA)           /* the GPU times its tick's phases */
+			json_object_set_new(o, "tick_phases_us",
+					    json_pack("{s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
+						      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
+						      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
+						      "rules", (int)S.phase_us[SN_PH_RULES]));
 		if (S.task_err && S.task_err != -34)
 			json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
 		json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));

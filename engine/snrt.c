@@ -121,6 +121,12 @@ void sn_put_task(sn_world *w, uint32_t slot, int32_t hist, uint32_t row, double 
 	sn_hist_push(w, hist, w->tasks.slot[row], v);
 }
 
+void sn_set_task(sn_world *w, uint32_t slot, uint32_t row, double v)
+{
+	if (slot < w->ntaskslots && row < w->tasks.n)
+		w->tasks.val[(uint64_t)slot * w->tasks.cap + row] = v;
+}
+
 void sn_cpus_set(sn_world *w, uint32_t ids)
 {
 	if (simt_lane() == 0)
@@ -684,9 +690,11 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 	for (uint32_t r = 0; r < n; r++)
 		for (int i = 0; i < 16; i++)
 			w->tasks.comm[r][i] = f->task_comm[r][i];
-	for (uint32_t s = 0; s < w->ntaskslots; s++)
+	for (uint32_t s = 0; s < f->ntaskfed && s < w->ntaskslots; s++)
 		for (uint32_t r = 0; r < n; r++)
 			sn_put_task(w, s, f->task_hist[s], r, f->task[(uint64_t)s * f->task_stride + r]);
+	for (uint32_t r = 0; r < n; r++)
+		rules_task_derive(w, r);
 	sn_emit_begin(w);
 	sn_eval_all(w, 0, 1);
 	sn_emit_end(w);
@@ -783,14 +791,28 @@ static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 	simt_sync();
 }
 
-/* The task phases (see sn_tasks_find) over every thread of the grid. */
-static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps)
+/* Thread 0, after a barrier: the phase that ended took since *t. */
+static void sn_phase(sn_world *w, uint32_t gt, uint32_t ph, uint64_t *t)
 {
-	if (!w->has_tasks)
+	if (gt || !w->stats)
 		return;
+	uint64_t now = sn_clock();
+	w->stats->phase_us[ph] = (uint32_t)((now - *t) / 1000);
+	*t = now;
+}
+
+/* The task phases (see sn_tasks_find) over every thread of the grid. */
+static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
+{
 	uint32_t gt = warp * 32 + simt_lane(), nt = nwarps * 32;
+	if (!w->has_tasks) {
+		for (uint32_t ph = SN_PH_SCAN; ph <= SN_PH_FIELDS; ph++)
+			sn_phase(w, gt, ph, t);
+		return;
+	}
 	sn_tp_scan(w, gt, nt);
 	sn_grid_sync(w, nwarps);
+	sn_phase(w, gt, SN_PH_SCAN, t);
 	sn_tp_claim(w, gt, nt);
 	sn_grid_sync(w, nwarps);
 	sn_tp_release(w, gt, nt);
@@ -800,8 +822,10 @@ static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps)
 	if (gt == 0)
 		sn_tp_commit(w);
 	sn_grid_sync(w, nwarps);
+	sn_phase(w, gt, SN_PH_SLOTS, t);
 	sn_tp_fields(w, gt, nt);
 	sn_grid_sync(w, nwarps);
+	sn_phase(w, gt, SN_PH_FIELDS, t);
 }
 
 __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
@@ -861,11 +885,14 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 		sn_grid_sync(w, nwarps);
 		if (sn_load_volatile(&w->sync[SN_SYNC_STOP]))
 			break;
+		uint64_t t = w->now;              /* thread 0's: the phases' times */
 		sn_collect_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
-		sn_tasks_grid(w, warp, nwarps);
+		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
+		sn_tasks_grid(w, warp, nwarps, &t);
 		sn_eval_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
+		sn_phase(w, warp * 32 + simt_lane(), SN_PH_RULES, &t);
 		if (warp == 0 && simt_lane() == 0) {
 			uint64_t len = sn_clock() - w->now;
 			S->last_tick_ns = w->now;
@@ -896,9 +923,10 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 		sn_emit_begin(w);
 	}
 	sn_grid_sync(w, nwarps);
+	uint64_t t = sn_clock();
 	sn_collect_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
-	sn_tasks_grid(w, warp, nwarps);
+	sn_tasks_grid(w, warp, nwarps, &t);
 	sn_eval_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	if (warp == 0 && simt_lane() == 0)

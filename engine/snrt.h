@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 4u
+#define SN_ABI_VERSION 5u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -82,8 +82,13 @@ typedef struct sn_stats {
 	uint32_t tasks;            /* rows of the last tick */
 	uint32_t tasks_found;      /* tasks the target had then: more than the table is a full table */
 	int32_t task_err;          /* the last tick's task walk error (KX_*), 0 none */
-	uint64_t _pad[3];
+	/* the last tick on the GPU, phase by phase (µs): SN_PH_* */
+	uint32_t phase_us[6];
 } sn_stats;
+
+/* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
+ * slots, the rows' slots, the rows' task metrics, the rules */
+enum { SN_PH_JOBS, SN_PH_SCAN, SN_PH_SLOTS, SN_PH_FIELDS, SN_PH_RULES, SN_PH__COUNT };
 
 /* ---- alert state of one rule ----------------------------------------------- */
 
@@ -224,8 +229,11 @@ typedef struct sn_world {
 
 void rules_collect(sn_world *w, uint32_t job);
 void rules_eval(sn_world *w, uint32_t rule);
-/* Every task metric the rules read, for one row (one lane). */
+/* Every task metric the rules read, for one row (one lane), then
+ * rules_task_derive: the windows the rules take over task metrics, into
+ * the task slots after the metrics. */
 void rules_task_row(sn_world *w, uint32_t row);
+void rules_task_derive(sn_world *w, uint32_t row);
 /* From the metric library (kernel-support/kmetric.c): the name of the task
  * at kernel address task, read now; < 0 on a read error. */
 int km_task_comm(uint64_t task, char *out16);
@@ -241,6 +249,8 @@ int km_task_walk(uint64_t *out, uint32_t cap);
 void sn_put_host(sn_world *w, uint32_t slot, int32_t hist, double v);
 void sn_put_cpu(sn_world *w, uint32_t slot, int32_t hist, uint32_t cpu, double v);
 void sn_put_task(sn_world *w, uint32_t slot, int32_t hist, uint32_t row, double v);
+/* A derived task value (a window): stored, no history, no read error. */
+void sn_set_task(sn_world *w, uint32_t slot, uint32_t row, double v);
 /* The task job (one warp): find this tick's tasks, the PID tree's leaves
  * for the phases after it to read, or the task list where the tree does
  * not check out.  Then, over every thread (sn_tick, sn_gpu_main): the
@@ -301,7 +311,9 @@ typedef struct sn_feed {
 	const char (*task_comm)[16]; /* [ntasks] */
 	const double *task;        /* [ntaskslots][task_stride] */
 	uint32_t task_stride, _pad;
-	const int32_t *task_hist;  /* [ntaskslots] */
+	const int32_t *task_hist;  /* [ntaskfed] */
+	uint32_t ntaskfed;         /* the task metrics' slots; the window slots after them are derived */
+	uint32_t _pad2;
 } sn_feed;
 
 /* One tick at time now on fed values: the tables and histories as the jobs

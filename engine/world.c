@@ -36,7 +36,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	L->o_tptr = wd_take(&at, cap * 8);
 	L->o_tslot = wd_take(&at, cap * 4);
 	L->o_tcomm = wd_take(&at, cap * 16);
-	L->o_tval = wd_take(&at, b->ntask * cap * sizeof(double));
+	L->o_tval = wd_take(&at, (b->ntask + b->ntwin) * cap * sizeof(double));
 	for (int i = 0; i < 2; i++) {
 		L->o_tkey[i] = wd_take(&at, (size_t)mc * 8);
 		L->o_tms[i] = wd_take(&at, (size_t)mc * 4);
@@ -129,7 +129,7 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	w->njobs = (uint32_t)b->njobs;
 	w->nhost = b->nhost;
 	w->ncpuslots = b->ncpu;
-	w->ntaskslots = b->ntask;
+	w->ntaskslots = b->ntask + b->ntwin;
 	w->nhist = (uint32_t)b->nhist;
 	w->max_cpus = p->max_cpus;
 	w->tick_ns = p->tick_ns;
@@ -158,7 +158,7 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		hv[i] = NAN;
 	for (size_t i = 0; i < (size_t)b->ncpu * p->max_cpus; i++)
 		cv[i] = NAN;
-	for (size_t i = 0; i < (size_t)b->ntask * p->task_cap; i++)
+	for (size_t i = 0; i < (size_t)(b->ntask + b->ntwin) * p->task_cap; i++)
 		tv[i] = NAN;
 	w->hist = (sn_hist *)(uintptr_t)AT(L->o_hist);
 	sn_hist *H = (sn_hist *)(s + L->o_hist);

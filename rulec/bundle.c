@@ -85,6 +85,7 @@ static json_t *bd_manifest(const Bundle *b)
 	json_object_set_new(t, "cpu", bd_metric_list(b->cpu_m, b->ncpu));
 	json_object_set_new(t, "task", bd_metric_list(b->task_m, b->ntask));
 	json_object_set_new(t, "comm", json_boolean(b->comm));
+	json_object_set_new(t, "task_windows", json_integer(b->ntwin));
 	json_object_set_new(m, "tables", t);
 	json_t *h = json_array();
 	for (size_t i = 0; i < b->nhist; i++)
@@ -318,6 +319,9 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 	    bd_metrics(json_object_get(t, "task"), b->task_m, &b->ntask))
 		BAD("the value tables name a metric this build does not know (a newer rulec made it?)");
 	b->comm = json_is_true(json_object_get(t, "comm"));
+	b->ntwin = (unsigned)json_integer_value(json_object_get(t, "task_windows"));
+	if (b->ntwin > 64)
+		BAD("the value tables hold %u task windows, more than this build allows", b->ntwin);
 	json_t *h = json_object_get(m, "histories");
 	b->hist = calloc(json_array_size(h) + 1, sizeof *b->hist);
 	json_array_foreach(h, i, v) {

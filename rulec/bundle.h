@@ -78,6 +78,7 @@ typedef struct Bundle {
 	/* value tables: slot i of each entity's table holds metric *_m[i] */
 	MetricId host_m[64], cpu_m[64], task_m[64];
 	unsigned nhost, ncpu, ntask;
+	unsigned ntwin;           /* task slots after task_m[]: windows the rules take, derived each tick */
 	bool comm;
 	BdHist *hist;
 	size_t nhist;

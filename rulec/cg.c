@@ -29,6 +29,7 @@ typedef struct Cg {
 	LLVMValueRef fn, w;       /* the function being built and its world argument */
 	const Expr *track;        /* the aggregation that tracks the rule's value */
 	LLVMValueRef value, entity;
+	bool deriving;            /* building rules_task_derive: windows are computed, not read */
 	char *err;
 	size_t errlen;
 	int nerr;
@@ -171,6 +172,15 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 	int h = C->p->hist[x->u.metric.id];
 	if (h < 0)
 		return cg_nan(C);
+	/* a window over a task metric in a rule: derived once a row a tick by
+	 * every thread (rules_task_derive), read here as a value */
+	if (cat_metrics[x->u.metric.id].entity == ENT_TASK && ent.idx && !C->deriving)
+		for (unsigned k = 0; k < C->p->ntwin; k++)
+			if (C->p->twin[k].m == x->u.metric.id && C->p->twin[k].fn == e->u.call.id &&
+			    C->p->twin[k].window == x->u.metric.window) {
+				LLVMValueRef a[3] = {C->w, cg_u32(C, C->p->ntask + k), ent.idx};
+				return cg_call(C, "sn_task", a, 3);
+			}
 	LLVMValueRef idx = cat_metrics[x->u.metric.id].entity == ENT_HOST || !ent.idx ? cg_u32(C, 0) : ent.idx;
 	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx, cg_u32(C, fns[e->u.call.id]),
 			     cg_real(C, x->u.metric.window)};
@@ -609,7 +619,38 @@ static void cg_task_row(Cg *C)
 			LLVMValueRef ca[2] = {task, cg_call(C, "sn_task_comm_buf", pa, 2)};
 			cg_call(C, "km_task_comm", ca, 2);
 		}
+		LLVMValueRef da[2] = {C->w, row};
+		cg_call(C, "rules_task_derive", da, 2);
 	}
+	LLVMBuildRetVoid(C->b);
+}
+
+/* rules_task_derive(w, row): each window the rules take over a task
+ * metric (CgProg.twin), for one row, into task slot ntask + k. */
+static void cg_task_derive(Cg *C)
+{
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_task_derive");  /* the runtime declared it */
+	if (!f)
+		f = LLVMAddFunction(C->m, "rules_task_derive", LLVMFunctionType(C->vd, pt, 2, 0));
+	LLVMGlobalClearMetadata(f);
+	C->fn = f;
+	C->w = LLVMGetParam(f, 0);
+	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
+	LLVMValueRef row = LLVMGetParam(f, 1);
+	C->deriving = true;
+	for (unsigned k = 0; k < C->p->ntwin; k++) {
+		Expr metric = {.kind = N_METRIC}, call = {.kind = N_CALL};
+		metric.u.metric.id = C->p->twin[k].m;
+		metric.u.metric.window = C->p->twin[k].window;
+		metric.u.metric.wlen = 1;
+		call.u.call.id = C->p->twin[k].fn;
+		call.a = &metric;
+		Ent ent = {ENT_TASK, row};
+		LLVMValueRef a[4] = {C->w, cg_u32(C, C->p->ntask + k), row, cg_window(C, &call, ent)};
+		cg_call(C, "sn_set_task", a, 4);
+	}
+	C->deriving = false;
 	LLVMBuildRetVoid(C->b);
 }
 
@@ -704,6 +745,8 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 		fns[j] = cg_job(&C, j);
 	if (!C.nerr)
 		cg_dispatch(&C, "rules_collect", fns, p->njobs);
+	if (!C.nerr)
+		cg_task_derive(&C);          /* first: rules_task_row calls it */
 	if (!C.nerr)
 		cg_task_row(&C);
 	for (size_t i = 0; i < nrules && !C.nerr; i++)

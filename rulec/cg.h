@@ -27,6 +27,15 @@ typedef struct CgJob {
 	MetricId metric;          /* JOB_HOST, JOB_CPU */
 } CgJob;
 
+#define CG_MAX_TWIN 32
+
+/* A window function (a builtin id) over a task metric. */
+typedef struct CgTwin {
+	MetricId m;
+	unsigned fn;
+	double window;
+} CgTwin;
+
 typedef struct CgProg {
 	const RuleSet *rs;        /* NULL: every catalog metric, no rules */
 	int slot[MET__COUNT];     /* value-table slot in its entity's table, -1 unused */
@@ -35,6 +44,11 @@ typedef struct CgProg {
 	MetricId host_m[MET__COUNT], cpu_m[MET__COUNT], task_m[MET__COUNT], hist_m[MET__COUNT];
 	unsigned nhost, ncpu, ntask, nhist;
 	bool comm;                /* task.comm is read */
+	/* windows over task metrics, computed once a row by every thread
+	 * (rules_task_row) into task slots ntask.. and read by the rules as
+	 * values: a rule over 50,000 tasks then reads one value a task */
+	CgTwin twin[CG_MAX_TWIN];
+	unsigned ntwin;
 	CgJob jobs[MET__COUNT + 2];
 	unsigned njobs;
 	uint64_t *rule_metrics;   /* [rs->n]: bit m set when rule i reads metric m */

@@ -61,10 +61,27 @@ static void plan_window(CgProg *p, MetricId m, double w)
 		p->hist_win[m] = w;
 }
 
+/* A window function over a task metric: a derived task slot (beyond
+ * CG_MAX_TWIN distinct ones, the rule computes it itself). */
+static void plan_task_window(CgProg *p, const Expr *e)
+{
+	const Expr *x = e->a;
+	if (ast_builtins[e->u.call.id].cls != BC_WINDOW || !x || x->kind != N_METRIC || !x->u.metric.wlen ||
+	    cat_metrics[x->u.metric.id].entity != ENT_TASK)
+		return;
+	for (unsigned k = 0; k < p->ntwin; k++)
+		if (p->twin[k].m == x->u.metric.id && p->twin[k].fn == e->u.call.id && p->twin[k].window == x->u.metric.window)
+			return;
+	if (p->ntwin < CG_MAX_TWIN)
+		p->twin[p->ntwin++] = (CgTwin){x->u.metric.id, e->u.call.id, x->u.metric.window};
+}
+
 static void plan_expr(Plan *P, const Expr *e, uint64_t *mask)
 {
 	if (!e)
 		return;
+	if (e->kind == N_CALL)
+		plan_task_window(P->p, e);
 	switch (e->kind) {
 	case N_METRIC:
 		plan_use(P->p, e->u.metric.id);

@@ -125,6 +125,7 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	b->nhost = p->nhost;
 	b->ncpu = p->ncpu;
 	b->ntask = p->ntask;
+	b->ntwin = p->ntwin;
 	b->comm = p->comm;
 	b->hist = calloc(p->nhist + 1, sizeof *b->hist);
 	b->jobs = calloc(p->njobs + 1, sizeof *b->jobs);

@@ -39,6 +39,7 @@ void rules_eval(sn_world *w, uint32_t rule)
 	sn_step(w, rule, &fire_desc, rule < fire_n, 0, (double)rule, -1);
 }
 void rules_task_row(sn_world *w, uint32_t row) { (void)w; (void)row; }
+void rules_task_derive(sn_world *w, uint32_t row) { (void)w; (void)row; }
 int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr) { (void)q; (void)cap; (void)ctr; return 0; }
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid)
 {
