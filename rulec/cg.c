@@ -590,19 +590,26 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 	return f;
 }
 
-/* rules_task_row(w, row): every task metric the rules read, for one row,
- * on one lane (empty without task rules). */
-static void cg_task_row(Cg *C)
+/* Start the body of name(w, row), which the runtime declared (or, in a
+ * module where it calls nothing by that name, a new one); returns row. */
+static LLVMValueRef cg_row_fn(Cg *C, const char *name)
 {
 	LLVMTypeRef pt[2] = {C->ptr, C->i32};
-	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_task_row");  /* the runtime declared it */
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
 	if (!f)
-		f = LLVMAddFunction(C->m, "rules_task_row", LLVMFunctionType(C->vd, pt, 2, 0));
+		f = LLVMAddFunction(C->m, name, LLVMFunctionType(C->vd, pt, 2, 0));
 	LLVMGlobalClearMetadata(f);
 	C->fn = f;
 	C->w = LLVMGetParam(f, 0);
 	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
-	LLVMValueRef row = LLVMGetParam(f, 1);
+	return LLVMGetParam(f, 1);
+}
+
+/* rules_task_row(w, row): every task metric the rules read, for one row,
+ * on one lane (empty without task rules). */
+static void cg_task_row(Cg *C)
+{
+	LLVMValueRef row = cg_row_fn(C, "rules_task_row");
 	char fn[64];
 	bool any = false;
 	for (unsigned j = 0; j < C->p->njobs; j++)
@@ -629,15 +636,7 @@ static void cg_task_row(Cg *C)
  * metric (CgProg.twin), for one row, into task slot ntask + k. */
 static void cg_task_derive(Cg *C)
 {
-	LLVMTypeRef pt[2] = {C->ptr, C->i32};
-	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_task_derive");  /* the runtime declared it */
-	if (!f)
-		f = LLVMAddFunction(C->m, "rules_task_derive", LLVMFunctionType(C->vd, pt, 2, 0));
-	LLVMGlobalClearMetadata(f);
-	C->fn = f;
-	C->w = LLVMGetParam(f, 0);
-	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
-	LLVMValueRef row = LLVMGetParam(f, 1);
+	LLVMValueRef row = cg_row_fn(C, "rules_task_derive");
 	C->deriving = true;
 	for (unsigned k = 0; k < C->p->ntwin; k++) {
 		Expr metric = {.kind = N_METRIC}, call = {.kind = N_CALL};
