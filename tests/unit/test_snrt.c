@@ -11,7 +11,11 @@
  *  - max/min/avg/changes see exactly the samples of that span;
  *  - a reload that changes a window carries the history over;
  *  - a tick's alerts reach the ring in full up to its room, the rest are
- *    counted as dropped, and none is lost or half-written after a drain.
+ *    counted as dropped, and none is lost or half-written after a drain;
+ *  - the task table: a task keeps its slot (and its history) from tick to
+ *    tick, an exited task's slot goes to a new task with an empty history,
+ *    more tasks than the table is an error with the rows that fit, and a
+ *    failed walk keeps every slot for the next tick.
  */
 #include "snrt.h"
 #include "world.h"
@@ -297,6 +301,84 @@ out:
 	free(R);
 }
 
+/* The task table through sn_tasks_begin (the phases the engine runs, on
+ * one thread): keys stand for task_struct addresses. */
+typedef struct TT {
+	Bundle b;
+	BdHist h;
+	WdLayout L;
+	void *block;
+	sn_world *w;
+	sn_stats stats;
+} TT;
+
+static uint32_t tt_tick(TT *t, const uint64_t *keys, int n, uint64_t now)
+{
+	for (int i = 0; i < n; i++)
+		t->w->scratch[i] = keys[i];
+	t->w->now = now;
+	uint32_t rows = sn_tasks_begin(t->w, n);
+	for (uint32_t r = 0; r < rows; r++)     /* one sample a row: its key */
+		sn_put_task(t->w, 0, 0, r, (double)t->w->tasks.ptr[r]);
+	return rows;
+}
+
+/* the slot of key k this tick, or -1 */
+static int64_t tt_slot(TT *t, uint64_t k)
+{
+	for (uint32_t r = 0; r < t->w->tasks.n; r++)
+		if (t->w->tasks.ptr[r] == k)
+			return t->w->tasks.slot[r];
+	return -1;
+}
+
+static void test_task_table(void)
+{
+	TT t;
+	memset(&t, 0, sizeof t);
+	t.h = (BdHist){.metric = MET_TASK_CTX_SWITCHES, .window = 10};
+	t.b.task_m[0] = MET_TASK_CTX_SWITCHES;
+	t.b.ntask = 1;
+	t.b.hist = &t.h;
+	t.b.nhist = 1;
+	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 4, .ring_cap = 16};
+	char err[256];
+	if (wd_layout(&t.b, &p, &t.L, err, sizeof err) || !(t.block = calloc(1, t.L.total))) {
+		CHECK("task table: set up (%s)", 0, err);
+		return;
+	}
+	wd_build(&t.b, &p, &t.L, NULL, t.block, (uint64_t)(uintptr_t)t.block, 0, (uint64_t)(uintptr_t)&t.stats);
+	t.w = wd_world(t.block);
+	const sn_hist *H = &t.w->hist[0];
+	uint64_t a[] = {0xa0, 0xb0, 0xc0}, b[] = {0xb0, 0xc0, 0xd0}, many[] = {1, 2, 3, 4, 5, 6};
+	tt_tick(&t, a, 3, 1000000000);
+	int64_t sa = tt_slot(&t, 0xa0), sb = tt_slot(&t, 0xb0), sc = tt_slot(&t, 0xc0);
+	tt_tick(&t, a, 3, 1100000000);
+	CHECK("task table: three tasks keep their slots (%lld %lld %lld) and their histories grow (%u samples)",
+	      sa >= 0 && sb >= 0 && sc >= 0 && sa != sb && sb != sc && sa != sc && tt_slot(&t, 0xa0) == sa &&
+	      tt_slot(&t, 0xc0) == sc && H->len[sb] == 2, (long long)sa, (long long)sb, (long long)sc, H->len[sb]);
+	tt_tick(&t, b, 3, 1200000000);
+	int64_t sd = tt_slot(&t, 0xd0);
+	CHECK("task table: a task exits and another starts: the survivors keep their slots, the new one has "
+	      "a slot of its own (%lld) with a history of one sample (%u)",
+	      tt_slot(&t, 0xb0) == sb && tt_slot(&t, 0xc0) == sc && sd >= 0 && sd != sb && sd != sc &&
+	      tt_slot(&t, 0xa0) < 0 && H->len[sd] == 1 && t.w->tasks.nfree == 1,
+	      (long long)sd, sd >= 0 ? H->len[sd] : 0);
+	sn_tasks_begin(t.w, -40);
+	CHECK("task table: a failed walk is an error, no rows (%u), and read errors count it", t.w->tasks.n == 0 &&
+	      t.w->tasks.err == -40 && t.stats.read_errors == 1, t.w->tasks.n);
+	tt_tick(&t, b, 3, 1300000000);
+	CHECK("task table: after it, the same tasks have the same slots and their histories (%u samples)",
+	      tt_slot(&t, 0xb0) == sb && tt_slot(&t, 0xc0) == sc && tt_slot(&t, 0xd0) == sd && H->len[sb] == 4,
+	      H->len[sb]);
+	uint32_t rows = tt_tick(&t, many, 6, 1400000000);
+	CHECK("task table: six tasks in a table of four: %u rows, error %d, %u found, every slot taken once",
+	      rows == 4 && t.w->tasks.err == -34 && t.w->tasks.found == 6 && t.w->tasks.nfree == 0 &&
+	      tt_slot(&t, 1) != tt_slot(&t, 2) && tt_slot(&t, 3) != tt_slot(&t, 4) && tt_slot(&t, 1) != tt_slot(&t, 4),
+	      rows, t.w->tasks.err, t.w->tasks.found);
+	free(t.block);
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -319,6 +401,7 @@ int main(void)
 	test_ring(10, 16);
 	test_ring(1000, 1024);
 	test_ring(1000, 256);
+	test_task_table();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures != 0;
 }
