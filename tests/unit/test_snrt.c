@@ -15,7 +15,9 @@
  *  - the task table: a task keeps its slot (and its history) from tick to
  *    tick, an exited task's slot goes to a new task with an empty history,
  *    more tasks than the table is an error with the rows that fit, and a
- *    failed walk keeps every slot for the next tick.
+ *    failed walk keeps every slot for the next tick;
+ *  - the alert state machine (sn_step): `for`, M of N, `clear` with
+ *    `clear_for`, and unknown (NaN) values that hold every timer.
  */
 #include "snrt.h"
 #include "world.h"
@@ -38,9 +40,15 @@ void rules_collect(sn_world *w, uint32_t job) { (void)w; (void)job; }
 /* Rules for the ring test: rule r is true while r < fire_n. */
 static uint32_t fire_n;
 static const sn_rdesc fire_desc = {.pid_slot = -1};
+/* ... or, for the state machine test, rule 0 steps on these */
+static const sn_rdesc *sm_desc;
+static double sm_cond, sm_clear;
 void rules_eval(sn_world *w, uint32_t rule)
 {
-	sn_step(w, rule, &fire_desc, rule < fire_n, 0, (double)rule, -1);
+	if (sm_desc)
+		sn_step(w, rule, sm_desc, sm_cond, sm_clear, 1.0, -1);
+	else
+		sn_step(w, rule, &fire_desc, rule < fire_n, 0, (double)rule, -1);
 }
 void rules_task_row(sn_world *w, uint32_t row) { (void)w; (void)row; }
 void rules_task_derive(sn_world *w, uint32_t row) { (void)w; (void)row; }
@@ -379,6 +387,80 @@ static void test_task_table(void)
 	free(t.block);
 }
 
+/* The alert state machine, one rule, fed conditions tick by tick; the
+ * events it emits, as a string of letters (p pending, f firing, c
+ * cancelled, r resolved, . none). */
+typedef struct SM {
+	Bundle b;
+	WdLayout L;
+	void *block;
+	sn_world *w;
+	sn_ring *R;
+	sn_stats stats;
+} SM;
+
+static int sm_open(SM *m)
+{
+	memset(m, 0, sizeof *m);
+	m->b.nrules = 1;
+	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 16, .ring_cap = 64};
+	char err[256];
+	m->R = calloc(1, sizeof *m->R + 64 * sizeof(sn_alert));
+	if (!m->R || wd_layout(&m->b, &p, &m->L, err, sizeof err) || !(m->block = calloc(1, m->L.total)))
+		return -1;
+	wd_ring_init(m->R, 64);
+	wd_build(&m->b, &p, &m->L, NULL, m->block, (uint64_t)(uintptr_t)m->block, (uint64_t)(uintptr_t)m->R,
+		 (uint64_t)(uintptr_t)&m->stats);
+	m->w = wd_world(m->block);
+	return 0;
+}
+
+static void sm_take(void *ctx, const sn_alert *a)
+{
+	char *c = ctx;
+	*c = a->kind == SN_EV_PENDING ? 'p' : a->kind == SN_EV_FIRING ? 'f' : a->kind == SN_EV_CANCELLED ? 'c' :
+	     a->kind == SN_EV_RESOLVED ? 'r' : '?';
+}
+
+/* conds: '1' true, '0' false, 'n' unknown; clears likewise (or NULL) */
+static void sm_run(const char *what, const sn_rdesc *d, const char *conds, const char *clears, const char *want)
+{
+	SM m;
+	char got[128] = "";
+	if (sm_open(&m)) {
+		CHECK("state machine: %s: set up", 0, what);
+		goto out;
+	}
+	size_t n = strlen(conds);
+	for (size_t i = 0; i < n && i < sizeof got - 1; i++) {
+		sm_desc = d;
+		sm_cond = conds[i] == 'n' ? NAN : conds[i] == '1';
+		sm_clear = !clears ? 0 : clears[i] == 'n' ? NAN : clears[i] == '1';
+		sn_tick(m.w, 0, 1, 1000000000ull + i * 100000000ull);   /* the engine's own tick: emit, step */
+		sm_desc = NULL;
+		got[i] = '.';
+		wd_ring_drain(m.R, sm_take, &got[i]);
+	}
+	CHECK("state machine: %s: %s gives %s", !strcmp(got, want), what, conds, got);
+out:
+	free(m.block);
+	free(m.R);
+}
+
+static void test_state_machine(void)
+{
+	sn_rdesc now = {.pid_slot = -1}, for3 = {.for_ns = 300000000, .pid_slot = -1};
+	sn_rdesc mofn = {.m_of = 3, .n_of = 5, .pid_slot = -1};
+	sn_rdesc clr = {.has_clear = 1, .clear_for_ns = 200000000, .pid_slot = -1};
+	sm_run("no for", &now, "0110", NULL, ".f.r");
+	sm_run("for 300 ms", &for3, "011110", NULL, ".p..fr");
+	sm_run("for 300 ms, broken before it", &for3, "0110111", NULL, ".p.cp..");
+	sm_run("unknown holds the timer", &for3, "01nn1100", NULL, ".p..f.r.");
+	sm_run("3 of 5", &mofn, "1010100000", NULL, "p...fr....");
+	sm_run("clear for 200 ms", &clr, "11111", "01110", "f..rf");
+	sm_run("an unknown clear holds its timer", &clr, "1111111", "0n1n110", "f...rf.");
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -402,6 +484,7 @@ int main(void)
 	test_ring(1000, 1024);
 	test_ring(1000, 256);
 	test_task_table();
+	test_state_machine();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures != 0;
 }
