@@ -103,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, ring, history_memory, record"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, ring, history_memory, record"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -138,6 +138,9 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "tasks")) {
 			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
 				c->tasks = (uint32_t)u;
+		} else if (IS("engine", "max_tasks")) {
+			if (cf_uint(R, "max_tasks", v, 16, 1u << 22, 10, &u))
+				c->max_tasks = (uint32_t)u;
 		} else if (IS("engine", "record")) {
 			cf_str(&c->record, v);
 		} else if (IS("engine", "history_memory")) {
@@ -193,6 +196,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->tick_ns = 100000000ull;
 	c->delay_ns = 250000000ull;
 	c->tasks = 4096;
+	c->max_tasks = 1u << 20;
 	c->ring = 4096;
 	c->kernel_log_lines = 20;
 	c->log = true;
@@ -210,6 +214,11 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	fclose(f);
 	if (r > 0) {
 		fprintf(errs, "%s:%d: error: not an INI line: write 'key = value' under a [section]\n", path, r);
+		R.nerr++;
+	}
+	if (c->max_tasks < c->tasks) {
+		fprintf(errs, "%s: error: [engine] max_tasks (%u) is below tasks (%u): the table starts at tasks and "
+			"grows up to max_tasks; raise max_tasks\n", path, c->max_tasks, c->tasks);
 		R.nerr++;
 	}
 	if (!c->source) {

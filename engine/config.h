@@ -6,7 +6,9 @@
  *   [rules]    directory = /etc/sentinel/rules   (compiled at start and reload)
  *              bundle = FILE                    (or: one made by rulec -o)
  *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
- *              tasks = 4096,  ring = 4096,  history_memory = 1GiB,
+ *              tasks = 4096,  max_tasks = 1048576  (the task table's first size,
+ *                                        and how far it grows),
+ *              ring = 4096,  history_memory = 1GiB,
  *              record = FILE                    (every tick's values; backend = cpu)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
@@ -39,6 +41,7 @@ typedef struct Config {
 	int gpu;
 	uint64_t tick_ns;
 	uint32_t tasks, ring;
+	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_grow_tasks) */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
 	bool log, log_pending;

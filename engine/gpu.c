@@ -485,9 +485,15 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	*mirror = g->mirror;
 	*ring = g->ring;
 	*stats = g->stats;
-	/* the on-demand kernel's grid: enough warps for every job and rule,
-	 * no more than can be resident at once (it has a grid barrier) */
-	unsigned want = (unsigned)((b->nrules > b->njobs ? b->nrules : b->njobs) + 3) / 4;
+	/* the grid: enough warps for every job and rule and, with a task
+	 * job, a thread for each of the task table's rows; no more than can
+	 * be resident at once (it has a grid barrier).  A tick's task phases
+	 * run on as many of these blocks as the tick's tasks need. */
+	size_t warps = b->nrules > b->njobs ? b->nrules : b->njobs;
+	for (size_t j = 0; j < b->njobs; j++)
+		if (b->jobs[j].kind == 3 && warps < (p->task_cap + 31) / 32)
+			warps = (p->task_cap + 31) / 32;
+	unsigned want = (unsigned)((warps + GPU_BLOCK / 32 - 1) / (GPU_BLOCK / 32));
 	if (want < 1)
 		want = 1;
 	if (want < g->grid)

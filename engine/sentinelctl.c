@@ -115,7 +115,8 @@ static void print_status(json_t *s)
 	if (json_object_get(s, "task_table")) {
 		printf("tasks:     %.0f in a table of %.0f", num(s, "tasks"), num(s, "task_table"));
 		if (num(s, "tasks_found") > num(s, "task_table"))
-			printf(": FULL, the target has %.0f (raise [engine] tasks)", num(s, "tasks_found"));
+			printf(": FULL, the target has %.0f (see the log: raise [engine] max_tasks or history_memory)",
+			       num(s, "tasks_found"));
 		if (json_object_get(s, "task_walk_error"))
 			printf(" (the last walk failed: error %.0f)", num(s, "task_walk_error"));
 		putchar('\n');

@@ -73,7 +73,8 @@ typedef struct DReload {
 	pthread_t thread;
 	bool on;                      /* in progress (the thread runs, or is done and not yet joined) */
 	int done;                     /* atomic: the thread has finished */
-	Client *client;               /* waits for the answer; NULL: SIGHUP */
+	Client *client;               /* waits for the answer; NULL: SIGHUP or a growth */
+	uint32_t grow;                /* 0: new rules; else the same rules with a task table of this many rows */
 	uint64_t t0;
 	Bundle *nb;
 	Engine *ne;
@@ -104,6 +105,7 @@ typedef struct Daemon {
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 	bool tasks_full;              /* the target had more tasks than the table at the last check */
+	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
@@ -337,12 +339,15 @@ static void *d_reload_thread(void *arg)
 	Daemon *D = R->D;
 	/* the JIT of eng_open at nice 10 too, for the reason above */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
-	R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	if (!R->grow)
+		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
 	if (!R->r_rules && D->ts == TS_OK)     /* ts holds still: the target watch waits for us */
 	{
 		EngOpts eo = D->eo;
 		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
-		R->r_open = eng_open(R->nb, D->t, &eo, &R->ne, R->err, sizeof R->err);
+		if (R->grow)
+			eo.task_cap = R->grow;
+		R->r_open = eng_open(R->grow ? D->b : R->nb, D->t, &eo, &R->ne, R->err, sizeof R->err);
 	}
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	if (D->eo.wake_fd > 0) {
@@ -353,9 +358,10 @@ static void *d_reload_thread(void *arg)
 	return NULL;
 }
 
-/* Start a reload for client c (NULL: SIGHUP); its answer comes from
+/* Start a reload for client c (NULL: SIGHUP), or with grow > 0 the same
+ * rules with a task table of grow rows; its answer comes from
  * d_reload_done.  -EBUSY while one is in progress. */
-static int d_reload_start(Daemon *D, Client *c, char *msg, size_t n)
+static int d_reload_start(Daemon *D, Client *c, uint32_t grow, char *msg, size_t n)
 {
 	DReload *R = &D->rl;
 	if (R->on) {
@@ -363,7 +369,7 @@ static int d_reload_start(Daemon *D, Client *c, char *msg, size_t n)
 			 (double)(d_now() - R->t0) / 1e9);
 		return -EBUSY;
 	}
-	*R = (DReload){.D = D, .client = c, .t0 = d_now(), .on = true};
+	*R = (DReload){.D = D, .client = c, .grow = grow, .t0 = d_now(), .on = true};
 	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
 	if (e) {
 		R->on = false;
@@ -397,6 +403,12 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		snprintf(msg, n, "%s", r == 1 ? "the rules have errors; the running rules are unchanged" : err);
 		return r == 1 ? -EINVAL : r;
 	}
+	if (R->grow && D->ts != TS_OK) {   /* (the target watch waits for a reload: not seen) */
+		if (ne)
+			eng_close(ne);
+		snprintf(msg, n, "the target was lost; the task table was not grown");
+		return -ENODEV;
+	}
 	if (D->ts != TS_OK) {            /* no target now: take the rules, start with it later */
 		bd_free(D->b);
 		D->b = nb;
@@ -404,7 +416,11 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		return 0;
 	}
 	if ((r = R->r_open)) {
-		snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
+		if (R->grow)
+			snprintf(msg, n, "cannot grow the task table to %u rows: %.900s; it keeps %u", R->grow, err,
+				 eng_task_cap(D->e));
+		else
+			snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
 		bd_free(nb);
 		return r;
 	}
@@ -426,26 +442,36 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		eng_stats(ne, &ns, NULL);
 	}
 	Engine *old = D->e;
-	Bundle *ob = D->b;
+	uint32_t old_cap = eng_task_cap(old);
 	D->e = ne;
-	D->b = nb;
 	eng_close(old);
-	d_record_end(D, "a reload changed the rules");
+	d_record_end(D, R->grow ? "the task table grew" : "a reload changed the rules");
 	D->eo.on_tick = NULL;
-	bd_free(ob);
-	D->reloads++;
+	if (R->grow) {
+		D->eo.task_cap = R->grow;      /* and later reloads keep it */
+	} else {
+		bd_free(D->b);
+		D->b = nb;
+		D->reloads++;
+	}
 	uint64_t t1 = d_now();
 	char settled[256];
 	if ((r = eng_settle(D->e, settled, sizeof settled, err, sizeof err)))
 		snprintf(settled, sizeof settled, "after the handover: %.200s", err);
 	/* the proof of no gap: the new engine's first tick is the old one's
 	 * last plus one, one tick later */
-	snprintf(msg, n, "%zu rules running (%u kept their state), reloaded in %.0f ms; handover: old tick %llu, "
-		 "new tick %llu %.1f ms later (tick %.1f ms)%s%s", nb->nrules, kept, (double)(t1 - t0) / 1e6,
+	char what[128];
+	if (R->grow)
+		snprintf(what, sizeof what, "the task table grew from %u to %u rows", old_cap, R->grow);
+	else
+		snprintf(what, sizeof what, "%zu rules running (%u kept their state)", D->b->nrules, kept);
+	snprintf(msg, n, "%s, reloaded in %.0f ms; handover: old tick %llu, "
+		 "new tick %llu %.1f ms later (tick %.1f ms)%s%s", what, (double)(t1 - t0) / 1e6,
 		 (unsigned long long)os.ticks, (unsigned long long)ns.first_tick,
 		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6,
 		 *settled ? "; " : "", settled);
-	snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
+	if (!R->grow)
+		snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
 	d_log_disabled(D);
 	return 0;
 }
@@ -456,9 +482,15 @@ static void d_answer(Client *c, json_t *resp);
 static void d_reload_done(Daemon *D)
 {
 	Client *c = D->rl.client;
+	uint32_t grow = D->rl.grow;
 	char msg[1024], *diags = NULL;
 	int r = d_reload(D, &diags, msg, sizeof msg);
-	nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", c ? "control socket" : "SIGHUP", msg);
+	if (grow && r)
+		D->grow_failed = grow;
+	if (grow)
+		nt_log(D->nt, r ? 3 : 5, "%s%s", r ? "target error: " : "", msg);
+	else
+		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", c ? "control socket" : "SIGHUP", msg);
 	if (c) {
 		json_t *resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
 		if (diags)
@@ -475,22 +507,47 @@ static void d_reload_done(Daemon *D)
 
 /* ---- the target watch -------------------------------------------------------------------- */
 
-/* A target with more tasks than the table: said once when it starts and
- * once when it ends (the rows hold the tasks that fit; per-task rules see
- * only them). */
+/* A target with more tasks than the table: the table grows (the same
+ * rules, handed over like a reload: no tick is missed, every task keeps
+ * its slot and histories) to a quarter more than the tasks, at least
+ * double, up to [engine] max_tasks.  At that ceiling, or when a growth
+ * fails (the windows' history_memory), it is a target error, said once
+ * when it starts and once when it ends (the rows hold the tasks that fit;
+ * per-task rules see only them). */
 static void d_watch_tasks(Daemon *D)
 {
 	sn_stats S;
 	eng_stats(D->e, &S, NULL);
-	uint32_t cap = eng_task_cap(D->e);
+	uint32_t cap = eng_task_cap(D->e), max = D->cf.max_tasks;
 	bool full = S.tasks_found > cap;
-	if (full && !D->tasks_full)
-		nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's %u: per-task rules see %u "
-		       "of them; raise [engine] tasks in the configuration and restart sentineld",
-		       D->cf.source, S.tasks_found, cap, cap);
-	else if (!full && D->tasks_full)
+	if (full && cap < max && D->grow_failed == 0 && !D->rl.on) {
+		uint64_t want = (uint64_t)S.tasks_found + S.tasks_found / 4;
+		want = (want + 1023) / 1024 * 1024;
+		if (want < 2ull * cap)
+			want = 2ull * cap;
+		if (want > max)
+			want = max;
+		char msg[256];
+		nt_log(D->nt, 5, "%s has %u tasks, more than the task table's %u rows: growing it to %u (max_tasks %u)",
+		       D->cf.source, S.tasks_found, cap, (unsigned)want, max);
+		if (d_reload_start(D, NULL, (uint32_t)want, msg, sizeof msg))
+			nt_log(D->nt, 4, "cannot grow the task table: %s", msg);
+		return;
+	}
+	if (full && !D->tasks_full && (cap >= max || D->grow_failed)) {
+		if (cap >= max)
+			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's ceiling of %u rows: "
+			       "per-task rules see %u of them; raise [engine] max_tasks and restart sentineld",
+			       D->cf.source, S.tasks_found, cap, cap);
+		else
+			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's %u rows, which could "
+			       "not grow (see above): per-task rules see %u of them; raise [engine] history_memory or "
+			       "tasks and restart sentineld", D->cf.source, S.tasks_found, cap, cap);
+		D->tasks_full = true;
+	} else if (!full && D->tasks_full) {
 		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", D->cf.source, S.tasks_found);
-	D->tasks_full = full;
+		D->tasks_full = false;
+	}
 }
 
 static void d_watch_target(Daemon *D)
@@ -689,7 +746,7 @@ static json_t *d_request(Daemon *D, Client *c, const char *line)
 	} else if (!strcmp(cmd, "reload")) {
 		char msg[1024];
 		/* answered when done (d_reload_done) */
-		resp = d_reload_start(D, c, msg, sizeof msg) ? json_pack("{s:b, s:s}", "ok", 0, "message", msg) : NULL;
+		resp = d_reload_start(D, c, 0, msg, sizeof msg) ? json_pack("{s:b, s:s}", "ok", 0, "message", msg) : NULL;
 	} else {
 		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown command; the commands are status, rules, alerts, reload");
 	}
@@ -965,7 +1022,7 @@ int main(int argc, char **argv)
 		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
 			d_reload_flag = 0;
 			char msg[1024];
-			if (d_reload_start(&D, NULL, msg, sizeof msg))
+			if (d_reload_start(&D, NULL, 0, msg, sizeof msg))
 				nt_log(D.nt, 4, "reload (SIGHUP): %s", msg);
 		}
 		d_watch_target(&D);

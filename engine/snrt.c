@@ -343,8 +343,6 @@ uint32_t sn_tasks_begin(sn_world *w, int walked)
 	return T->n;
 }
 
-uint64_t *sn_scratch(sn_world *w) { return w->scratch; }
-uint32_t sn_task_cap(const sn_world *w) { return w->tasks.cap; }
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row) { return row < w->tasks.n ? w->tasks.ptr[row] : 0; }
 char *sn_task_comm_buf(sn_world *w, uint32_t row) { return w->tasks.comm[row < w->tasks.cap ? row : 0]; }
 
@@ -360,6 +358,11 @@ double sn_cpu(const sn_world *w, uint32_t slot, uint32_t cpu)
 double sn_task(const sn_world *w, uint32_t slot, uint32_t row)
 {
 	return slot < w->ntaskslots && row < w->tasks.n ? w->tasks.val[(uint64_t)slot * w->tasks.cap + row] : SN_NAN;
+}
+
+const double *sn_task_col(const sn_world *w, uint32_t slot)
+{
+	return slot < w->ntaskslots ? w->tasks.val + (uint64_t)slot * w->tasks.cap : 0;
 }
 
 int sn_cpu_on(const sn_world *w, uint32_t cpu) { return cpu < w->ncpus && w->cpu_on[cpu]; }
@@ -473,7 +476,10 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
  * device-memory fetch-add; sn_emit_end, after every rule ran, publishes the
  * head and counts what did not fit.  The host reads records by their seq,
  * so one written early is taken early; the head only rings the bell. */
-enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM };
+/* (the task phases' barrier among the first blocks has its own counter and
+ * generation: the other blocks meanwhile count in at the tick's last one) */
+enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM, SN_SYNC_PCOUNT, SN_SYNC_PGEN };
+_Static_assert(SN_SYNC_PGEN < SN_SYNC_N, "the world's sync words");
 
 static void sn_emit_begin(sn_world *w)
 {
@@ -714,6 +720,62 @@ static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e)
 	}
 }
 
+/* The task table from o into w (one warp): every task keeps its slot,
+ * and so its histories.  The same size: a copy.  A larger table (a grown
+ * one, sentineld's answer to more tasks than rows): last tick's map is
+ * rehashed into the larger map, and the new slots join the free ones. */
+static void sn_handoff_tasks(sn_world *w, const sn_world *o)
+{
+	const sn_tasks *a = &o->tasks;
+	sn_tasks *b = &w->tasks;
+	uint32_t lane = simt_lane(), nl = simt_nlanes();
+	for (uint32_t i = lane; i < a->cap; i += nl) {
+		b->ptr[i] = a->ptr[i];
+		b->slot[i] = a->slot[i];
+	}
+	if (a->cap == b->cap) {
+		for (uint32_t i = lane; i < a->map_cap; i += nl)
+			for (int m = 0; m < 2; m++) {
+				b->key[m][i] = a->key[m][i];
+				b->mslot[m][i] = a->mslot[m][i];
+			}
+		for (uint32_t i = lane; i < a->cap; i += nl)
+			b->free_slots[i] = a->free_slots[i];
+		if (lane == 0)
+			b->nfree = a->nfree;
+	} else {
+		/* w's maps are empty (a new world); last tick's is a's current */
+		uint32_t mask = b->map_cap - 1, added = b->cap - a->cap;
+		const uint64_t *akey = a->key[a->cur];
+		const uint32_t *ams = a->mslot[a->cur];
+		uint64_t *key = b->key[a->cur];
+		uint32_t *ms = b->mslot[a->cur];
+		for (uint32_t i = lane; i < a->map_cap; i += nl) {
+			uint64_t k = akey[i];
+			for (uint32_t j = sn_hash(k, mask), n = 0; k && n < b->map_cap; j = (j + 1) & mask, n++) {
+				uint64_t empty = 0;
+				if (__atomic_compare_exchange_n(&key[j], &empty, k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+					ms[j] = ams[i];
+					break;
+				}
+			}
+		}
+		/* the stack pops from the top: the old free slots first, then
+		 * the new ones, lowest first */
+		uint32_t nf = (int32_t)a->nfree < 0 ? 0 : a->nfree > a->cap ? a->cap : a->nfree;
+		for (uint32_t i = lane; i < added; i += nl)
+			b->free_slots[i] = b->cap - 1 - i;
+		for (uint32_t i = lane; i < nf; i += nl)
+			b->free_slots[added + i] = a->free_slots[i];
+		if (lane == 0)
+			b->nfree = added + nf;
+	}
+	if (lane == 0) {
+		b->cur = a->cur;
+		b->n = 0;                          /* rows are rebuilt by the next walk */
+	}
+}
+
 void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
 	const sn_world *o = w->from;
@@ -742,25 +804,8 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 		for (uint32_t e = lane; e < ents; e += nl)
 			sn_copy_hist(dst, src, e);
 	}
-	if (w->tasks_from && warp == (nwarps > 1 ? 1 : 0)) {
-		const sn_tasks *a = &o->tasks;
-		sn_tasks *b = &w->tasks;
-		for (uint32_t i = lane; i < a->map_cap; i += nl)
-			for (int m = 0; m < 2; m++) {
-				b->key[m][i] = a->key[m][i];
-				b->mslot[m][i] = a->mslot[m][i];
-			}
-		for (uint32_t i = lane; i < a->cap; i += nl) {
-			b->ptr[i] = a->ptr[i];
-			b->slot[i] = a->slot[i];
-			b->free_slots[i] = a->free_slots[i];
-		}
-		if (lane == 0) {
-			b->nfree = a->nfree;
-			b->cur = a->cur;
-			b->n = 0;                  /* rows are rebuilt by the next walk */
-		}
-	}
+	if (w->tasks_from && warp == (nwarps > 1 ? 1 : 0))
+		sn_handoff_tasks(w, o);
 	simt_sync();
 }
 
@@ -769,26 +814,39 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 
 static uint64_t sn_clock(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
 
-/* All warps of the grid meet here (all blocks are resident: the loader
- * sizes the grid by occupancy).  Lane 0 of each warp takes part. */
-static void sn_grid_sync(sn_world *w, uint32_t nwarps)
+/* The first `blocks` blocks of the grid meet here (all blocks are
+ * resident: the loader sizes the grid by occupancy), counting on
+ * w->sync[c] and w->sync[c + 1].  Every thread of those blocks calls it;
+ * the block meets first, then its thread 0 counts in for the block, so a
+ * barrier costs one atomic per block. */
+static void sn_blocks_sync(sn_world *w, uint32_t blocks, uint32_t c)
 {
-	simt_sync();
-	if (simt_lane() == 0) {
-		uint64_t *count = &w->sync[SN_SYNC_COUNT], *gen = &w->sync[SN_SYNC_GEN];
+	__nvvm_barrier_sync(0);
+	if (__nvvm_read_ptx_sreg_tid_x() == 0) {
+		uint64_t *count = &w->sync[c], *gen = &w->sync[c + 1];
 		__nvvm_membar_gl();
 		uint64_t g = sn_load_volatile(gen);
-		if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) == nwarps - 1) {
+		if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) == blocks - 1) {
 			*(volatile uint64_t *)count = 0;
 			__nvvm_membar_gl();
 			__atomic_fetch_add(gen, 1, __ATOMIC_RELAXED);
 		} else {
 			while (sn_load_volatile(gen) == g)
-				__nvvm_nanosleep(200);
+				__nvvm_nanosleep(100);
 		}
 		__nvvm_membar_gl();
 	}
-	simt_sync();
+	__nvvm_barrier_sync(0);
+}
+
+/* The task phases' blocks (sn_tasks_grid). */
+static void sn_grid_sync_n(sn_world *w, uint32_t blocks) { sn_blocks_sync(w, blocks, SN_SYNC_PCOUNT); }
+
+/* The whole grid. */
+static void sn_grid_sync(sn_world *w, uint32_t nwarps)
+{
+	(void)nwarps;
+	sn_blocks_sync(w, (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), SN_SYNC_COUNT);
 }
 
 /* Thread 0, after a barrier: the phase that ended took since *t. */
@@ -801,30 +859,49 @@ static void sn_phase(sn_world *w, uint32_t gt, uint32_t ph, uint64_t *t)
 	*t = now;
 }
 
-/* The task phases (see sn_tasks_find) over every thread of the grid. */
+/* The task phases (see sn_tasks_find) over the first blocks of the grid:
+ * as many as the PID tree's slots need (a thread a slot), and at least
+ * those whose warps evaluate rules, which read the rows next.  The other
+ * blocks wait at the tick's last barrier: a small task table pays for a
+ * few blocks' barriers, not the grid's. */
 static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
 {
-	uint32_t gt = warp * 32 + simt_lane(), nt = nwarps * 32;
+	uint32_t bs = (uint32_t)__nvvm_read_ptx_sreg_ntid_x(), nb = (uint32_t)__nvvm_read_ptx_sreg_nctaid_x();
+	uint32_t gt = warp * 32 + simt_lane();
+	(void)nwarps;
 	if (!w->has_tasks) {
 		for (uint32_t ph = SN_PH_SCAN; ph <= SN_PH_FIELDS; ph++)
 			sn_phase(w, gt, ph, t);
 		return;
 	}
+	/* read by every thread after the jobs' barrier: the same answer in all */
+	uint64_t slots = (uint64_t)sn_load_volatile32(&w->tasks.nleaves) * 64u;
+	if (sn_load_volatile32(&w->tasks.by_list))
+		slots = sn_load_volatile32(&w->tasks.found);
+	uint64_t want = (slots + bs - 1) / bs, rb = ((uint64_t)w->nrules * 32u + bs - 1) / bs;
+	uint32_t nbl = (uint32_t)(want > rb ? want : rb);
+	if (nbl < 1)
+		nbl = 1;
+	if (nbl > nb)
+		nbl = nb;
+	if ((uint32_t)__nvvm_read_ptx_sreg_ctaid_x() >= nbl)
+		return;
+	uint32_t nt = nbl * bs;
 	sn_tp_scan(w, gt, nt);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	sn_phase(w, gt, SN_PH_SCAN, t);
 	sn_tp_claim(w, gt, nt);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	sn_tp_release(w, gt, nt);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	sn_tp_alloc(w, gt, nt);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	if (gt == 0)
 		sn_tp_commit(w);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	sn_phase(w, gt, SN_PH_SLOTS, t);
 	sn_tp_fields(w, gt, nt);
-	sn_grid_sync(w, nwarps);
+	sn_grid_sync_n(w, nbl);
 	sn_phase(w, gt, SN_PH_FIELDS, t);
 }
 

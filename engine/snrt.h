@@ -266,8 +266,6 @@ void sn_cpus_set(sn_world *w, uint32_t ids);
 void sn_cpu_set_online(sn_world *w, uint32_t cpu, int online);
 
 /* The task job's buffers. */
-uint64_t *sn_scratch(sn_world *w);
-uint32_t sn_task_cap(const sn_world *w);
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row);
 char *sn_task_comm_buf(sn_world *w, uint32_t row);
 
@@ -275,6 +273,8 @@ char *sn_task_comm_buf(sn_world *w, uint32_t row);
 double sn_host(const sn_world *w, uint32_t slot);
 double sn_cpu(const sn_world *w, uint32_t slot, uint32_t cpu);
 double sn_task(const sn_world *w, uint32_t slot, uint32_t row);
+/* A task slot's column ([tasks.cap] values, row-indexed); 0 for no such slot. */
+const double *sn_task_col(const sn_world *w, uint32_t slot);
 int sn_cpu_on(const sn_world *w, uint32_t cpu);
 uint32_t sn_ncpus(const sn_world *w);
 uint32_t sn_ntasks(const sn_world *w);

@@ -296,6 +296,7 @@ unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base,
 				hf[h] = (int32_t)o;
 	}
 	w->from = (const sn_world *)(uintptr_t)from;
-	w->tasks_from = oldp->task_cap == p->task_cap && oldp->max_cpus == p->max_cpus;
+	/* the same table, or a larger one (sentineld grows it for a target with more tasks) */
+	w->tasks_from = oldp->task_cap <= p->task_cap && oldp->max_cpus == p->max_cpus;
 	return kept;
 }

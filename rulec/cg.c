@@ -20,6 +20,9 @@
 
 /* ---- IR building ---------------------------------------------------------------- */
 
+/* task slots whose columns a function keeps (more are read through sn_task) */
+#define CG_MAX_TASKSLOTS 64
+
 typedef struct Cg {
 	LLVMModuleRef m;
 	LLVMContextRef ctx;
@@ -30,6 +33,9 @@ typedef struct Cg {
 	const Expr *track;        /* the aggregation that tracks the rule's value */
 	LLVMValueRef value, entity;
 	bool deriving;            /* building rules_task_derive: windows are computed, not read */
+	/* the function's task columns and row count, taken in its entry
+	 * block on first use (cg_task_value); colfn says whose they are */
+	LLVMValueRef colfn, col[CG_MAX_TASKSLOTS], nrows, nan_cell;
 	char *err;
 	size_t errlen;
 	int nerr;
@@ -147,6 +153,55 @@ static LLVMValueRef cg_lane_loop_start(Cg *C, Loop *L, LLVMValueRef end)
 static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent);
 
 
+/* v = name(w[, slot]) computed in the function's entry block. */
+static LLVMValueRef cg_at_entry(Cg *C, const char *name, LLVMValueRef slot)
+{
+	LLVMBasicBlockRef cur = LLVMGetInsertBlock(C->b);
+	LLVMValueRef first = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(C->fn));
+	if (first)
+		LLVMPositionBuilderBefore(C->b, first);
+	else
+		LLVMPositionBuilderAtEnd(C->b, LLVMGetEntryBasicBlock(C->fn));
+	LLVMValueRef a[2] = {C->w, slot};
+	LLVMValueRef v = cg_call(C, name, a, slot ? 2 : 1);
+	LLVMPositionBuilderAtEnd(C->b, cur);
+	return v;
+}
+
+/* Task slot `slot` of row `row`: the slot's column and the row count are
+ * taken once a function (the table holds still while rules run), so a
+ * rule's loop over 50,000 rows loads one word a row and a metric, with no
+ * call and no checks between the loads.  A row past the count, or a slot
+ * the table lacks, reads a NaN. */
+static LLVMValueRef cg_task_value(Cg *C, unsigned slot, LLVMValueRef row)
+{
+	if (C->colfn != C->fn) {
+		memset(C->col, 0, sizeof C->col);
+		C->nrows = NULL;
+		C->colfn = C->fn;
+	}
+	if (slot >= CG_MAX_TASKSLOTS) {
+		LLVMValueRef a[3] = {C->w, cg_u32(C, slot), row};
+		return cg_call(C, "sn_task", a, 3);
+	}
+	if (!C->col[slot])
+		C->col[slot] = cg_at_entry(C, "sn_task_col", cg_u32(C, slot));
+	if (!C->nrows)
+		C->nrows = cg_at_entry(C, "sn_ntasks", NULL);
+	if (!C->nan_cell) {
+		C->nan_cell = LLVMAddGlobal(C->m, C->dbl, "sn.nan");
+		LLVMSetInitializer(C->nan_cell, cg_nan(C));
+		LLVMSetGlobalConstant(C->nan_cell, 1);
+		LLVMSetLinkage(C->nan_cell, LLVMPrivateLinkage);
+	}
+	LLVMValueRef col = C->col[slot];
+	LLVMValueRef ok = LLVMBuildAnd(C->b, LLVMBuildICmp(C->b, LLVMIntULT, row, C->nrows, ""),
+				       LLVMBuildIsNotNull(C->b, col, ""), "");
+	LLVMValueRef idx = LLVMBuildZExt(C->b, row, C->i64, "");
+	LLVMValueRef at = LLVMBuildGEP2(C->b, C->dbl, col, &idx, 1, "");
+	return LLVMBuildLoad2(C->b, C->dbl, LLVMBuildSelect(C->b, ok, at, C->nan_cell, ""), "");
+}
+
 static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
 {
 	MetricId m = e->u.metric.id;
@@ -158,7 +213,7 @@ static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
 	switch (M->entity) {
 	case ENT_HOST: return cg_call(C, "sn_host", a, 2);
 	case ENT_CPU: return cg_call(C, "sn_cpu", a, 3);
-	default: return cg_call(C, "sn_task", a, 3);
+	default: return cg_task_value(C, (unsigned)slot, ent.idx);
 	}
 }
 
@@ -178,8 +233,7 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 		for (unsigned k = 0; k < C->p->ntwin; k++)
 			if (C->p->twin[k].m == x->u.metric.id && C->p->twin[k].fn == e->u.call.id &&
 			    C->p->twin[k].window == x->u.metric.window) {
-				LLVMValueRef a[3] = {C->w, cg_u32(C, C->p->ntask + k), ent.idx};
-				return cg_call(C, "sn_task", a, 3);
+				return cg_task_value(C, C->p->ntask + k, ent.idx);
 			}
 	LLVMValueRef idx = cat_metrics[x->u.metric.id].entity == ENT_HOST || !ent.idx ? cg_u32(C, 0) : ent.idx;
 	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx, cg_u32(C, fns[e->u.call.id]),

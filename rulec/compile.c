@@ -52,6 +52,13 @@ static void comp_internalize(LLVMModuleRef m)
 		/* the target machine, not the library's build, picks the GPU */
 		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-cpu", 10);
 		LLVMRemoveStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "target-features", 15);
+		/* the library is freestanding ("no-builtins": no memcpy or
+		 * memset calls conjured from loops); the generated code must be
+		 * too, or the inliner refuses to inline the library's small
+		 * accessors (sn_task, sn_host) into rules and rows */
+		if (!LLVMIsDeclaration(f) && !LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, "no-builtins", 11))
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+						LLVMCreateStringAttribute(LLVMGetModuleContext(m), "no-builtins", 11, "", 0));
 		/* rules and jobs stay functions: readable PTX, and code size per rule */
 		if (!strncmp(name, "rule_", 5) || !strncmp(name, "job_", 4) || !strncmp(name, "dispatch_", 9))
 			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,

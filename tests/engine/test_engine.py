@@ -121,6 +121,9 @@ def startup_failures(tmp):
     with open(bad, "w") as f:
         f.write("[target]\nsourc = ramfile:/x\n[engine]\ntick = fast\n[notfy]\nlog = yes\n")
     run(bad, 2, "bad.conf:2: error: unknown key 'sourc'", "a bad configuration names each error's line")
+    with open(bad, "w") as f:
+        f.write("[target]\nsource = ramfile:/x\n[engine]\ntasks = 8192\nmax_tasks = 4096\n")
+    run(bad, 2, "max_tasks (4096) is below tasks (8192)", "a task table that would start above its ceiling")
     shipped = "directory = %s" % os.path.join(TOP, "rules")
     run(conf(tmp, "ramfile:/nonexistent/vm.ram", rules=shipped), 2, "/nonexistent/vm.ram", "an unreachable target")
     run(conf(tmp, "ramfile:/dev/null", rules="bundle = %s" % os.path.join(tmp, "missing.bundle")), 2,

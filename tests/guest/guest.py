@@ -62,7 +62,11 @@ class Guest:
         self.tmp = tempfile.mkdtemp(prefix="sentinel-guest-")
         tag = name or "g%d" % os.getpid()
         # /dev/shm keeps the RAM file in memory; fall back to the temp dir.
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") else self.tmp
+        # SENTINEL_GUEST_RAM_DIR: another place, e.g. a hugetlbfs mount
+        # (2 MiB pages, as hypervisors back guests; the size is rounded up)
+        shm = os.environ.get("SENTINEL_GUEST_RAM_DIR") or ("/dev/shm" if os.path.isdir("/dev/shm") else self.tmp)
+        if os.environ.get("SENTINEL_GUEST_RAM_DIR"):
+            self.mem_mb = (self.mem_mb + 1) // 2 * 2
         self.ram = os.path.join(shm, "sentinel-%s-%d.ram" % (tag, int(time.time() * 1000) % 100000))
         self.ctl = os.path.join(self.tmp, "ctl.sock")
         self.console = os.path.join(self.tmp, "console.log")

@@ -37,7 +37,7 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
-         "while read -r k v r; do case $k in VmRSS:|voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
+         "while read -r k v r; do case $k in voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
          "echo \"X ${d#/proc/} $k $v\";; esac; done < $d/status 2>/dev/null; done; echo @end; jiffies")
 
 
@@ -73,9 +73,11 @@ def parse_truth(out):
                 comm = rest[rest.index("(") + 1:rest.rindex(")")]
                 g = rest[rest.rindex(")") + 2:].split()
                 t["tasks"][pid] = {"comm": comm, "state": g[0], "ppid": int(g[1]), "utime": int(g[11]),
-                                   "stime": int(g[12]), "threads": int(g[17]), "rss_kb": 0, "vcsw": 0, "nvcsw": 0}
+                                   "stime": int(g[12]), "threads": int(g[17]),
+                                   # field 24, get_mm_rss() in pages: what task.rss reads (4 KiB pages)
+                                   "rss_kb": int(g[21]) * 4, "vcsw": 0, "nvcsw": 0}
             elif f[0] == "X" and int(f[1]) in t["tasks"]:
-                key = {"VmRSS:": "rss_kb", "voluntary_ctxt_switches:": "vcsw",
+                key = {"voluntary_ctxt_switches:": "vcsw",
                        "nonvoluntary_ctxt_switches:": "nvcsw"}[f[2]]
                 t["tasks"][int(f[1])][key] = int(f[3])
     return t

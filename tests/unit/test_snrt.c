@@ -384,6 +384,37 @@ static void test_task_table(void)
 	      rows == 4 && t.w->tasks.err == -34 && t.w->tasks.found == 6 && t.w->tasks.nfree == 0 &&
 	      tt_slot(&t, 1) != tt_slot(&t, 2) && tt_slot(&t, 3) != tt_slot(&t, 4) && tt_slot(&t, 1) != tt_slot(&t, 4),
 	      rows, t.w->tasks.err, t.w->tasks.found);
+	/* the table grows (sentineld's answer to a full one): a world of 16
+	 * takes the table over; the four tasks keep their slots and
+	 * histories, the two that did not fit get new slots */
+	int64_t s1 = tt_slot(&t, 1), s4 = tt_slot(&t, 4);
+	uint32_t len1 = H->len[s1];
+	TT g = t;
+	WdParams pg = p;
+	pg.task_cap = 16;
+	if (wd_layout(&g.b, &pg, &g.L, err, sizeof err) || !(g.block = calloc(1, g.L.total))) {
+		CHECK("task table: a larger one set up (%s)", 0, err);
+		free(t.block);
+		return;
+	}
+	wd_build(&g.b, &pg, &g.L, NULL, g.block, (uint64_t)(uintptr_t)g.block, 0, (uint64_t)(uintptr_t)&g.stats);
+	g.w = wd_world(g.block);
+	int32_t hfrom = 0;
+	g.w->from = t.w;
+	g.w->hist_from = &hfrom;
+	g.w->rule_from = NULL;
+	g.w->tasks_from = 1;
+	sn_handoff(g.w, 0, 1);
+	rows = tt_tick(&g, many, 6, 1500000000);
+	int64_t s5 = tt_slot(&g, 5), s6 = tt_slot(&g, 6);
+	const sn_hist *G = &g.w->hist[0];
+	CHECK("task table: grown from 4 to 16: all %u rows, no error (%d), the four keep their slots (%lld %lld) "
+	      "and histories (%u samples), the two new ones have new slots (%lld %lld), %u free",
+	      rows == 6 && g.w->tasks.err == 0 && tt_slot(&g, 1) == s1 && tt_slot(&g, 4) == s4 &&
+	      G->len[s1] == len1 + 1 && s5 >= 4 && s6 >= 4 && s5 != s6 && G->len[s5] == 1 && g.w->tasks.nfree == 10,
+	      rows, g.w->tasks.err, (long long)tt_slot(&g, 1), (long long)tt_slot(&g, 4), s1 >= 0 ? G->len[s1] : 0,
+	      (long long)s5, (long long)s6, g.w->tasks.nfree);
+	free(g.block);
 	free(t.block);
 }
 
