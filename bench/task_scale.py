@@ -8,7 +8,8 @@ BACKENDS is cpu, cuda or cpu,cuda.  For each N (default 60,5000,50000): a
 Debian 6.12 guest (QEMU) with memory for N processes, `sentinel-spawn`
 filling it to N tasks with CHURN (default 20) replaced a second; then, per
 backend, sentineld with rules/ at a 10 ms tick and a task table for N,
-sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`:
+sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`
+(the CPU backend with [engine] threads = $BENCH_THREADS, default auto):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -31,6 +32,7 @@ SIZES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "60,5000,50000")
 SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
 CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
 RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules"))
+THREADS = os.environ.get("BENCH_THREADS", "auto")          # the CPU backend's [engine] threads
 
 
 def ctl(sock, cmd):
@@ -49,7 +51,8 @@ def measure(tmp, ram, backend, n):
     conf = os.path.join(tmp, "b-%s.conf" % backend)
     with open(conf, "w") as f:
         f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 10ms\n"
-                "tasks = %d\n[notify]\nlog = no\n[control]\nsocket = %s\n" % (ram, RULES, backend, n * 5 // 4 + 1024, sock))
+                "tasks = %d\nthreads = %s\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
+                (ram, RULES, backend, n * 5 // 4 + 1024, THREADS, sock))
     log = open(os.path.join(tmp, "d-%s.log" % backend), "w")
     p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -103,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, ring, history_memory, record"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, threads, ring, history_memory, record"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -138,6 +138,11 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "tasks")) {
 			if (cf_uint(R, "tasks", v, 16, 1u << 20, 10, &u))
 				c->tasks = (uint32_t)u;
+		} else if (IS("engine", "threads")) {
+			if (!strcmp(v, "auto"))
+				c->threads = 0;
+			else if (cf_uint(R, "threads", v, 1, 64, 10, &u))
+				c->threads = (uint32_t)u;
 		} else if (IS("engine", "max_tasks")) {
 			if (cf_uint(R, "max_tasks", v, 16, 1u << 22, 10, &u))
 				c->max_tasks = (uint32_t)u;

@@ -8,6 +8,7 @@
  *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
  *              tasks = 4096,  max_tasks = 1048576  (the task table's first size,
  *                                        and how far it grows),
+ *              threads = auto | N               (the CPU backend's tick threads),
  *              ring = 4096,  history_memory = 1GiB,
  *              record = FILE                    (every tick's values; backend = cpu)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
@@ -41,7 +42,8 @@ typedef struct Config {
 	int gpu;
 	uint64_t tick_ns;
 	uint32_t tasks, ring;
-	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_grow_tasks) */
+	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_watch_tasks) */
+	uint32_t threads;          /* the CPU backend's tick threads; 0: auto (a quarter of the CPUs, 1 to 8) */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
 	bool log, log_pending;

@@ -23,6 +23,7 @@ struct Engine {
 	sn_ring *ring;
 	sn_stats *stats;
 	CpuCode *cpu;
+	uint32_t threads;         /* the CPU backend's tick threads (EngOpts.threads) */
 	GpuCode *gpu;
 	/* the CPU backend's tick thread */
 	pthread_t thread;
@@ -61,6 +62,8 @@ static int eng_open_cpu(Engine *e, char *err, size_t n)
 	int r = cpu_open(e->b, &e->cpu, err, n);
 	if (!r)
 		r = cpu_bind(e->cpu, &e->t->mem, e->res.value, e->res.n, err, n);
+	if (!r)
+		r = cpu_threads(e->cpu, e->threads, err, n);
 	return r;
 }
 
@@ -79,6 +82,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		return -ENOMEM;
 	e->b = b;
 	e->t = t;
+	e->threads = o->threads ? o->threads : 1;
 	e->params = (WdParams){
 		.tick_ns = o->tick_ns ? o->tick_ns : 100000000ull,
 		.max_cpus = t->cpus.nr_cpu_ids,
@@ -158,7 +162,7 @@ int eng_tick(Engine *e, uint64_t now, char *err, size_t n)
 {
 	if (e->backend == ENG_CUDA)
 		return gpu_tick(e->gpu, now, err, n);
-	cpu_tick(e->cpu, wd_world(e->block), now ? now : eng_clock());
+	cpu_tick(e->cpu, wd_world(e->block), now ? now : eng_clock(), 0);
 	return 0;
 }
 
@@ -245,7 +249,7 @@ static void *eng_cpu_thread(void *arg)
 		uint64_t t = eng_clock();
 		if (t - next > tick)
 			S->late++;
-		cpu_tick(e->cpu, w, t);
+		cpu_tick(e->cpu, w, t, CPU_THREADS_MIN_ROWS);
 		if (e->on_tick)
 			e->on_tick(e->on_tick_ctx, w);
 		if (!S->first_tick) {

@@ -31,6 +31,7 @@ typedef struct EngOpts {
 	uint32_t ring_cap;        /* 0: WD_DEFAULT_RING */
 	uint64_t hist_max;        /* bytes of history; 0: WD_DEFAULT_HIST_MEMORY */
 	int gpu;                  /* CUDA device ordinal */
+	uint32_t threads;         /* CPU backend: threads a tick runs on (0, 1: one; cpu_threads) */
 	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
 	/* CPU backend: called on the tick thread after every tick, with the
 	 * world as the rules saw it (a recording, engine/record.h) */

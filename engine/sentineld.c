@@ -505,6 +505,16 @@ static void d_reload_done(Daemon *D)
 	free(diags);
 }
 
+/* The CPU backend's tick threads: [engine] threads, or a quarter of this
+ * host's CPUs (1 to 8): sentineld shares the host with what it watches. */
+static uint32_t d_threads(const Config *cf)
+{
+	if (cf->threads)
+		return cf->threads;
+	long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
+	return n < 1 ? 1 : n > 8 ? 8 : (uint32_t)n;
+}
+
 /* ---- the target watch -------------------------------------------------------------------- */
 
 /* A target with more tasks than the table: the table grows (the same
@@ -902,7 +912,8 @@ int main(int argc, char **argv)
 	/* the engines write it when alerts wait; fd 0 is stdin, so never it */
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
-			 .ring_cap = D.cf.ring, .hist_max = D.cf.hist_max, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0};
+			 .ring_cap = D.cf.ring, .hist_max = D.cf.hist_max, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0,
+			 .threads = d_threads(&D.cf)};
 	/* PTX for the GPU here alone (the engine loads nothing else), at most
 	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
 	 * newer GPUs too. */

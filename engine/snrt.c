@@ -651,32 +651,50 @@ static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 			rules_eval(w, r);
 }
 
-void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
+/* ---- the host's tick (the GPU runs the same phases in sn_gpu_main) --------------- */
+#ifndef __NVPTX__
+static void sn_tp_commit_one(sn_world *w, uint32_t t, uint32_t T)
 {
-	if (warp == 0 && simt_lane() == 0) {
-		w->now = now;
-		w->tick++;
-	}
-	simt_sync();
-	sn_collect_all(w, warp, nwarps);
-	if (w->has_tasks) {                  /* the host: one thread runs the phases in order */
-		sn_tp_scan(w, 0, 1);
-		sn_tp_claim(w, 0, 1);
-		sn_tp_release(w, 0, 1);
-		sn_tp_alloc(w, 0, 1);
+	(void)T;
+	if (t == 0)
 		sn_tp_commit(w);
-		sn_tp_fields(w, 0, 1);
-	}
-	if (warp == 0 && simt_lane() == 0)
-		sn_emit_begin(w);
-	simt_sync();
-	sn_eval_all(w, warp, nwarps);
-	simt_sync();
-	if (warp == 0 && simt_lane() == 0)
-		sn_emit_end(w);
 }
 
-#ifndef __NVPTX__
+/* the task steps, SN_STEP_SCAN to SN_STEP_ROWS */
+static void (*const sn_task_steps[])(sn_world *, uint32_t, uint32_t) = {
+	sn_tp_scan, sn_tp_claim, sn_tp_release, sn_tp_alloc, sn_tp_commit_one, sn_tp_fields,
+};
+_Static_assert(sizeof sn_task_steps / sizeof *sn_task_steps == SN_STEP_ROWS - SN_STEP_SCAN + 1, "the task steps");
+
+/* One step of a tick for thread t of T (the CPU backend's threads, with
+ * a barrier between steps): the GPU's phases, the same code. */
+void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t now)
+{
+	if (step == SN_STEP_BEGIN && t == 0) {
+		w->now = now;
+		w->tick++;
+		sn_emit_begin(w);
+	} else if (step == SN_STEP_JOBS) {
+		sn_collect_all(w, t, T);
+	} else if (step >= SN_STEP_SCAN && step <= SN_STEP_ROWS) {
+		if (w->has_tasks)
+			sn_task_steps[step - SN_STEP_SCAN](w, t, T);
+	} else if (step == SN_STEP_RULES) {
+		sn_eval_all(w, t, T);
+	} else if (step == SN_STEP_END && t == 0) {
+		sn_emit_end(w);
+	}
+}
+
+void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now)
+{
+	/* one thread (the host), or a warp of lanes that run the steps in order */
+	for (uint32_t step = 0; step < SN_STEPS; step++) {
+		sn_tick_step(w, step, warp, nwarps, now);
+		simt_sync();
+	}
+}
+
 void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 {
 	w->now = now;

@@ -296,6 +296,12 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 
 /* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);
+/* The same tick in steps, for T host threads with a barrier after each
+ * step: every thread t of T runs step 0, all meet, step 1, ... (the CPU
+ * backend with [engine] threads; sn_tick runs them on one). */
+enum { SN_STEP_BEGIN, SN_STEP_JOBS, SN_STEP_SCAN, SN_STEP_CLAIM, SN_STEP_RELEASE, SN_STEP_ALLOC, SN_STEP_COMMIT,
+       SN_STEP_ROWS, SN_STEP_RULES, SN_STEP_END, SN_STEPS };
+void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t now);
 
 /* Values supplied by the host instead of read from a kernel (`rulec test`,
  * replays): one tick's tables.  Host pointers; the CPU backend only. */

@@ -66,6 +66,7 @@ static void usage(FILE *out)
 "      --bundle FILE    run a bundle made by rulec --all-metrics -o FILE\n"
 "      --tasks N        the task table's size (default 4096): more tasks\n"
 "                       than this are a read error\n"
+"      --threads N      the CPU backend's threads for a tick (default 1)\n"
 "      --record FILE    write every tick's values to FILE instead of printing\n"
 "                       them (replay: rulec test --replay FILE RULES...);\n"
 "                       with --every (the tick, default 100ms), until --count\n"
@@ -210,6 +211,7 @@ typedef struct MetricsOpts {
 	double every;
 	long count;
 	uint32_t tasks;           /* --tasks N: the task table (default WD_DEFAULT_TASKS) */
+	uint32_t threads;         /* --threads N: the CPU backend's tick threads (default 1) */
 	bool json;
 } MetricsOpts;
 
@@ -360,7 +362,8 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 			goto out;
 	}
 	EngOpts eo = {.backend = o->backend ? o->backend : "cpu",
-		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull, .task_cap = o->tasks};
+		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull, .task_cap = o->tasks,
+		      .threads = o->threads};
 	struct timespec t0, t1, t2;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (eng_open(b, t, &eo, &e, err, sizeof err))
@@ -647,6 +650,14 @@ int main(int argc, char **argv)
 			mo.record = argv[++i];
 		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
 			mo.backend = argv[++i];
+		} else if (!strcmp(a, "--threads") && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || v < 1 || v > 64) {
+				fprintf(stderr, "sentinel-inspect: --threads takes a thread count from 1 to 64\n");
+				goto out;
+			}
+			mo.threads = (uint32_t)v;
 		} else if (!strcmp(a, "--tasks") && i + 1 < argc) {
 			char *end;
 			long v = strtol(argv[++i], &end, 10);

@@ -39,8 +39,8 @@ static void comp_phase(const CompOpts *o, const char *what, double *t0)
  * inlines the library into the rules and drops what no rule reads. */
 static void comp_internalize(LLVMModuleRef m)
 {
-	static const char *const keep[] = {"sn_tick", "sn_handoff", "sn_feed_tick", "sn_gpu_main", "sn_gpu_tick", "__sentinel_mem",
-					   CORE_TABLE};
+	static const char *const keep[] = {"sn_tick", "sn_tick_step", "sn_handoff", "sn_feed_tick", "sn_gpu_main",
+					   "sn_gpu_tick", "__sentinel_mem", CORE_TABLE};
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
 		size_t len;
 		const char *name = LLVMGetValueName2(f, &len);
