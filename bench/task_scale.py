@@ -9,7 +9,10 @@ Debian 6.12 guest (QEMU) with memory for N processes, `sentinel-spawn`
 filling it to N tasks with CHURN (default 20) replaced a second; then, per
 backend, sentineld with rules/ at a 10 ms tick and a task table for N,
 sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`
-(the CPU backend with [engine] threads = $BENCH_THREADS, default auto):
+(the CPU backend with [engine] threads = $BENCH_THREADS, default auto;
+with BENCH_THREADS_PER_PROC=T the N tasks are N/T processes of T threads
+each, on 16 KiB stacks: the PID tree holds every thread, the rows only
+the processes, as /proc lists them):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -33,6 +36,7 @@ SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
 CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
 RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules"))
 THREADS = os.environ.get("BENCH_THREADS", "auto")          # the CPU backend's [engine] threads
+PER_PROC = int(os.environ.get("BENCH_THREADS_PER_PROC", "1"))   # N tasks as N / PER_PROC processes
 
 
 def ctl(sock, cmd):
@@ -94,19 +98,25 @@ def main():
     for n in SIZES:
         with guest.Guest(ks["debian-6.12"], mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:
             g.check("echo 4194304 > /proc/sys/kernel/pid_max; echo 1000000 > /proc/sys/kernel/threads-max")
-            have = len(g.check("sentinel-spawn --ps").splitlines())
+            have = int(g.check("read a b c d e < /proc/loadavg; echo ${d#*/}").strip())   # threads, all
             if n > have:
                 t0 = time.time()
-                g.check("sentinel-spawn %d --churn %g > /tmp/s.out 2>&1 &" % (n - have, CHURN))
+                g.check("sentinel-spawn %d %d --churn %g > /tmp/s.out 2>&1 &" %
+                        (max(1, (n - have) // PER_PROC), PER_PROC, CHURN))
                 g.check("i=0; until grep -q ready /tmp/s.out; do sleep 1; i=$((i+1)); [ $i -lt 900 ] || exit 1; done",
                         timeout=960)
                 print("%d tasks: started in %.0f s" % (n, time.time() - t0), flush=True)
             tasks = len(g.check("sentinel-spawn --ps", timeout=300).splitlines())
+            label = "%d" % tasks
+            if PER_PROC > 1:
+                threads = int(g.check("read a b c d e < /proc/loadavg; echo ${d#*/}").strip())
+                print("%d threads in %d processes (the rows)" % (threads, tasks), flush=True)
+                label = "%d threads in %d processes" % (threads, tasks)
             tmp = tempfile.mkdtemp(prefix="sentinel-tsb-")
             try:
                 for b in BACKENDS:
                     r = measure(tmp, g.ram, b, tasks)
-                    rows.append((tasks, b, r))
+                    rows.append((label, b, r))
                     print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
                           "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
                                               r["errors"]), flush=True)
@@ -116,9 +126,9 @@ def main():
                 shutil.rmtree(tmp, ignore_errors=True)
     print("\n| tasks | backend | tick median | p99 | longest | late ticks at 10 ms |")
     print("|---|---|---|---|---|---|")
-    for tasks, b, r in rows:
-        print("| %d | %s | %.2f ms | %.2f ms | %.2f ms | %d of %d |" %
-              (tasks, b, r["median"] / 1e3, r["p99"] / 1e3, r["max"] / 1e3, r["late"], r["ticks"]))
+    for label, b, r in rows:
+        print("| %s | %s | %.2f ms | %.2f ms | %.2f ms | %d of %d |" %
+              (label, b, r["median"] / 1e3, r["p99"] / 1e3, r["max"] / 1e3, r["late"], r["ticks"]))
 
 
 if __name__ == "__main__":
