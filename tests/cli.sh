@@ -85,7 +85,7 @@ for x in d["diagnostics"]:
 '; then pass "cli/json-output"; else fail "cli/json-output"; fi
 
 # docs/metrics.md is generated from the catalog: it must be current.
-if "$rulec" --list-metrics=markdown | diff -u docs/metrics.md - > /tmp/sentinel-metrics.diff; then
+if "$rulec" --list-metrics=markdown | diff -u docs/metrics.md - > "$SENTINEL_TEST_TMP/metrics.diff"; then
 	pass "cli/docs-metrics-current"
 else
 	fail "cli/docs-metrics-current" "docs/metrics.md is stale; run: make docs"

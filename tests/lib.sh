@@ -3,6 +3,15 @@
 
 : "${RESULTS:=/dev/null}"
 
+# A directory for this run's scratch files: make check's (tests/run.sh),
+# or, for a suite run on its own, one of its own, removed when it exits.
+# Suites make their scratch directories inside it and set no EXIT trap.
+if [ -z "${SENTINEL_TEST_TMP:-}" ]; then
+	SENTINEL_TEST_TMP=$(mktemp -d /tmp/sentinel-test.XXXXXX) || exit 1
+	export SENTINEL_TEST_TMP
+	trap 'rm -rf "$SENTINEL_TEST_TMP"' EXIT
+fi
+
 pass() { printf 'PASS %s\n' "$1"; echo pass >> "$RESULTS"; }
 fail() { printf 'FAIL %s\n' "$1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/     /'; echo fail >> "$RESULTS"; }
 skip() { printf 'SKIP %s (%s)\n' "$1" "$2"; echo skip >> "$RESULTS"; }

@@ -6,7 +6,12 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
-RESULTS=$(mktemp /tmp/sentinel-results.XXXXXX)
+# this run's files, whatever runs beside it (another checkout's make check)
+SENTINEL_TEST_TMP=$(mktemp -d /tmp/sentinel-check.XXXXXX) || exit 1
+export SENTINEL_TEST_TMP
+trap 'rm -rf "$SENTINEL_TEST_TMP"' EXIT
+RESULTS=$SENTINEL_TEST_TMP/results
+: > "$RESULTS"
 export RESULTS
 . tests/lib.sh
 B=build
@@ -19,12 +24,13 @@ run_suite() {
 
 # C test programs (under ASan/UBSan) print PASS/FAIL lines themselves.
 c_tests() {
-	"$1" > /tmp/sentinel-ctest.out 2>&1
+	out=$SENTINEL_TEST_TMP/ctest.out
+	"$1" > "$out" 2>&1
 	rc=$?
-	cat /tmp/sentinel-ctest.out
-	grep -c '^PASS' /tmp/sentinel-ctest.out | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
-	grep -c '^FAIL' /tmp/sentinel-ctest.out | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
-	[ $rc -eq 0 ] || grep -q '^FAIL' /tmp/sentinel-ctest.out || fail "$(basename "$1")/exit-status" "exited $rc"
+	cat "$out"
+	grep -c '^PASS' "$out" | awk '{for(i=0;i<$1;i++) print "pass"}' >> "$RESULTS"
+	grep -c '^FAIL' "$out" | awk '{for(i=0;i<$1;i++) print "fail"}' >> "$RESULTS"
+	[ $rc -eq 0 ] || grep -q '^FAIL' "$out" || fail "$(basename "$1")/exit-status" "exited $rc"
 }
 
 run_suite "unit tests (ASan/UBSan)" c_tests "$B/san/test_unit"
@@ -44,7 +50,6 @@ run_suite "fuzz smoke: code generator (libFuzzer)" sh tests/fuzz/run.sh smoke cg
 p=$(grep -c '^pass$' "$RESULTS")
 f=$(grep -c '^fail$' "$RESULTS")
 s=$(grep -c '^skip$' "$RESULTS")
-rm -f "$RESULTS"
 echo
 echo "$p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]

@@ -9,8 +9,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
 	skip "valgrind/rulec" "valgrind not installed"
 	exit 0
 fi
-tmp=$(mktemp -d /tmp/sentinel-vg.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d "$SENTINEL_TEST_TMP/vg.XXXXXX")   # removed with the run's directory (tests/lib.sh)
 # each run: the exit status rulec must give (valgrind's own is 99), then the arguments
 while read -r want args; do
 	# shellcheck disable=SC2086

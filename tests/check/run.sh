@@ -30,10 +30,10 @@ for f in *.yaml *.args *.cmd; do
 	fi
 	if [ ! -f "$name.expected" ]; then
 		fail "check/$name" "no $name.expected; run: sh tests/check/run.sh build/san/rulec --update"
-	elif printf '%s\n' "$out" | diff -u "$name.expected" - > /tmp/sentinel-check.diff 2>&1; then
+	elif printf '%s\n' "$out" | diff -u "$name.expected" - > "$SENTINEL_TEST_TMP/check.diff" 2>&1; then
 		pass "check/$name"
 	else
-		fail "check/$name" "$(head -40 /tmp/sentinel-check.diff)"
+		fail "check/$name" "$(head -40 "$SENTINEL_TEST_TMP/check.diff")"
 	fi
 done
 rm -f "$here/generated-huge.yaml"

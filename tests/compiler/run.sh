@@ -18,8 +18,7 @@ rulec=$1
 dir=$(dirname "$0")
 bindir=$(${LLVM_CONFIG:-llvm-config-19} --bindir 2>/dev/null || echo /usr/lib/llvm-19/bin)
 clang=${CLANG:-clang-19}
-tmp=$(mktemp -d /tmp/sentinel-compiler.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d "$SENTINEL_TEST_TMP/compiler.XXXXXX")   # removed with the run's directory (tests/lib.sh)
 for f in "$dir"/*.ll "$dir"/*.c; do
 	[ -e "$f" ] || continue
 	name=compiler/$(basename "$f")

@@ -8,8 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 top=$(cd "$here/../.." && pwd)
 rulec=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-tmp=$(mktemp -d /tmp/sentinel-ruletest.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d "$SENTINEL_TEST_TMP/ruletest.XXXXXX")   # removed with the run's directory (tests/lib.sh)
 cd "$top" || exit 1
 
 # every shipped rule file's tests pass, through the compiled rules
