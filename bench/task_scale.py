@@ -12,9 +12,11 @@ sampled every 20 ms for SECONDS (default 10) through `sentinelctl status`
 (the CPU backend with [engine] threads = $BENCH_THREADS, default auto;
 with BENCH_THREADS_PER_PROC=T the N tasks are N/T processes of T threads
 each, on 16 KiB stacks: the PID tree holds every thread, the rows only
-the processes, as /proc lists them):
+the processes, as /proc lists them; BENCH_RULES=DIR[,DIR...] runs other
+rule sets against the same guests, e.g. rules and bench/gen_rules.sh's
+10,000, with BENCH_START_S for their compile):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
-and on the GPU the median time of each phase of the tick.
+and on the GPU the median and longest time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
 """
 import json
@@ -34,9 +36,10 @@ BACKENDS = sys.argv[2].split(",") if len(sys.argv) > 2 else ["cpu"]
 SIZES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "60,5000,50000").split(",")]
 SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
 CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
-RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules"))
+RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules")).split(",")
 THREADS = os.environ.get("BENCH_THREADS", "auto")          # the CPU backend's [engine] threads
 PER_PROC = int(os.environ.get("BENCH_THREADS_PER_PROC", "1"))   # N tasks as N / PER_PROC processes
+START_S = float(os.environ.get("BENCH_START_S", "90"))     # to compile, load and tick (10,000 rules: minutes)
 
 
 def ctl(sock, cmd):
@@ -50,17 +53,17 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def measure(tmp, ram, backend, n):
+def measure(tmp, ram, backend, n, rules):
     sock = os.path.join(tmp, "ctl-%s.sock" % backend)
     conf = os.path.join(tmp, "b-%s.conf" % backend)
     with open(conf, "w") as f:
         f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 10ms\n"
                 "tasks = %d\nthreads = %s\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
-                (ram, RULES, backend, n * 5 // 4 + 1024, THREADS, sock))
+                (ram, rules, backend, n * 5 // 4 + 1024, THREADS, sock))
     log = open(os.path.join(tmp, "d-%s.log" % backend), "w")
     p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 90                          # compiled, loaded and ticking long before
+        deadline = time.time() + START_S
         while time.time() < deadline and p.poll() is None:
             st = ctl(sock, "status") if os.path.exists(sock) else {}
             if st.get("status", {}).get("ticks", 0) > 10:
@@ -69,7 +72,8 @@ def measure(tmp, ram, backend, n):
         if p.poll() is not None or time.time() >= deadline:
             log.flush()
             with open(os.path.join(tmp, "d-%s.log" % backend)) as f:
-                raise RuntimeError("sentineld (%s) did not tick within 90 s:\n%s" % (backend, f.read()[-2000:]))
+                raise RuntimeError("sentineld (%s) did not tick within %.0f s (BENCH_START_S):\n%s" %
+                                   (backend, START_S, f.read()[-2000:]))
         time.sleep(2)                                        # settle: every task has its slot
         s0 = ctl(sock, "status")["status"]
         lens, phases, t_end = [], {}, time.time() + SECS
@@ -83,7 +87,7 @@ def measure(tmp, ram, backend, n):
         return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
                 "late": s1["late_ticks"] - s0["late_ticks"], "errors": s1.get("read_errors", 0) - s0.get("read_errors", 0),
                 "note": s1.get("backend", ""),
-                "phases": ", ".join("%s %.0f" % (k, pct(v, 0.5)) for k, v in phases.items())}
+                "phases": ", ".join("%s %.0f/%.0f" % (k, pct(v, 0.5), max(v)) for k, v in phases.items())}
     finally:
         p.terminate()
         try:
@@ -114,14 +118,17 @@ def main():
                 label = "%d threads in %d processes" % (threads, tasks)
             tmp = tempfile.mkdtemp(prefix="sentinel-tsb-")
             try:
-                for b in BACKENDS:
-                    r = measure(tmp, g.ram, b, tasks)
-                    rows.append((label, b, r))
+                for rules, b in [(r, b) for r in RULES for b in BACKENDS]:
+                    r = measure(tmp, g.ram, b, tasks, rules)
+                    if len(RULES) > 1:
+                        print("rules: %s" % rules, flush=True)
+                    rows.append((label if len(RULES) == 1 else "%s, %s" % (label, os.path.basename(rules.rstrip("/"))),
+                                 b, r))
                     print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
                           "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
                                               r["errors"]), flush=True)
                     if r["phases"]:
-                        print("        phases (median us): %s" % r["phases"], flush=True)
+                        print("        phases (median/longest us): %s" % r["phases"], flush=True)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     print("\n| tasks | backend | tick median | p99 | longest | late ticks at 10 ms |")

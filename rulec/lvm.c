@@ -141,9 +141,12 @@ int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n)
  * new is the rules' code (allocas, small runtime calls) and LLView's error
  * flags.  Scalar replacement, CSE, combining, inlining of the small
  * runtime accessors and dead-code removal give the same code as -O2 here
- * in an eighth of the time (docs/benchmarks.md); full runs default<O2>. */
+ * in an eighth of the time (docs/benchmarks.md); full runs default<O2>.
+ * Rotation and unrolling serve the loops cg marks (llvm.loop.unroll.count:
+ * the loops over tasks). */
 #define LVM_PIPELINE "function(sroa,early-cse,instcombine,simplifycfg),cgscc(inline)," \
-	"function(sroa,early-cse,instcombine,simplifycfg),globaldce"
+	"function(sroa,early-cse,instcombine,simplifycfg,loop(loop-rotate),loop-unroll<O2>,instcombine,simplifycfg)," \
+	"globaldce"
 
 int lvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool full, char *err, size_t n)
 {

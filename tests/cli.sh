@@ -102,7 +102,7 @@ if [ -z "${missing:-}" ]; then pass "cli/catalog-coverage"; else fail "cli/catal
 # make install honours DESTDIR and PREFIX, and the installed rulec runs;
 # sentineld gets its configuration in SYSCONFDIR/sentinel (kept on a
 # second install) and a systemd unit (Type=notify) naming both.
-inst=$(mktemp -d /tmp/sentinel-install.XXXXXX)
+inst=$(mktemp -d "$SENTINEL_TEST_TMP/install.XXXXXX")
 iargs="DESTDIR=$inst PREFIX=/usr BINDIR=/usr/bin DATADIR=/usr/share SYSCONFDIR=/etc SYSTEMDUNITDIR=/usr/lib/systemd/system"
 unit=$inst/usr/lib/systemd/system/sentineld.service
 # shellcheck disable=SC2086
@@ -140,7 +140,7 @@ expect inspect-no-source 2 env -u SENTINEL_SOURCE "$insp" info
 expect inspect-unknown-command 2 "$insp" -s raw:/dev/null frobnicate
 expect inspect-missing-file 2 "$insp" -s ramfile:/nonexistent.ram info
 expect inspect-not-an-image 2 "$insp" -s raw:tests/check/types.yaml info
-zero=$(mktemp /tmp/sentinel-zero.XXXXXX)
+zero=$(mktemp "$SENTINEL_TEST_TMP/zero.XXXXXX")
 dd if=/dev/zero of="$zero" bs=1M count=8 2>/dev/null
 expect_msg inspect-no-kernel-in-image 2 "no Linux kernel found.*OSRELEASE" "$insp" -s "raw:$zero" info
 printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000' > "$zero.elf"
@@ -153,7 +153,7 @@ rm -f "$zero" "$zero.elf"
 # runtime, rules 0-511, rules 512-599.  Each rule is defined in exactly one
 # part; with CUDA's ptxas and nvlink at hand, the parts compile separately
 # and link.
-big=$(mktemp -d /tmp/sentinel-parts.XXXXXX)
+big=$(mktemp -d "$SENTINEL_TEST_TMP/parts.XXXXXX")
 sh bench/gen_rules.sh 600 "$big" > /dev/null
 "$rulec" -q --emit=ptx "$big/sentinel.yaml" > "$big/all.ptx" 2> "$big/err"
 marks=$(grep -c '^// sentinel: part [0-9]* of 3$' "$big/all.ptx")
@@ -177,3 +177,22 @@ else
 	skip "cli/ptx-parts-link" "no ptxas: the CUDA toolkit is not installed (the GPU tests link parts through the driver)"
 fi
 rm -rf "$big"
+
+# The code a rule over tasks compiles to: its loop over rows unrolled (a
+# lane has four rows' loads in flight), the task column inlined, and the
+# state machine left a call (inlined into 10,000 rules it made the compile
+# ten times slower)
+u=$(mktemp -d "$SENTINEL_TEST_TMP/unroll.XXXXXX")
+printf 'groups:\n  - name: z\n    rules:\n      - alert: Zombies\n        expr: count(task.state == "Z") > 100\n' > "$u/z.yaml"
+"$rulec" -q --emit=llvm "$u/z.yaml" > "$u/z.ll" 2> "$u/err"
+"$rulec" -q --emit=llvm-opt "$u/z.yaml" > "$u/z.opt.ll" 2>> "$u/err"
+hint=$(grep -c '"llvm.loop.unroll.count", i32 4' "$u/z.ll")
+cmps=$(grep -c 'fcmp [a-z]* double %[0-9a-z.]*, 9.000000e+01' "$u/z.opt.ll")
+steps=$(grep -c 'call void @sn_step(' "$u/z.opt.ll")
+cols=$(grep -c 'call ptr @sn_task_col(' "$u/z.opt.ll")
+if [ "$hint" -eq 1 ] && [ "$cmps" -ge 4 ] && [ "$steps" -eq 1 ] && [ "$cols" -eq 0 ]; then
+	pass "cli/task-loop-unrolled"
+else
+	fail "cli/task-loop-unrolled" "unroll hint $hint (want 1), state compares $cmps (want >= 4: unrolled), sn_step calls $steps (want 1), sn_task_col calls $cols (want 0: inlined): $(cat "$u/err")"
+fi
+rm -rf "$u"
