@@ -172,7 +172,7 @@ bool rl_entry_ok(const Bundle *b, const RlResult *res, const char *fn)
 const char *rl_rule_blocked(const Bundle *b, const RlResult *res, size_t rule, MetricId *metric)
 {
 	for (int m = 0; m < MET__COUNT; m++)
-		if ((b->rules[rule].metrics >> m & 1) && !res->avail[m]) {
+		if (met_has(&b->rules[rule].metrics, (MetricId)m) && !res->avail[m]) {
 			if (metric)
 				*metric = (MetricId)m;
 			return res->reason[m];

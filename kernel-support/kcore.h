@@ -206,6 +206,21 @@ struct pglist_data {
 	struct zone node_zones[8];
 };
 
+/* pressure stall information (CONFIG_PSI, 4.20+).  total[] has a row per
+ * aggregator since 5.2 (PSI_AVGS = 0 first; before, one row in the same
+ * place); its rows' length (NR_PSI_STATES - 1) varies, so only row 0 is
+ * read.  The state index is the target's enum psi_states. */
+struct psi_group {
+	u64 total[2][8];          /* ns */
+	unsigned long avg[8][3];  /* percent in fixed point (FIXED_1 = 1 << 11): 10 s, 60 s, 300 s */
+};
+struct static_key {
+	atomic_t enabled;
+};
+struct static_key_false {
+	struct static_key key;
+};
+
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;
@@ -231,6 +246,14 @@ extern atomic_t panic_cpu;
 extern unsigned long tainted_mask;
 extern atomic_t oops_count __kweak;                    /* 6.2, backported to 6.1.x */
 extern atomic_t warn_count __kweak;
+extern struct psi_group psi_system __kweak;             /* CONFIG_PSI */
+/* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
+extern int time_status __kweak;
+extern long time_maxerror __kweak;
+extern long time_esterror __kweak;
+extern s64 time_offset __kweak;
+extern unsigned long tick_nsec __kweak;
+extern struct static_key_false psi_disabled __kweak;    /* psi=0 on the command line */
 /* per-CPU variables: the symbol is an offset into each CPU's area */
 extern struct rq runqueues;
 extern struct kernel_cpustat kernel_cpustat;

@@ -289,6 +289,87 @@ double km_host_oom_kills(void)
 	return km_collective((double)KM_SUM_ONLINE(km_vm_event(cpu, KENUM(vm_event_item, OOM_KILL))));
 }
 
+/* ---- host: pressure stall information ------------------------------------ */
+
+/* What /proc/pressure/RES shows, from psi_system: the stall time's sum
+ * (total[PSI_AVGS][state], ns) and the running averages (avg[state][w],
+ * percent << 11).  The kernel folds the per-CPU times into them every 2 s
+ * while the system is busy, and when /proc/pressure is read; from outside
+ * they are what the last of those left (up to 2 s old).  Unknown when the
+ * kernel has no PSI or was booted with psi=0 (no /proc/pressure either). */
+KM_INLINE int km_psi_on(void) { return &psi_system && !(&psi_disabled && KR(psi_disabled.key.enabled.counter)); }
+
+KM_INLINE double km_psi_total(long state)
+{
+	if (!km_psi_on())
+		return KM_NAN;
+	const u64 *t = (const u64 *)KP(psi_system.total);
+	return km_collective((double)t[state] * NSEC);
+}
+
+KM_INLINE double km_psi_avg(long state, int w)
+{
+	if (!km_psi_on())
+		return KM_NAN;
+	const unsigned long *a = (const unsigned long *)KP(psi_system.avg);
+	return km_collective((double)a[state * 3 + w] / 2048.0 / 100.0);
+}
+
+#define KM_PSI(res, kind, STATE)                                                                          \
+	double km_host_pressure_##res##_##kind##_time(void) { return km_psi_total(KENUM(psi_states, STATE)); } \
+	double km_host_pressure_##res##_##kind##_avg10(void) { return km_psi_avg(KENUM(psi_states, STATE), 0); } \
+	double km_host_pressure_##res##_##kind##_avg60(void) { return km_psi_avg(KENUM(psi_states, STATE), 1); } \
+	double km_host_pressure_##res##_##kind##_avg300(void) { return km_psi_avg(KENUM(psi_states, STATE), 2); }
+KM_PSI(cpu, some, PSI_CPU_SOME)
+KM_PSI(memory, some, PSI_MEM_SOME)
+KM_PSI(memory, full, PSI_MEM_FULL)
+KM_PSI(io, some, PSI_IO_SOME)
+KM_PSI(io, full, PSI_IO_FULL)
+KM_PSI(irq, full, PSI_IRQ_FULL)
+#undef KM_PSI
+
+/* ---- host: the clock -------------------------------------------------------- */
+
+/* What adjtimex(2) reports (kernel/time/ntp.c, to 6.12: file-static
+ * variables, found through kallsyms).  Without CONFIG_NTP_PPS, which
+ * Debian and most distributions leave off, TIME_ERROR is exactly
+ * STA_UNSYNC or STA_CLOCKERR. */
+#define KM_STA_UNSYNC 0x0040
+#define KM_STA_CLOCKERR 0x1000
+#define KM_USEC 1e-6
+
+double km_host_clock_synced(void)
+{
+	if (!&time_status)
+		return KM_NAN;
+	return km_collective((KR(time_status) & (KM_STA_UNSYNC | KM_STA_CLOCKERR)) ? 0 : 1);
+}
+
+double km_host_clock_maxerror(void)
+{
+	return &time_maxerror ? km_collective((double)KR(time_maxerror) * KM_USEC) : KM_NAN;
+}
+
+double km_host_clock_esterror(void)
+{
+	return &time_esterror ? km_collective((double)KR(time_esterror) * KM_USEC) : KM_NAN;
+}
+
+/* adjtimex's offset is time_offset * NTP_INTERVAL_FREQ >> NTP_SCALE_SHIFT
+ * (ns), and NTP_INTERVAL_FREQ is HZ: the tick's length in ns (tick_nsec,
+ * within the daemon's frequency correction of 1e9 / HZ) gives it. */
+double km_host_clock_offset(void)
+{
+	if (!&time_offset || !&tick_nsec)
+		return KM_NAN;
+	unsigned long tn = KR(tick_nsec);
+	if (!tn)
+		return km_collective(KM_NAN);
+	unsigned long hz = (1000000000ul + tn / 2) / tn;
+	s64 o = KR(time_offset);
+	return km_collective((double)o * (double)hz / 4294967296.0 * NSEC);
+}
+
 /* ---- per CPU -------------------------------------------------------------- */
 
 u32 km_cpu_ids(void) { return km_nr_cpu_ids(); }

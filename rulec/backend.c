@@ -48,7 +48,7 @@ static int rb_check_target(const RuleSet *rs, const CgProg *plan, const char *so
 	}
 	for (size_t i = 0; i < rs->n; i++) {
 		for (int m = 0; m < MET__COUNT; m++) {
-			if (!(plan->rule_metrics[i] >> m & 1) || res.avail[m])
+			if (!met_has(&plan->rule_metrics[i], (MetricId)m) || res.avail[m])
 				continue;
 			diag_report(d, yt_loc(rs->v[i].name_node), DIAG_TARGET_MISSING,
 				    "rule %s cannot run on Linux %s: %s", rs->v[i].name, t->release, res.reason[m]);

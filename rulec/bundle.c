@@ -141,7 +141,7 @@ static json_t *bd_manifest(const Bundle *b)
 		json_object_set_new(o, "annotations", bd_kvs(x->annotations, x->nannotations));
 		json_t *ms = json_array();
 		for (int k = 0; k < MET__COUNT; k++)
-			if (x->metrics >> k & 1)
+			if (met_has(&x->metrics, (MetricId)k))
 				json_array_append_new(ms, json_string(cat_metrics[k].name));
 		json_object_set_new(o, "metrics", ms);
 		json_object_set_new(o, "entity", json_string(x->entity == ENT_CPU ? "cpu" : x->entity == ENT_TASK ? "task" : "host"));
@@ -398,7 +398,7 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 			MetricId id;
 			if (bd_metric(mv, &id))
 				BAD("rule %s reads an unknown metric", x->name);
-			x->metrics |= 1ull << id;
+			met_add(&x->metrics, id);
 		}
 		const char *ent = json_string_value(json_object_get(v, "entity"));
 		x->entity = ent && !strcmp(ent, "cpu") ? ENT_CPU : ent && !strcmp(ent, "task") ? ENT_TASK : -1;

@@ -41,7 +41,7 @@ typedef struct BdRule {
 	unsigned m_of, n_of;
 	BdKV *labels, *annotations;
 	size_t nlabels, nannotations;
-	uint64_t metrics;         /* bit m: reads catalog metric m */
+	MetSet metrics;           /* the catalog metrics it reads */
 	int entity;               /* what an alert's entity number is: ENT_CPU, ENT_TASK, -1 none */
 	uint64_t hash;            /* of everything that decides its alert state */
 } BdRule;

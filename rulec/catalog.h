@@ -2,12 +2,16 @@
 #ifndef SENTINEL_CATALOG_H
 #define SENTINEL_CATALOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 typedef enum { ENT_HOST, ENT_CPU, ENT_TASK } Entity;
 typedef enum { MK_GAUGE, MK_COUNTER } MetricKind;
 typedef enum { MT_NUM, MT_BOOL, MT_STR, MT_STATE } MetricType;
 typedef enum { MU_NONE, MU_COUNT, MU_SECONDS, MU_BYTES, MU_LOAD } MetricUnit;
 
 #define MF_RATE_LE_1 1u
+#define MF_SIGNED 2u
 
 typedef enum {
 #define X(id, name, ent, kind, type, unit, flags, desc, src) MET_##id,
@@ -28,6 +32,14 @@ typedef struct Metric {
 } Metric;
 
 extern const Metric cat_metrics[MET__COUNT];
+
+/* A set of catalog metrics (what a rule reads), a bit each. */
+typedef struct MetSet {
+	uint64_t w[(MET__COUNT + 63) / 64];
+} MetSet;
+
+static inline void met_add(MetSet *s, MetricId m) { s->w[m / 64] |= 1ull << (m % 64); }
+static inline bool met_has(const MetSet *s, MetricId m) { return s->w[m / 64] >> (m % 64) & 1; }
 
 /* Look a metric up by name; returns MET__COUNT when unknown. */
 MetricId cat_lookup(const char *name, unsigned len);

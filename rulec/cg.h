@@ -51,7 +51,7 @@ typedef struct CgProg {
 	unsigned ntwin;
 	CgJob jobs[MET__COUNT + 2];
 	unsigned njobs;
-	uint64_t *rule_metrics;   /* [rs->n]: bit m set when rule i reads metric m */
+	MetSet *rule_metrics;     /* [rs->n]: the metrics rule i reads */
 } CgProg;
 
 /* Plan rs (or, with rs NULL, every metric).  Errors go to d with the rule's

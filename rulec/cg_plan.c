@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(MET__COUNT <= 64, "rule_metrics is a 64-bit mask");
 
 void cg_metric_fn(MetricId id, char *buf, size_t n)
 {
@@ -76,7 +75,7 @@ static void plan_task_window(CgProg *p, const Expr *e)
 		p->twin[p->ntwin++] = (CgTwin){x->u.metric.id, e->u.call.id, x->u.metric.window};
 }
 
-static void plan_expr(Plan *P, const Expr *e, uint64_t *mask)
+static void plan_expr(Plan *P, const Expr *e, MetSet *mask)
 {
 	if (!e)
 		return;
@@ -85,7 +84,7 @@ static void plan_expr(Plan *P, const Expr *e, uint64_t *mask)
 	switch (e->kind) {
 	case N_METRIC:
 		plan_use(P->p, e->u.metric.id);
-		*mask |= 1ull << e->u.metric.id;
+		met_add(mask, e->u.metric.id);
 		if (e->u.metric.wlen)
 			plan_window(P->p, e->u.metric.id, e->u.metric.window);
 		return;

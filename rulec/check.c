@@ -365,7 +365,7 @@ static Ty c_metric(Chk *C, const Expr *e)
 	Dim d = {0, 0};
 	if (m->unit == MU_SECONDS) d.time = 1;
 	if (m->unit == MU_BYTES) d.bytes = 1;
-	return ty_num(d, 0, INFINITY);
+	return ty_num(d, (m->flags & MF_SIGNED) ? -INFINITY : 0, INFINITY);
 }
 
 static Ty c_window_fn(Chk *C, const Expr *e)

@@ -519,7 +519,7 @@ int ut_replay(const char *path, const RuleSet *rs, const UtOpts *o)
 	/* every metric the rules read must be in the recording */
 	for (size_t i = 0; i < b->nrules; i++)
 		for (int m = 0; m < MET__COUNT; m++) {
-			if (!(b->rules[i].metrics >> m & 1) || m == MET_TASK_PID || m == MET_TASK_COMM)
+			if (!met_has(&b->rules[i].metrics, (MetricId)m) || m == MET_TASK_PID || m == MET_TASK_COMM)
 				continue;
 			bool have = false;
 			for (uint32_t k = 0; k < I->nhost; k++)

@@ -23,6 +23,15 @@ kernel computes a value at read time, the tolerance below says why:
               (cputime_adjust); we read the tick samples: within 20 ms + 10%.
   task state  only compared for tasks in the same state in both truths,
               and not for PID 1 (the shell answering us).
+  clock       adjtimex(2) (the sentinel-adjtimex helper): the offset it
+              returns is truncated to whole ns (or us): +-1 unit; the
+              maximum error grows 500 us a second, so between the truths.
+  pressure    /proc/pressure prints the stall sums in whole microseconds
+              (truncated: +1 us) and the averages' percent truncated to
+              two decimals (+0.01).  Reading it folds the per-CPU times in,
+              so the truth before the sample bounds ours from below.  A
+              resource /proc/pressure lacks (irq without
+              CONFIG_IRQ_TIME_ACCOUNTING) must be unknown in ours.
 """
 import json
 import subprocess
@@ -33,6 +42,9 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @meminfo; while read -r l; do echo \"$l\"; done < /proc/meminfo; "
          "echo @vmstat; while read -r l; do echo \"$l\"; done < /proc/vmstat; "
          "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
+         "echo @pressure; for r in cpu memory io irq; do [ -r /proc/pressure/$r ] && "
+         "while read -r l; do echo \"$r $l\"; done < /proc/pressure/$r; done; "
+         "echo @clock; sentinel-adjtimex; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
@@ -64,6 +76,12 @@ def parse_truth(out):
         elif sec == "loadavg":
             t["load"] = [float(x) for x in f[:3]]
             t["threads"] = int(f[3].split("/")[1])
+        elif sec == "pressure":
+            # "memory some avg10=0.00 avg60=0.00 avg300=0.00 total=1234" (total in us)
+            t.setdefault("psi", {})[(f[0], f[1])] = {k: float(v) for k, v in (x.split("=") for x in f[2:])}
+        elif sec == "clock" and f[0] == "status":
+            # "status 8257 state 0 maxerror 2000 esterror 500 offset 123 nano 1"
+            t["clock"] = {f[i]: int(f[i + 1]) for i in range(0, len(f) - 1, 2)}
         elif sec == "kernel":
             t.setdefault("kernel", {})[f[0]] = int(f[1])
         elif sec == "tasks":
@@ -82,6 +100,9 @@ def parse_truth(out):
                 t["tasks"][int(f[1])][key] = int(f[3])
     return t
 
+
+# the pressure lines the catalog reads: (resource, some|full)
+PSI = (("cpu", "some"), ("memory", "some"), ("memory", "full"), ("io", "some"), ("io", "full"), ("irq", "full"))
 
 # /proc/stat cpu line fields
 USER, NICE, SYSTEM, IDLE, IOWAIT, IRQ, SOFTIRQ, STEAL = range(8)
@@ -143,6 +164,38 @@ def compare(b, a, m, ncpus):
             counter=False)
     between("host.procs_blocked", h["host.procs_blocked"], 0, max(b["procs_blocked"], a["procs_blocked"]) + ncpus,
             counter=False)
+    # pressure stall information, what /proc/pressure shows
+    for res, kind in PSI:
+        name = "host.pressure_%s_%s" % (res, kind)
+        pb, pa = b.get("psi", {}).get((res, kind)), a.get("psi", {}).get((res, kind))
+        if pb is None or pa is None:
+            vals = [h.get(name + s) for s in ("_time", "_avg10", "_avg60", "_avg300")]
+            out.append((all(v is None for v in vals), "%s_*: unknown, as /proc/pressure/%s has no %s line" %
+                        (name, res, kind), "ours %r" % vals))
+            continue
+        v = h.get(name + "_time")
+        between(name + "_time", None if v is None else v * 1e6, pb["total"], pa["total"] + 1, unit=" us")
+        for w in ("avg10", "avg60", "avg300"):
+            v = h.get(name + "_" + w)
+            between(name + "_" + w, None if v is None else v * 100, pb[w], pa[w], tol=0.01, counter=False,
+                    unit="%")
+    # the clock, as adjtimex(2) reports it
+    cb, ca = b.get("clock"), a.get("clock")
+    if cb is None or ca is None:
+        out.append((False, "host.clock_*: no truth (the sentinel-adjtimex helper: make build/guest-helpers.cpio.gz)", ""))
+    else:
+        synced = [c["state"] != 5 for c in (cb, ca)]
+        v = h.get("host.clock_synced")
+        out.append((v is not None and v in synced, "host.clock_synced %s, adjtimex says %s" %
+                    (v, " then ".join("synchronised" if s else "TIME_ERROR" for s in synced)), repr(v)))
+        for name in ("maxerror", "esterror"):
+            v = h.get("host.clock_" + name)
+            between("host.clock_" + name, None if v is None else v * 1e6, cb[name], ca[name], counter=False,
+                    unit=" us")
+        unit = [1e-9 if c["nano"] else 1e-6 for c in (cb, ca)]
+        v = h.get("host.clock_offset")
+        between("host.clock_offset", None if v is None else v / unit[0], cb["offset"], ca["offset"] * unit[1] / unit[0],
+                tol=1, counter=False, unit=" ns" if cb["nano"] else " us")
     # kernel health: a guest under test neither panics nor taints itself
     kb, ka = b.get("kernel", {}), a.get("kernel", {})
     between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
