@@ -31,6 +31,8 @@ RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
+# linked into every sanitizer executable (why: the file's comment)
+SAN_DEFAULTS := $(B)/san/obj/tests/san_defaults.o
 
 # The kernel model: freestanding translation and walks (kx.c, kwalk.c, also
 # built for NVPTX in the runtime library below) and the host-side discovery.
@@ -120,10 +122,10 @@ $(B)/san/libkernel.a: $(KS_SAN_OBJ)
 $(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentinel-inspect: $(B)/san/obj/kernel-support/inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+$(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/kernel-support/inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
 
-$(B)/san/test_kx: $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
+$(B)/san/test_kx: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
 
 $(B)/librulec.a: $(LIB_OBJ)
@@ -137,7 +139,7 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 $(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentineld: $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+$(B)/san/sentineld: $(SAN_DEFAULTS) $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
 $(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
@@ -150,7 +152,7 @@ PKGLIBDIR := $(PREFIX)/lib/sentinel
 $(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl $(LDFLAGS_USER)
 
-$(B)/san/rulec: $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
+$(B)/san/rulec: $(SAN_DEFAULTS) $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl
 
 $(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(B)/obj/rulec/ruletest_run.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
@@ -172,11 +174,11 @@ $(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS)
 
 # The runtime on the host (engine/snrt.c as the CPU backend runs it, with the
 # host side of simt.h from llview_rt.c), laid out by engine/world.c.
-$(B)/san/test_snrt: $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/engine/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
+$(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/engine/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
 		$(B)/san/obj/engine/world.o $(B)/san/obj/engine/reloc.o $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(KS_LIBS) $(JANSSON_LIBS)
 
-$(B)/san/test_unit: $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
+$(B)/san/test_unit: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
 # libFuzzer target: the rule parser and checker, built with clang.
