@@ -388,6 +388,36 @@ int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len
 
 /* ---- windows ----------------------------------------------------------------------- */
 
+/* Sums for a least-squares line through a window's items: x seconds
+ * before the newest sample (at the item's mean time), y the item's mean,
+ * each weighted by its known samples. */
+typedef struct sn_fit {
+	double w, x, y, xx, xy;
+} sn_fit;
+
+static void sn_fit_add(sn_fit *f, const sn_bucket *b, uint64_t now)
+{
+	if (!b->n)
+		return;
+	uint64_t mid = b->t0 + (b->t1 - b->t0) / 2;
+	double n = (double)b->n, x = -(double)(now - mid) * 1e-9;
+	f->w += n;
+	f->x += n * x;
+	f->y += b->sum;
+	f->xx += n * x * x;
+	f->xy += x * b->sum;
+}
+
+/* The slope (at = 0) or the line's value at the newest sample (at = 1). */
+static double sn_fit_value(const sn_fit *f, int at)
+{
+	double d = f->w * f->xx - f->x * f->x;
+	if (!(d > 1e-12 * f->w * f->w))          /* one point in time: no line */
+		return SN_NAN;
+	double slope = (f->w * f->xy - f->x * f->y) / d;
+	return at ? (f->y - slope * f->x) / f->w : slope;
+}
+
 double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, double window_s)
 {
 	if (h >= w->nhist)
@@ -411,6 +441,10 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
 	uint32_t n = newest.n, k = len - 1;
 	int beyond = 0;                   /* the history reaches past the window's start */
+	int line = fn == SN_W_DERIV || fn == SN_W_FIT;
+	sn_fit fit = {0, 0, 0, 0, 0};
+	if (line)
+		sn_fit_add(&fit, &newest, newest.t1);
 	if (fn == SN_W_RATE || fn == SN_W_DELTA) {
 		/* only the ends count: the oldest item inside the window by
 		 * binary search (items are in time order), 8 reads for 256
@@ -440,6 +474,8 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 		n += b.n;
 		mx = __builtin_fmax(mx, b.max);
 		mn = __builtin_fmin(mn, b.min);
+		if (line)
+			sn_fit_add(&fit, &b, newest.t1);
 		oldest = b;
 	}
 	/* a window is known only once the history covers it, and spans two samples */
@@ -461,6 +497,9 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 		return mx;
 	case SN_W_MIN:
 		return mn;
+	case SN_W_DERIV:
+	case SN_W_FIT:
+		return sn_fit_value(&fit, fn == SN_W_FIT);
 	default:
 		return SN_NAN;
 	}

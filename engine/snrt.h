@@ -285,7 +285,12 @@ int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len
 /* Windowed functions over the history of (hist, entity).  Entity: 0 for
  * host metrics, the CPU number, or the task row.  NaN when the window holds
  * fewer samples than the function needs. */
-typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN } SnWinFn;
+/* SN_W_DERIV: the slope of the least-squares line through the window (per
+ * second); SN_W_FIT: that line's value at the newest sample.  Each item is
+ * a point at its mean time and mean value, weighted by its samples: exact
+ * for samples (no downsampling), and for a line through buckets of evenly
+ * spaced samples. */
+typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN, SN_W_DERIV, SN_W_FIT } SnWinFn;
 double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
 
 /* The alert state machine of rule `rule`: cond and clear are 1, 0 or NaN

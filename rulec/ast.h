@@ -51,7 +51,8 @@ struct Expr {
 	NodeKind kind;
 	unsigned off, len;        /* span in the expression text */
 	unsigned opoff, oplen;    /* comparisons: span of the operator */
-	Expr *a, *b;              /* operands; b is also a call's `where` filter */
+	Expr *a, *b;              /* operands; b is also a call's `where` filter,
+				    * or a window function's second argument */
 	union {
 		struct {
 			double v;         /* in base units: seconds, bytes */

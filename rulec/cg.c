@@ -269,6 +269,7 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 	static const SnWinFn fns[B__COUNT] = {
 		[B_RATE] = SN_W_RATE, [B_DELTA] = SN_W_DELTA, [B_CHANGES] = SN_W_CHANGES,
 		[B_AVG_OVER_TIME] = SN_W_AVG, [B_MAX_OVER_TIME] = SN_W_MAX, [B_MIN_OVER_TIME] = SN_W_MIN,
+		[B_DERIV] = SN_W_DERIV, [B_PREDICT_LINEAR] = SN_W_FIT,   /* the line's value now; see cg_predict */
 	};
 	const Expr *x = e->a;
 	int h = C->p->hist[x->u.metric.id];
@@ -286,6 +287,16 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx, cg_u32(C, fns[e->u.call.id]),
 			     cg_real(C, x->u.metric.window)};
 	return cg_call(C, "sn_window", a, 5);
+}
+
+/* predict_linear(m[w], t): the least-squares line's value now plus its
+ * slope times t (both windows, so a task metric's are derived slots) */
+static LLVMValueRef cg_predict(Cg *C, const Expr *e, Ent ent)
+{
+	Expr d = *e;
+	d.u.call.id = B_DERIV;
+	LLVMValueRef now = cg_window(C, e, ent), slope = cg_window(C, &d, ent);
+	return LLVMBuildFAdd(C->b, now, LLVMBuildFMul(C->b, slope, cg_expr(C, e->b, ent), ""), "");
 }
 
 /* a OP b over numbers: NaN if either is NaN, else 1 or 0 */
@@ -551,6 +562,8 @@ static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
 		return cg_metric(C, e, ent);
 	case N_CALL: {
 		const Builtin *bi = &ast_builtins[e->u.call.id];
+		if (e->u.call.id == B_PREDICT_LINEAR)
+			return cg_predict(C, e, ent);
 		if (bi->cls == BC_WINDOW)
 			return cg_window(C, e, ent);
 		if (bi->cls == BC_AGG)

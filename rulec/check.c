@@ -346,7 +346,7 @@ static Ty c_metric(Chk *C, const Expr *e)
 	}
 	if (e->u.metric.wlen && C->window_arg != e) {
 		c_error(C, c_loc(C, e), DIAG_WINDOW_MISPLACED,
-			"a [window] belongs inside rate(), delta(), changes() or *_over_time(), "
+			"a [window] belongs inside rate(), delta(), changes(), deriv(), predict_linear() or *_over_time(), "
 			"e.g. avg_over_time(%.*s)", (int)e->len, C->src->text + e->off);
 		return ty_err;
 	}
@@ -366,6 +366,22 @@ static Ty c_metric(Chk *C, const Expr *e)
 	if (m->unit == MU_SECONDS) d.time = 1;
 	if (m->unit == MU_BYTES) d.bytes = 1;
 	return ty_num(d, (m->flags & MF_SIGNED) ? -INFINITY : 0, INFINITY);
+}
+
+/* predict_linear's t: a duration, or a bare number of seconds */
+static bool c_horizon(Chk *C, const Expr *e)
+{
+	char s[64];
+	Ty h = c_expr(C, e->b);
+	if (h.k == TY_ERR)
+		return false;
+	if (h.k != TY_NUM || h.percent || (!h.bare && (h.dim.time != 1 || h.dim.bytes != 0))) {
+		c_error(C, c_loc(C, e->b), DIAG_TYPE_MISMATCH,
+			"predict_linear() looks ahead by a duration, such as predict_linear(host.mem_available[30m], 1h); "
+			"%s is not one", c_text(C, e->b, s, sizeof s));
+		return false;
+	}
+	return true;
 }
 
 static Ty c_window_fn(Chk *C, const Expr *e)
@@ -409,7 +425,8 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 		return ty_err;
 	}
 	bool over_time = e->u.call.id == B_AVG_OVER_TIME || e->u.call.id == B_MAX_OVER_TIME ||
-			 e->u.call.id == B_MIN_OVER_TIME;
+			 e->u.call.id == B_MIN_OVER_TIME || e->u.call.id == B_DERIV ||
+			 e->u.call.id == B_PREDICT_LINEAR;
 	if (over_time && m->kind == MK_COUNTER) {
 		c_error(C, c_loc(C, x), DIAG_COUNTER_RAW,
 			"%s() of the counter %s only sees it grow; use rate(%s[...]) instead",
@@ -433,6 +450,17 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 		break;
 	case B_CHANGES:
 		t.dim = (Dim){0, 0};
+		break;
+	case B_DERIV:
+		t.dim.time--;
+		t.lo = -INFINITY;
+		t.hi = INFINITY;
+		break;
+	case B_PREDICT_LINEAR:
+		if (!c_horizon(C, e))
+			return ty_err;
+		t.lo = -INFINITY;
+		t.hi = INFINITY;
 		break;
 	default:
 		break;

@@ -390,7 +390,7 @@ static Expr *parse_call(Parser *P, Tok name)
 		return NULL;
 	}
 	e->a = args[0];
-	e->b = where;
+	e->b = where ? where : nargs > 1 ? args[1] : NULL;   /* predict_linear's t */
 	e->u.call.nargs = nargs;
 	e->len = end - e->off;
 	return e;

@@ -124,7 +124,7 @@ static void test_window(double window, double tick)
 	uint64_t ticks = 3 * (win_ns / tick_ns) + 10;
 	uint64_t every = ticks > 300000 ? ticks / 300000 + 1 : 1;
 	uint64_t t0 = 1000000000000ull + 12345;       /* not aligned to anything */
-	uint64_t first_known = 0, flicker = 0, early = 0, bad_span = 0, bad_rate = 0, bad_avg = 0;
+	uint64_t first_known = 0, flicker = 0, early = 0, bad_span = 0, bad_rate = 0, bad_avg = 0, bad_line = 0;
 	for (uint64_t k = 0; k < ticks; k++) {
 		uint64_t now = t0 + k * tick_ns;
 		tw_put(&t, now, (double)k);
@@ -156,6 +156,11 @@ static void test_window(double window, double tick)
 		if (mx != (double)k || mn != (double)k - d || fabs(avg - ((double)k - d / 2)) > 1e-6 * (double)k ||
 		    ch != d)
 			bad_avg++;
+		/* the samples lie on a line of slope 1 a tick: deriv and the
+		 * line's value now are exact, downsampled or not */
+		double dv = tw_win(&t, SN_W_DERIV, window), fit = tw_win(&t, SN_W_FIT, window);
+		if (!(fabs(dv * tick - 1) < 1e-6) || !(fabs(fit - (double)k) < 1e-6 * ((double)k + 1)))
+			bad_line++;
 	}
 	CHECK("window %gs at tick %gs (%s, %u items, slack %gs): unknown until covered, then known "
 	      "(first after %.3fs)", early == 0 && first_known, window, tick,
@@ -165,11 +170,46 @@ static void test_window(double window, double tick)
 	CHECK("window %gs at tick %gs: never unknown again once known", flicker == 0, window, tick);
 	CHECK("window %gs at tick %gs: delta spans the window within slack + 1 tick (%gs)", bad_span == 0, window,
 	      tick, bound / 1e9);
+	CHECK("window %gs at tick %gs: deriv and predict_linear's line exact on a line", bad_line == 0, window, tick);
+	if (bad_line)
+		printf("     %llu checks off the line\n", (unsigned long long)bad_line);
 	CHECK("window %gs at tick %gs: rate exact; min/max/avg/changes exact over the span",
 	      bad_rate == 0 && bad_avg == 0, window, tick);
 	if (bad_rate || bad_avg)
 		printf("     rate wrong %llu times, min/max/avg/changes %llu times\n", (unsigned long long)bad_rate,
 		       (unsigned long long)bad_avg);
+	tw_close(&t);
+}
+
+/* Samples off any line (a parabola): deriv and the fitted value are the
+ * least-squares line through exactly the samples the window holds. */
+static void test_fit_parabola(void)
+{
+	TW t;
+	double window = 2.0, tick = 0.1;
+	uint64_t tick_ns = 100000000ull, t0 = 7000000000ull;
+	if (tw_open(&t, window, tick_ns))
+		return;
+	uint64_t lim = (uint64_t)(window * 1e9) + t.w->hist[0].slack_ns;
+	int ok = 1, known = 0;
+	for (uint64_t k = 0; k < 60; k++) {
+		uint64_t now = t0 + k * tick_ns;
+		tw_put(&t, now, (double)(k * k) * 0.5);
+		double dv = tw_win(&t, SN_W_DERIV, window), fit = tw_win(&t, SN_W_FIT, window);
+		if (isnan(dv))
+			continue;
+		known++;
+		double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+		for (uint64_t j = 0; j <= k && j * tick_ns <= lim; j++) {
+			double x = -(double)j * tick, y = (double)((k - j) * (k - j)) * 0.5;
+			w += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+		}
+		double slope = (w * sxy - sx * sy) / (w * sxx - sx * sx), at0 = (sy - slope * sx) / w;
+		if (fabs(dv - slope) > 1e-9 * fabs(slope) || fabs(fit - at0) > 1e-9 * (fabs(at0) + 1))
+			ok = 0;
+	}
+	CHECK("deriv and the fitted value of a parabola are the least-squares line through the window's samples "
+	      "(%d windows)", ok && known > 30, known);
 	tw_close(&t);
 }
 
@@ -506,6 +546,7 @@ int main(void)
 	test_spike(30, 0.1);
 	test_spike(3600, 1);
 	test_spike(86400, 10);
+	test_fit_parabola();
 	test_reload(10, 120, 0.1);
 	test_reload(120, 10, 0.1);
 	test_reload(60, 3600, 1);
