@@ -212,7 +212,7 @@ $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
 
 gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
-	$(B)/procpoll $(B)/syncprobe
+	$(B)/procpoll $(B)/syncprobe $(B)/regprobe
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
@@ -245,6 +245,10 @@ $(B)/greenprobe: tests/gpu/greenprobe.c tests/gpu/probe.h
 # Which CUDA driver calls wait for a running kernel (tests/gpu/syncprobe.c).
 $(B)/syncprobe: tests/gpu/syncprobe.c tests/gpu/probe.h engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl -lpthread
+
+# Can the GPU read a VM_IO|VM_PFNMAP mapping of RAM (tests/gpu/regprobe.c)?
+$(B)/regprobe: tests/gpu/regprobe.c engine/cudadrv.h
+	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)
