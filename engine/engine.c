@@ -36,6 +36,8 @@ struct Engine {
 	void (*on_tick)(void *ctx, const sn_world *w);   /* EngOpts.on_tick */
 	void *on_tick_ctx;
 	void *snap;                   /* eng_values' copy: the block up to the task maps */
+	uint64_t hb, hb_ns;           /* eng_health: the heartbeat last seen, and when it moved */
+	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_fault) */
 };
 
 static uint64_t eng_clock(void)
@@ -82,6 +84,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		return -ENOMEM;
 	e->b = b;
 	e->t = t;
+	e->faults = getenv("SENTINEL_TEST_FAULTS") != NULL;
 	e->threads = o->threads ? o->threads : 1;
 	e->params = (WdParams){
 		.tick_ns = o->tick_ns ? o->tick_ns : 100000000ull,
@@ -223,6 +226,23 @@ static void eng_sleep_until(uint64_t t)
 
 /* The CPU backend's clock: the same schedule the GPU kernel keeps (a late
  * tick is counted; far behind, the schedule skips instead of bursting). */
+/* Test hook: whether the file named by SENTINEL_TEST_FAULTS holds `what`:
+ * "handover" fails a GPU handover just after the old kernel stopped;
+ * "stall" holds the CPU backend's tick thread before its tick, as a tick
+ * stuck in a read would (tests/engine). */
+static bool eng_fault(const char *what)
+{
+	const char *path = getenv("SENTINEL_TEST_FAULTS");
+	FILE *f = path && *path ? fopen(path, "r") : NULL;
+	if (!f)
+		return false;
+	char buf[128];
+	size_t k = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[k] = 0;
+	return strstr(buf, what) != NULL;
+}
+
 static void *eng_cpu_thread(void *arg)
 {
 	Engine *e = arg;
@@ -244,6 +264,10 @@ static void *eng_cpu_thread(void *arg)
 			__atomic_store_n(&e->handoff_to, NULL, __ATOMIC_RELEASE);   /* keep going */
 		}
 		eng_sleep_until(next);
+		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+			break;
+		while (e->faults && eng_fault("stall") && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+			eng_sleep_until(eng_clock() + 10000000);
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			break;
 		uint64_t t = eng_clock();
@@ -315,7 +339,8 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 		*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params,
 				&e->params, gpu_block_addr(old->gpu));
 		int r = gpu_upload(e->gpu, err, n);
-		return r ? r : gpu_takeover(e->gpu, old->gpu, 10000000000ull + 4 * old->params.tick_ns, err, n);
+		return r ? r : gpu_takeover(e->gpu, old->gpu, 10000000000ull + 4 * old->params.tick_ns,
+					    old->faults && eng_fault("handover"), err, n);
 	}
 	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, old->b, &old->params, &e->params,
 			(uint64_t)(uintptr_t)old->block);
@@ -365,9 +390,27 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
 	return 0;
 }
 
+/* A kernel or tick thread that neither ticks nor ends is stuck: its
+ * heartbeat (stats->heartbeat, one a tick) has not moved for 10 s and 50
+ * ticks.  A finished or failed kernel is gpu_poll's to report. */
 int eng_health(Engine *e, char *err, size_t n)
 {
-	return e->backend == ENG_CUDA ? gpu_poll(e->gpu, err, n) : 0;
+	int r = e->backend == ENG_CUDA ? gpu_poll(e->gpu, err, n) : 0;
+	if (r)
+		return r;
+	uint64_t hb = __atomic_load_n(&e->stats->heartbeat, __ATOMIC_RELAXED), now = eng_clock();
+	if (hb != e->hb || !e->hb_ns) {
+		e->hb = hb;
+		e->hb_ns = now;
+		return 0;
+	}
+	if (now - e->hb_ns > 10000000000ull + 50 * e->params.tick_ns) {
+		snprintf(err, n, "the %s has not ticked for %.0f s (at tick %llu); no rule runs",
+			 e->backend == ENG_CUDA ? "persistent kernel" : "tick thread", (double)(now - e->hb_ns) / 1e9,
+			 (unsigned long long)__atomic_load_n(&e->stats->ticks, __ATOMIC_RELAXED));
+		return -ETIMEDOUT;
+	}
+	return 0;
 }
 
 unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx)

@@ -64,7 +64,9 @@ const sn_world *eng_values(Engine *e, char *err, size_t n);
 int eng_start(Engine *e, char *err, size_t n);
 int eng_stop(Engine *e, char *err, size_t n);
 /* Whether the engine still runs: 0, or the error that stopped it (a GPU
- * fault, with the driver's message in err). */
+ * fault, with the driver's message in err; a persistent kernel that ended
+ * by itself; a kernel or tick thread that has not ticked for 10 s and 50
+ * ticks).  Call it every second or so: it times the heartbeat. */
 int eng_health(Engine *e, char *err, size_t n);
 
 /* The alert records written since the last call, in order, to fn.  A record

@@ -514,7 +514,59 @@ int gpu_run(GpuCode *g, char *err, size_t n)
 	return 0;
 }
 
-int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_t n)
+static CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns);
+
+/* Launch a stopped kernel again on its own world, on its schedule: the
+ * world no longer takes over from anyone (its old one may be gone). */
+static int gpu_resume(GpuCode *g, char *err, size_t n)
+{
+	static const uint64_t zero;
+	gpu_enter(g);
+	CU(g->d.MemcpyHtoDAsync(g->dblock + offsetof(sn_world, from), &zero, sizeof zero, g->copy),
+	   "cannot resume the persistent kernel");
+	CU(g->d.StreamSynchronize(g->copy), "cannot resume the persistent kernel");
+	__atomic_store_n(&g->stats->handoff_tick, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->stats->stopped, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->stats->stop, 0, __ATOMIC_SEQ_CST);
+	return gpu_run(g, err, n);
+}
+
+/* A handover that failed: the new kernel stops, the old one runs on.  The
+ * old kernel was told to stop after handoff_tick; the order is withdrawn,
+ * and a kernel that had already stopped is launched again.  On success
+ * err gets what happened to the old rules, appended. */
+static void gpu_takeover_undo(GpuCode *g, GpuCode *old, char *err, size_t n)
+{
+	size_t len = strlen(err);
+	gpu_enter(g);
+	__atomic_store_n(&g->stats->stop, 1, __ATOMIC_SEQ_CST);
+	CUresult c = gpu_wait_exit(g, 2 * g->tick_ns + 1000000000ull);
+	g->running = c == CUDA_ERROR_NOT_READY;       /* a kernel that will not stop stays counted */
+	__atomic_store_n(&old->stats->handoff_tick, 0, __ATOMIC_SEQ_CST);
+	/* a tick that had read the order before it was withdrawn stops the
+	 * kernel within a tick: wait that long before deciding it runs on */
+	gpu_enter(old);
+	c = gpu_wait_exit(old, 2 * old->tick_ns + 1000000ull);
+	if (c == CUDA_ERROR_NOT_READY) {
+		snprintf(err + len, n - len, "; the old rules run on");
+		return;
+	}
+	if (c != CUDA_SUCCESS) {                      /* failed: gpu_poll reports it */
+		snprintf(err + len, n - len, "; the old persistent kernel failed too");
+		return;
+	}
+	gpu_trace("takeover: undo, resume the old kernel");
+	char e2[256];
+	if (gpu_resume(old, e2, sizeof e2)) {
+		old->running = true;                      /* not running: gpu_poll says so */
+		snprintf(err + len, n - len, "; the old rules could not be resumed: %s", e2);
+		return;
+	}
+	snprintf(err + len, n - len, "; the old rules run on (resumed after tick %llu)",
+		 (unsigned long long)__atomic_load_n(&old->stats->ticks, __ATOMIC_ACQUIRE));
+}
+
+int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, bool fault, char *err, size_t n)
 {
 	/* the new kernel waits for the old one's last tick, then takes over */
 	int r = gpu_run(g, err, n);
@@ -528,8 +580,15 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_
 		gpu_enter(old);
 		CUresult c = old->d.StreamQuery(old->run);
 		bool old_done = c == CUDA_SUCCESS;
-		if (c != CUDA_SUCCESS && c != CUDA_ERROR_NOT_READY)
-			return gpu_err(old, c, err, n, "the old persistent kernel failed during the reload");
+		if (c != CUDA_SUCCESS && c != CUDA_ERROR_NOT_READY) {
+			r = gpu_err(old, c, err, n, "the old persistent kernel failed during the reload");
+			goto undo;
+		}
+		if (old_done && fault) {
+			snprintf(err, n, "the new persistent kernel failed (injected: SENTINEL_TEST_FAULTS)");
+			r = -EIO;
+			goto undo;
+		}
 		/* the old world may go once the new kernel has ticked on its own */
 		if (old_done && __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) > k + 2) {
 			gpu_trace("takeover: done");
@@ -537,12 +596,15 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_
 			return 0;
 		}
 		if ((r = gpu_poll(g, err, n)))
-			return r;
+			goto undo;
 		nanosleep(&ts, NULL);
 	}
 	snprintf(err, n, "the reload's handover did not complete within %llu ms",
 		 (unsigned long long)(timeout_ns / 1000000));
-	return -ETIMEDOUT;
+	r = -ETIMEDOUT;
+undo:
+	gpu_takeover_undo(g, old, err, n);
+	return r;
 }
 
 uint64_t gpu_block_addr(const GpuCode *g) { return g->dblock; }
@@ -564,9 +626,14 @@ int gpu_poll(GpuCode *g, char *err, size_t n)
 		return 0;
 	gpu_enter(g);
 	CUresult c = g->d.StreamQuery(g->run);
-	if (c == CUDA_SUCCESS || c == CUDA_ERROR_NOT_READY)
+	if (c == CUDA_ERROR_NOT_READY)
 		return 0;
 	g->running = false;
+	if (c == CUDA_SUCCESS) {                 /* it only ends when told to (gpu_halt, a handover) */
+		snprintf(err, n, "the persistent kernel on %s stopped by itself after tick %llu; no rule runs",
+			 g->name, (unsigned long long)__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE));
+		return -EPIPE;
+	}
 	return gpu_err(g, c, err, n, "the persistent kernel failed on %s", g->name);
 }
 
@@ -732,13 +799,7 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 	if (!was_running)
 		return 0;
 	/* the world no longer takes over from anyone: its old one is gone */
-	static const uint64_t zero;
-	CU(g->d.MemcpyHtoDAsync(g->dblock + offsetof(sn_world, from), &zero, sizeof zero, g->copy),
-	   "cannot resume the persistent kernel");
-	CU(g->d.StreamSynchronize(g->copy), "cannot resume the persistent kernel");
-	__atomic_store_n(&g->stats->stopped, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&g->stats->stop, 0, __ATOMIC_SEQ_CST);
-	int r = gpu_run(g, err, n);
+	int r = gpu_resume(g, err, n);
 	out->pause_ns = gpu_now() - t1;
 	gpu_trace("reap: resumed");
 	if (r)

@@ -44,8 +44,10 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
 /* Reload: start g's persistent kernel, which takes over from old's after
  * old's next tick but one (stats->handoff_tick), without a gap; returns
  * once old has stopped and g has ticked on its own.  g's world must have
- * been linked to old's (wd_link). */
-int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, char *err, size_t n);
+ * been linked to old's (wd_link).  On failure g is stopped and old runs
+ * on, launched again if it had stopped (err says which); fault (a test
+ * hook) fails it just after old stopped. */
+int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, bool fault, char *err, size_t n);
 /* After a reload: destroy the contexts that engines closed since (each
  * costs a driver thread), pausing g's persistent kernel between two ticks
  * while the driver does, since destroying a context waits for every kernel

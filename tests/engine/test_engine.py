@@ -15,6 +15,12 @@ against a Debian 6.12 guest under QEMU:
             later; an alert that was firing stays firing (no second event)
   broken    a reload with a broken rule file changes nothing and prints the
             errors as rulec --check does; so does SIGHUP
+  stall     (CPU) the tick thread held before its tick (SENTINEL_TEST_FAULTS):
+            after 10 s and 50 ticks without a heartbeat it is a target
+            error; released, the target comes back
+  undo      (CUDA) a handover made to fail just after the old kernel
+            stopped (SENTINEL_TEST_FAULTS): the reload says so, the old
+            kernel is launched again and ticks on; the next reload works
   target    killing the guest (QEMU killed, its RAM file removed) is a
             target error in the log and in `status`; sentineld keeps running
             and stops cleanly
@@ -333,7 +339,9 @@ def with_guest(tmp):
             report(p.returncode == 0 and "auto chose it because no NVIDIA driver" in p.stdout,
                    "backend = auto says which backend it chose and why", p.stdout + p.stderr)
         mport = free_port()
-        d = Daemon(tmp, g.ram, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport)
+        fault = os.path.join(tmp, "faults")    # SENTINEL_TEST_FAULTS: engine/gpu.c's test hook
+        d = Daemon(tmp, g.ram, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport,
+                   env=dict(os.environ, SENTINEL_TEST_FAULTS=fault))
         st = status(tmp)
         report(d.p.poll() is None and st.get("backend") == BACKEND and st.get("target", {}).get("state") == "ok",
                "sentineld starts against the guest (%s, Linux %s, %s rules)" %
@@ -456,6 +464,48 @@ def with_guest(tmp):
                status(tmp).get("reloads") == before.get("reloads"),
                "SIGHUP: the same, in the log", d.text()[-2000:])
         os.unlink(os.path.join(rules, "broken.yaml"))
+        # ---- a handover that fails after the old kernel stopped (CUDA) ---------------------
+        if BACKEND == "cuda":
+            with open(fault, "w") as f:
+                f.write("handover\n")
+            before = status(tmp)
+            rc, out, err = ctl(tmp, "reload")
+            os.unlink(fault)
+            time.sleep(1.0)
+            mid = status(tmp)
+            time.sleep(1.0)
+            after = status(tmp)
+            said = (out + err).strip()
+            report(rc != 0 and "injected" in said and "the old rules run on (resumed after tick" in said and
+                   after.get("reloads") == before.get("reloads") and
+                   after.get("ticks", 0) >= mid.get("ticks", 0) + 8 and
+                   after.get("target", {}).get("state") == "ok",
+                   "a handover that fails after the old kernel stopped: the old rules resume and tick on "
+                   "(%s; ticks %s -> %s in 1 s)" % (said[-160:], mid.get("ticks"), after.get("ticks")),
+                   "rc %d\n%s\nbefore %s\nafter %s\n%s" % (rc, said, before, after, d.text()[-2000:]))
+            rc, out, err = ctl(tmp, "reload")
+            st = status(tmp)
+            report(rc == 0 and st.get("reloads") == before.get("reloads", 0) + 1 and
+                   st.get("target", {}).get("state") == "ok",
+                   "the next reload hands over again (%s)" % out.strip()[:120], "rc %d\n%s%s" % (rc, out, err))
+        # ---- a tick thread that stops ticking (CPU; the GPU's heartbeat is read the same way) ---
+        if BACKEND == "cpu":
+            with open(fault, "w") as f:
+                f.write("stall\n")
+            t0 = time.time()
+            lost = wait(lambda: (lambda t: t if t.get("state") == "lost" else None)(status(tmp).get("target", {})),
+                        45)
+            took = time.time() - t0
+            os.unlink(fault)
+            back = wait(lambda: status(tmp).get("target", {}).get("state") == "ok", 30)
+            k0 = status(tmp).get("ticks", 0)
+            time.sleep(1.0)
+            k1 = status(tmp).get("ticks", 0)
+            report(lost is not None and "has not ticked" in lost.get("error", "") and 14 <= took <= 25 and
+                   back and k1 >= k0 + 5 and d.p.poll() is None,
+                   "a tick thread that stops ticking is a target error after %.0f s (%s); once it ticks again "
+                   "the target is back (%d ticks in 1 s)" % (took, (lost or {}).get("error"), k1 - k0),
+                   "lost %s back %s\n%s" % (lost, back, d.text()[-2000:]))
         # ---- the guest dies --------------------------------------------------------------------
         g.proc.kill()
         g.proc.wait()
