@@ -56,12 +56,20 @@
 
 typedef enum { TS_OK, TS_LOST } TargetState;
 
+/* A control-socket client.  Its fd is non-blocking: answers queue in out
+ * (owned, malloc'd) and go as the client reads them; a client that lets
+ * more than D_CLIENT_OUT_MAX wait is dropped.  Its requests are not read
+ * while it waits for its reload or has answers queued. */
 typedef struct Client {
 	int fd;
 	char buf[4096];
 	size_t len;
 	bool waiting;                 /* for its reload: not read until answered */
+	char *out;                    /* answers not yet written */
+	size_t out_len, out_off;
 } Client;
+
+#define D_CLIENT_OUT_MAX (64u << 20)
 
 /* A reload in two halves: the slow one (compile the rule directory, load
  * the new rules on the backend: seconds, minutes for 10,000 rules) on a
@@ -74,6 +82,7 @@ typedef struct DReload {
 	bool on;                      /* in progress (the thread runs, or is done and not yet joined) */
 	int done;                     /* atomic: the thread has finished */
 	Client *client;               /* waits for the answer; NULL: SIGHUP or a growth */
+	bool by_socket;               /* asked on the control socket (the client may have left) */
 	uint32_t grow;                /* 0: new rules; else the same rules with a task table of this many rows */
 	uint64_t t0;
 	Bundle *nb;
@@ -369,7 +378,7 @@ static int d_reload_start(Daemon *D, Client *c, uint32_t grow, char *msg, size_t
 			 (double)(d_now() - R->t0) / 1e9);
 		return -EBUSY;
 	}
-	*R = (DReload){.D = D, .client = c, .grow = grow, .t0 = d_now(), .on = true};
+	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .t0 = d_now(), .on = true};
 	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
 	if (e) {
 		R->on = false;
@@ -476,7 +485,8 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	return 0;
 }
 
-static void d_answer(Client *c, json_t *resp);
+static void d_answer(Daemon *D, Client *c, json_t *resp);
+static void d_client_requests(Daemon *D, Client *c);
 
 /* The reload's thread is done: hand over, log, answer whoever asked. */
 static void d_reload_done(Daemon *D)
@@ -490,15 +500,16 @@ static void d_reload_done(Daemon *D)
 	if (grow)
 		nt_log(D->nt, r ? 3 : 5, "%s%s", r ? "target error: " : "", msg);
 	else
-		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", c ? "control socket" : "SIGHUP", msg);
+		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", D->rl.by_socket ? "control socket" : "SIGHUP", msg);
 	if (c) {
 		json_t *resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
 		if (diags)
 			json_object_set_new(resp, "diagnostics", json_string(diags));
 		c->waiting = false;
 		if (c->fd >= 0)
-			d_answer(c, resp);
+			d_answer(D, c, resp);
 		json_decref(resp);
+		d_client_requests(D, c);             /* what it sent meanwhile */
 	} else if (diags) {
 		fputs(diags, stderr);
 	}
@@ -809,45 +820,111 @@ static int d_listen(Daemon *D, char *err, size_t n)
 }
 
 /* One reply line.  It is small; a client that does not read it loses it. */
-static void d_answer(Client *c, json_t *resp)
+static void d_client_close(Daemon *D, Client *c)
 {
-	char *out = json_dumps(resp, JSON_COMPACT);
-	if (!out)
-		return;
-	size_t len = strlen(out);
-	out[len] = '\n';
-	if (write(c->fd, out, len + 1) < 0) {
-	}
-	free(out);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	if (c->waiting && D->rl.client == c)
+		D->rl.client = NULL;          /* the reload goes on; nobody to answer */
+	c->waiting = false;
 }
 
-static void d_client_io(Daemon *D, Client *c)
+/* Write what the client's queue holds, as far as its socket takes it. */
+static void d_client_flush(Daemon *D, Client *c)
 {
-	ssize_t r = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
-	if (r <= 0) {
-		close(c->fd);
-		c->fd = -1;
+	while (c->fd >= 0 && c->out_off < c->out_len) {
+		ssize_t w = write(c->fd, c->out + c->out_off, c->out_len - c->out_off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0) {
+			d_client_close(D, c);
+			return;
+		}
+		c->out_off += (size_t)w;
+	}
+	c->out_len = c->out_off = 0;
+}
+
+static void d_answer(Daemon *D, Client *c, json_t *resp)
+{
+	char *line = json_dumps(resp, JSON_COMPACT);
+	if (!line)
+		return;
+	size_t len = strlen(line), need = c->out_len - c->out_off + len + 1;
+	if (need > D_CLIENT_OUT_MAX) {
+		nt_log(D->nt, 4, "control socket: a client left %zu bytes of answers unread; dropped", c->out_len - c->out_off);
+		d_client_close(D, c);
+		free(line);
 		return;
 	}
-	c->len += (size_t)r;
-	c->buf[c->len] = 0;
+	if (c->out_off) {                          /* compact what was written */
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	char *o = realloc(c->out, c->out_len + len + 1);
+	if (!o) {
+		d_client_close(D, c);
+		free(line);
+		return;
+	}
+	c->out = o;
+	memcpy(c->out + c->out_len, line, len);
+	c->out[c->out_len + len] = '\n';
+	c->out_len += len + 1;
+	free(line);
+	d_client_flush(D, c);
+}
+
+/* The requests in the client's buffer, while it may be answered. */
+static void d_client_requests(Daemon *D, Client *c)
+{
 	char *nl;
-	while (!c->waiting && (nl = strchr(c->buf, '\n'))) {
+	while (c->fd >= 0 && !c->waiting && c->out_len == c->out_off && (nl = strchr(c->buf, '\n'))) {
 		*nl = 0;
 		json_t *resp = d_request(D, c, c->buf);
-		if (resp) {
-			d_answer(c, resp);
-			json_decref(resp);
-		}
 		size_t rest = c->len - (size_t)(nl + 1 - c->buf);
 		memmove(c->buf, nl + 1, rest);
 		c->len = rest;
 		c->buf[c->len] = 0;
+		if (resp) {
+			d_answer(D, c, resp);
+			json_decref(resp);
+		}
 	}
-	if (c->len == sizeof c->buf - 1) {           /* a line too long: drop the client */
-		close(c->fd);
-		c->fd = -1;
+}
+
+/* revents from poll: answers out, requests in, a client gone. */
+static void d_client_io(Daemon *D, Client *c, short revents)
+{
+	if (revents & POLLOUT)
+		d_client_flush(D, c);
+	if (c->fd >= 0 && (revents & POLLIN) && !c->waiting && c->out_len == c->out_off) {
+		ssize_t r = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (r <= 0) {
+			d_client_close(D, c);
+			return;
+		}
+		c->len += (size_t)r;
+		c->buf[c->len] = 0;
+		if (c->len == sizeof c->buf - 1 && !strchr(c->buf, '\n')) {   /* a line too long */
+			d_client_close(D, c);
+			return;
+		}
+	} else if (c->fd >= 0 && (revents & (POLLHUP | POLLERR)) && !(revents & POLLIN)) {
+		d_client_close(D, c);                   /* gone (while waiting for its reload too) */
+		return;
 	}
+	d_client_requests(D, c);
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
@@ -1008,9 +1085,13 @@ int main(int argc, char **argv)
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = D.eo.wake_fd > 0 ? D.eo.wake_fd : -1, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = D.px ? px_fd(D.px) : -1, .events = POLLIN};
-		for (int i = 0; i < D_MAX_CLIENTS; i++)
-			if (D.cl[i].fd >= 0 && !D.cl[i].waiting)
-				pf[np++] = (struct pollfd){.fd = D.cl[i].fd, .events = POLLIN};
+		for (int i = 0; i < D_MAX_CLIENTS; i++) {
+			Client *c = &D.cl[i];
+			if (c->fd < 0)
+				continue;
+			short ev = c->out_len > c->out_off ? POLLOUT : c->waiting ? 0 : POLLIN;
+			pf[np++] = (struct pollfd){.fd = c->fd, .events = ev};   /* POLLHUP comes anyway */
+		}
 		uint64_t now = d_now(), wait_ns = D.next_check_ns > now ? D.next_check_ns - now : 0;
 		bool armed = D.ts == TS_OK && D.e && eng_arm(D.e);
 		if (armed)
@@ -1041,8 +1122,10 @@ int main(int argc, char **argv)
 			continue;
 		if (pf[0].revents & POLLIN) {
 			int fd = accept(D.lfd, NULL, NULL);
-			if (fd >= 0)
-				fcntl(fd, F_SETFD, FD_CLOEXEC);
+			if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) || fcntl(fd, F_SETFL, O_NONBLOCK))) {
+				close(fd);             /* a blocking client could stall the loop */
+				fd = -1;
+			}
 			int slot = -1;
 			for (int i = 0; i < D_MAX_CLIENTS && fd >= 0 && slot < 0; i++)
 				if (D.cl[i].fd < 0)
@@ -1055,11 +1138,13 @@ int main(int argc, char **argv)
 			}
 		}
 		for (int k = 3; k < np; k++) {
-			if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+			if (!(pf[k].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)))
 				continue;
 			for (int i = 0; i < D_MAX_CLIENTS; i++)
-				if (D.cl[i].fd == pf[k].fd)
-					d_client_io(&D, &D.cl[i]);
+				if (D.cl[i].fd == pf[k].fd) {
+					d_client_io(&D, &D.cl[i], pf[k].revents);
+					break;
+				}
 		}
 	}
 	d_sd_notify("STOPPING=1");
@@ -1074,7 +1159,7 @@ int main(int argc, char **argv)
 		if (D.rl.client && D.rl.client->fd >= 0) {
 			json_t *resp = json_pack("{s:b, s:s}", "ok", 0, "message",
 						 "sentineld is stopping; the reload was discarded");
-			d_answer(D.rl.client, resp);
+			d_answer(&D, D.rl.client, resp);
 			json_decref(resp);
 		}
 	}
@@ -1085,9 +1170,18 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	free(diags);
-	for (int i = 0; i < D_MAX_CLIENTS; i++)
-		if (D.cl[i].fd >= 0)
-			close(D.cl[i].fd);
+	for (int i = 0; i < D_MAX_CLIENTS; i++) {
+		if (D.cl[i].fd >= 0 && D.cl[i].out_len > D.cl[i].out_off) {
+			/* the last answers (a stopping reload's): a moment to go out */
+			int fl = fcntl(D.cl[i].fd, F_GETFL);
+			if (fl >= 0 && fcntl(D.cl[i].fd, F_SETFL, fl & ~O_NONBLOCK) == 0) {
+				struct timeval tv = {1, 0};
+				setsockopt(D.cl[i].fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+				d_client_flush(&D, &D.cl[i]);
+			}
+		}
+		d_client_close(&D, &D.cl[i]);
+	}
 	if (D.lfd >= 0) {
 		close(D.lfd);
 		unlink(D.cf.socket);

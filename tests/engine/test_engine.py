@@ -445,6 +445,43 @@ def with_guest(tmp):
                "sentineld answers during a reload (%d status answers, the slowest in %.0f ms; ticks %s..%s)" %
                (len(seen), slow * 1000, seen and seen[0]["ticks"], seen and seen[-1]["ticks"]),
                "statuses during the reload: %s" % seen[:3])
+        # ---- clients that do not read, or leave ---------------------------------------------
+        # one sends status requests and never reads the answers: once its socket
+        # is full, sentineld queues them (the loop must not block on it)
+        sock = os.path.join(tmp, "ctl.sock")
+        hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        hog.connect(sock)
+        hog.setblocking(False)
+        sent = 0
+        req = b'{"cmd":"status"}\n' * 64
+        t_end = time.time() + 3
+        while time.time() < t_end and sent < 4000 * len(req):
+            try:
+                sent += hog.send(req)
+            except BlockingIOError:
+                time.sleep(0.01)
+        time.sleep(0.5)
+        k0 = status(tmp).get("ticks", 0)
+        t = time.time()
+        st = status(tmp)
+        slow = time.time() - t
+        time.sleep(1.0)
+        k1 = status(tmp).get("ticks", 0)
+        report(st.get("ticks") and slow < 1.0 and k1 >= k0 + 5 and d.p.poll() is None,
+               "a client that sends %d KiB of requests and reads no answer stalls nothing (status in %.0f ms, "
+               "%d ticks in 1 s)" % (sent // 1024, slow * 1000, k1 - k0), d.text()[-1500:])
+        hog.close()
+        # one asks for a reload and leaves before the answer
+        gone = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        gone.connect(sock)
+        gone.sendall(b'{"cmd":"reload"}\n')
+        gone.close()
+        r0 = status(tmp).get("reloads", 0)
+        done = wait(lambda: status(tmp).get("reloads", 0) > r0, 120)
+        rc, out, err = ctl(tmp, "reload")
+        report(done and rc == 0 and status(tmp).get("reloads", 0) == r0 + 2 and "reload (control socket)" in d.text(),
+               "a client that asks for a reload and leaves: the reload completes, and the next one is answered "
+               "(%s)" % out.strip()[:100], "rc %d\n%s%s\n%s" % (rc, out, err, d.text()[-1500:]))
         # ---- a broken reload changes nothing ------------------------------------------------
         with open(os.path.join(rules, "broken.yaml"), "w") as f:
             f.write("groups:\n  - name: broken\n    rules:\n      - alert: Broken\n        expr: cpu.busy_tme > 5\n"
