@@ -27,6 +27,14 @@ struct Feed {
 	int32_t host_hist[64], cpu_hist[64], task_hist[64];
 	int8_t host_slot[MET__COUNT], cpu_slot[MET__COUNT], task_slot[MET__COUNT];
 	uint32_t ntasks, ncpus;
+	struct fd_objs {              /* one object kind's tick (disks) */
+		uint32_t n, cap;
+		uint64_t *key;
+		char (*name)[SN_OBJ_NAME];
+		double *val;          /* [nslots][cap] */
+		int32_t hist[64];
+		int8_t slot[MET__COUNT];
+	} obj[SN_OBJ_KINDS];
 };
 
 /* The history each metric feeds: the bundle's list, by metric. */
@@ -83,6 +91,22 @@ int fd_open(const Bundle *b, const FdParams *p, Feed **out, char *err, size_t n)
 		f->task_slot[b->task_m[i]] = (int8_t)i;
 		f->task_hist[i] = fd_hist_of(b, b->task_m[i]);
 	}
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		struct fd_objs *O = &f->obj[k];
+		memset(O->slot, -1, sizeof O->slot);
+		O->cap = f->L.ocap[k];
+		if (!O->cap)
+			continue;
+		O->key = calloc(O->cap, sizeof *O->key);
+		O->name = calloc(O->cap, sizeof *O->name);
+		O->val = calloc((size_t)b->nobj[k] * O->cap + 1, sizeof *O->val);
+		if (!O->key || !O->name || !O->val)
+			goto fail;
+		for (unsigned i = 0; i < b->nobj[k]; i++) {
+			O->slot[b->obj_m[k][i]] = (int8_t)i;
+			O->hist[i] = fd_hist_of(b, b->obj_m[k][i]);
+		}
+	}
 	*out = f;
 	return 0;
 fail:
@@ -105,6 +129,11 @@ void fd_close(Feed *f)
 	free(f->task);
 	free(f->key);
 	free(f->comm);
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		free(f->obj[k].key);
+		free(f->obj[k].name);
+		free(f->obj[k].val);
+	}
 	free(f);
 }
 
@@ -119,6 +148,8 @@ void fd_begin(Feed *f, uint64_t now)
 	memset(f->cpu_on, 0, f->p.max_cpus);
 	f->ncpus = 0;
 	f->ntasks = 0;
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++)
+		f->obj[k].n = 0;
 }
 
 void fd_host(Feed *f, MetricId m, double v)
@@ -161,12 +192,41 @@ void fd_task(Feed *f, MetricId m, int row, double v)
 		f->task[(size_t)f->task_slot[m] * f->p.task_cap + (size_t)row] = v;
 }
 
+int fd_obj_add(Feed *f, Entity e, uint64_t key, const char *name)
+{
+	if (!ent_is_obj(e) || !key)
+		return -1;
+	struct fd_objs *O = &f->obj[e - ENT_FIRST_OBJ];
+	if (O->n >= O->cap)
+		return -1;
+	uint32_t r = O->n++;
+	O->key[r] = key;
+	snprintf(O->name[r], sizeof O->name[r], "%s", name ? name : "");
+	for (size_t s = 0; s < f->b->nobj[e - ENT_FIRST_OBJ]; s++)
+		O->val[s * O->cap + r] = NAN;
+	return (int)r;
+}
+
+void fd_obj(Feed *f, MetricId m, int row, double v)
+{
+	Entity e = cat_metrics[m].entity;
+	if (!ent_is_obj(e))
+		return;
+	struct fd_objs *O = &f->obj[e - ENT_FIRST_OBJ];
+	if (row >= 0 && (uint32_t)row < O->n && O->slot[m] >= 0)
+		O->val[(size_t)O->slot[m] * O->cap + (size_t)row] = v;
+}
+
 void fd_eval(Feed *f)
 {
 	sn_feed in = {.host = f->host, .host_hist = f->host_hist, .cpu = f->cpu, .cpu_hist = f->cpu_hist,
 		      .cpu_on = f->cpu_on, .ncpus = f->ncpus, .ntasks = f->ntasks, .task_key = f->key,
 		      .task_comm = (const char (*)[16])f->comm, .task = f->task, .task_stride = f->p.task_cap,
 		      .task_hist = f->task_hist, .ntaskfed = f->b->ntask};
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++)
+		in.objs[k] = (struct sn_feed_objs){.n = f->obj[k].n, .stride = f->obj[k].cap, .key = f->obj[k].key,
+						   .name = (const char (*)[SN_OBJ_NAME])f->obj[k].name,
+						   .val = f->obj[k].val, .hist = f->obj[k].hist};
 	cpu_feed_tick(f->code, f->w, f->now, &in);
 }
 

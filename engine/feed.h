@@ -40,6 +40,10 @@ void fd_cpu_ids(Feed *f, uint32_t ids);
  * tick, named comm; returns its row for fd_task, or -1 past task_cap. */
 int fd_task_add(Feed *f, uint64_t key, const char *comm);
 void fd_task(Feed *f, MetricId m, int row, double v);
+/* Object `key` (nonzero, stable: a disk's number + 1) of entity e exists this
+ * tick, named name; returns its row for fd_obj, or -1 past the table. */
+int fd_obj_add(Feed *f, Entity e, uint64_t key, const char *name);
+void fd_obj(Feed *f, MetricId m, int row, double v);
 /* Evaluate every rule on this tick's values. */
 void fd_eval(Feed *f);
 unsigned fd_drain(Feed *f, void (*fn)(void *ctx, const sn_alert *a), void *ctx);

@@ -491,7 +491,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	 * run on as many of these blocks as the tick's tasks need. */
 	size_t warps = b->nrules > b->njobs ? b->nrules : b->njobs;
 	for (size_t j = 0; j < b->njobs; j++)
-		if (b->jobs[j].kind == 3 && warps < (p->task_cap + 31) / 32)
+		if (b->jobs[j].kind == BD_JOB_TASKS && warps < (p->task_cap + 31) / 32)
 			warps = (p->task_cap + 31) / 32;
 	unsigned want = (unsigned)((warps + GPU_BLOCK / 32 - 1) / (GPU_BLOCK / 32));
 	if (want < 1)

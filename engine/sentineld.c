@@ -726,7 +726,8 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 			const char *key[2];
 			char val[2][24];
 			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
-				json_object_set_new(o, key[k], k == 0 ? json_integer(ev.entity) : json_string(val[k]));
+				json_object_set_new(o, key[k], k == 0 && !ent_is_obj(r->entity) ? json_integer(ev.entity)
+											 : json_string(val[k]));
 			uint64_t since = phase == SN_FIRING ? st[i].fired_at : phase == SN_PENDING ? st[i].true_since : 0;
 			if (since && S.last_tick_ns >= since)
 				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));

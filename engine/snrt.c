@@ -346,6 +346,131 @@ uint32_t sn_tasks_begin(sn_world *w, int walked)
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row) { return row < w->tasks.n ? w->tasks.ptr[row] : 0; }
 char *sn_task_comm_buf(sn_world *w, uint32_t row) { return w->tasks.comm[row < w->tasks.cap ? row : 0]; }
 
+/* ---- objects (disks): found by a walk, kept in stable slots ---------------------------- */
+
+static int sn_obj_walk(uint32_t k, uint64_t *out, uint32_t cap)
+{
+	switch (k) {
+	case SN_OBJ_DISK: return km_disk_walk(out, cap);
+	default: return -22;                     /* KX_EINVAL */
+	}
+}
+
+static void sn_obj_name(uint32_t k, uint64_t key, char *out)
+{
+	int r = -22;
+	if (k == SN_OBJ_DISK)
+		r = km_disk_name(key, out);
+	if (r < 0)
+		out[0] = 0;
+	out[SN_OBJ_NAME - 1] = 0;
+}
+
+/* Lane 0: this tick's walk into slots.  An object keeps its slot; one gone
+ * frees it; a new one takes the lowest free slot, its histories emptied.
+ * A failed walk keeps last tick's objects (their reads fail in turn). */
+static void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
+{
+	if (n < 0) {
+		O->err = n;
+		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	O->found = (uint32_t)n;
+	O->err = (uint32_t)n > O->cap ? -34 : 0;     /* KX_ERANGE: more than the table holds */
+	uint32_t m = (uint32_t)n < O->cap ? (uint32_t)n : O->cap;
+	for (uint32_t s = 0; s < O->cap; s++)
+		O->on[s] = 0;
+	for (uint32_t i = 0; i < m; i++)
+		for (uint32_t s = 0; s < O->cap; s++)
+			if (O->key[s] && O->key[s] == O->walk[i] && !O->on[s]) {
+				O->on[s] = 1;
+				O->walk[i] = 0;
+				break;
+			}
+	for (uint32_t s = 0; s < O->cap; s++)
+		if (!O->on[s])
+			O->key[s] = 0;
+	uint32_t free = 0;
+	for (uint32_t i = 0; i < m; i++) {
+		if (!O->walk[i])
+			continue;                    /* kept its slot */
+		while (free < O->cap && O->key[free])
+			free++;
+		if (free == O->cap)
+			break;
+		O->key[free] = O->walk[i];
+		O->on[free] = 1;
+		for (uint32_t h = 0; h < w->nhist; h++)
+			if (w->hist[h].kind == SN_ENT_OBJ + k && free < w->hist[h].entities)
+				w->hist[h].len[free] = w->hist[h].pos[free] = 0;
+	}
+	O->hi = 0;
+	for (uint32_t s = 0; s < O->cap; s++)
+		if (O->on[s])
+			O->hi = s + 1;
+}
+
+void sn_objs_find(sn_world *w, uint32_t k)
+{
+	if (k >= SN_OBJ_KINDS || !w->objs[k].cap)
+		return;
+	sn_objs *O = &w->objs[k];
+	if (simt_lane() == 0)
+		sn_objs_assign(w, k, O, sn_obj_walk(k, O->walk, O->cap));
+	simt_sync();
+	for (uint32_t s = simt_lane(); s < O->hi; s += simt_nlanes())
+		if (O->on[s])
+			sn_obj_name(k, O->key[s], O->name[s]);
+	simt_sync();
+}
+
+uint64_t sn_obj_key(const sn_world *w, uint32_t k, uint32_t s)
+{
+	return k < SN_OBJ_KINDS && s < w->objs[k].cap && w->objs[k].on[s] ? w->objs[k].key[s] : 0;
+}
+
+void sn_put_obj(sn_world *w, uint32_t k, uint32_t slot, int32_t hist, uint32_t s, double v)
+{
+	if (simt_lane() != 0 || k >= SN_OBJ_KINDS)
+		return;
+	sn_objs *O = &w->objs[k];
+	if (slot >= O->nslots || s >= O->cap)
+		return;
+	if (O->col_off >> (slot & 63) & 1)
+		v = SN_NAN;                          /* its rules are disabled; not a read error */
+	O->val[(uint64_t)slot * O->cap + s] = v;
+	if (O->on[s] && !(O->col_off >> (slot & 63) & 1))
+		sn_count_error(w, v);
+	sn_hist_push(w, hist, s, v);
+}
+
+uint32_t sn_nobjs(const sn_world *w, uint32_t k) { return k < SN_OBJ_KINDS ? w->objs[k].hi : 0; }
+
+int sn_obj_on(const sn_world *w, uint32_t k, uint32_t s)
+{
+	return k < SN_OBJ_KINDS && s < w->objs[k].hi && w->objs[k].on[s];
+}
+
+double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s)
+{
+	if (k >= SN_OBJ_KINDS)
+		return SN_NAN;
+	const sn_objs *O = &w->objs[k];
+	return slot < O->nslots && s < O->cap && O->on[s] ? O->val[(uint64_t)slot * O->cap + s] : SN_NAN;
+}
+
+int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len)
+{
+	if (!sn_obj_on(w, k, s) || len >= SN_OBJ_NAME)
+		return 0;
+	const char *n = w->objs[k].name[s];
+	for (uint32_t i = 0; i < len; i++)
+		if (n[i] != str[i])
+			return 0;
+	return n[len] == 0;
+}
+
 /* ---- reading the tables ------------------------------------------------------------ */
 
 double sn_host(const sn_world *w, uint32_t slot) { return slot < w->nhost ? w->host[slot] : SN_NAN; }
@@ -588,6 +713,13 @@ static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32
 	st->ev_entity = entity;
 	for (int i = 0; i < 16; i++)
 		st->ev_comm[i] = 0;
+	if (d->obj && entity >= 0) {             /* an object: its name */
+		uint32_t k = d->obj - 1;
+		if (k < SN_OBJ_KINDS && (uint64_t)entity < w->objs[k].cap)
+			for (int i = 0; i < 15; i++)
+				st->ev_comm[i] = w->objs[k].name[entity][i];
+		return;
+	}
 	if (d->pid_slot < 0 || entity < 0)
 		return;
 	if (w->tasks.comm[row][0]) {            /* this tick read it already (task.comm rules, feeds) */
@@ -758,6 +890,26 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 			sn_put_task(w, s, f->task_hist[s], r, f->task[(uint64_t)s * f->task_stride + r]);
 	for (uint32_t r = 0; r < n; r++)
 		rules_task_derive(w, r);
+	for (uint32_t k = 0; k < SN_OBJ_KINDS; k++) {
+		sn_objs *O = &w->objs[k];
+		const struct sn_feed_objs *F = &f->objs[k];
+		if (!O->cap)
+			continue;
+		uint32_t m = F->n < O->cap ? F->n : O->cap;
+		for (uint32_t i = 0; i < m; i++)
+			O->walk[i] = F->key[i];
+		sn_objs_assign(w, k, O, (int)m);
+		for (uint32_t i = 0; i < m; i++)
+			for (uint32_t s = 0; s < O->hi; s++) {
+				if (!O->on[s] || O->key[s] != F->key[i])
+					continue;
+				for (uint32_t c = 0; c < SN_OBJ_NAME; c++)
+					O->name[s][c] = F->name[i][c];
+				for (uint32_t v = 0; v < O->nslots; v++)
+					sn_put_obj(w, k, v, F->hist[v], s, F->val[(uint64_t)v * F->stride + i]);
+				break;
+			}
+	}
 	sn_emit_begin(w);
 	sn_eval_all(w, 0, 1);
 	sn_emit_end(w);
@@ -857,12 +1009,26 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 		sn_hist *dst = &w->hist[h];
 		if (src->kind != dst->kind || (dst->kind == SN_ENT_TASK && !w->tasks_from))
 			continue;
+		if (dst->kind >= SN_ENT_OBJ && (dst->kind - SN_ENT_OBJ >= SN_OBJ_KINDS ||
+						w->objs[dst->kind - SN_ENT_OBJ].cap != o->objs[dst->kind - SN_ENT_OBJ].cap))
+			continue;
 		uint32_t ents = src->entities < dst->entities ? src->entities : dst->entities;
 		for (uint32_t e = lane; e < ents; e += nl)
 			sn_copy_hist(dst, src, e);
 	}
 	if (w->tasks_from && warp == (nwarps > 1 ? 1 : 0))
 		sn_handoff_tasks(w, o);
+	/* objects keep their slots, and so their histories */
+	for (uint32_t k = warp; k < SN_OBJ_KINDS; k += nwarps) {
+		sn_objs *b = &w->objs[k];
+		const sn_objs *a = &o->objs[k];
+		if (!b->cap || a->cap != b->cap)
+			continue;
+		for (uint32_t s = lane; s < a->cap; s += nl) {
+			b->key[s] = a->key[s];
+			b->on[s] = 0;                  /* the next walk decides */
+		}
+	}
 	simt_sync();
 }
 

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 5u
+#define SN_ABI_VERSION 6u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -119,6 +119,9 @@ typedef struct sn_rdesc {
 	uint32_t has_clear;
 	int32_t pid_slot;          /* rules over tasks: the task slot of task.pid; the entity
 				    * sn_step gets is then a task row; -1 otherwise */
+	uint32_t obj;              /* rules over objects: 1 + the kind (SN_OBJ_*); the entity
+				    * sn_step gets is then an object slot; 0 otherwise */
+	uint32_t _pad;
 } sn_rdesc;
 
 /* ---- history rings for windowed functions ------------------------------------ */
@@ -149,7 +152,9 @@ typedef struct sn_bucket {
  * (exact over the span they cover) and min/max/avg/changes are exact over
  * the buckets taken; the window's old end lies within slack_ns plus one
  * tick of its nominal place (docs/rules.md, "Windows and their memory"). */
-typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK } SnEntity;
+/* History kinds: the host, CPUs, task slots, then object kind k
+ * (sn_objs) as SN_ENT_OBJ + k. */
+typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK, SN_ENT_OBJ } SnEntity;
 
 typedef struct sn_hist {
 	uint32_t cap;
@@ -190,6 +195,30 @@ typedef struct sn_tasks {
 	uint32_t by_list;          /* 1: the tree did not check out, the list was walked */
 } sn_tasks;
 
+/* Objects: kernel objects of one kind (SN_OBJ_*: disks) found by a walk
+ * every tick.  Each keeps a stable slot while it exists (keyed by its
+ * kernel address), so its histories stay its own; a slot freed by an
+ * object that went away is given to the next new one with its histories
+ * emptied.  Rules range over the slots present this tick, as over online
+ * CPUs, and an alert names the object by its name. */
+#define SN_OBJ_KINDS 1u
+enum { SN_OBJ_DISK };
+#define SN_OBJ_NAME 32u
+typedef struct sn_objs {
+	uint32_t cap;              /* slots */
+	uint32_t nslots;           /* value columns: the kind's metrics the rules read */
+	uint32_t hi;               /* slots 0..hi-1 may be present this tick */
+	uint32_t found;            /* objects the last walk found: more than cap is a full table */
+	int32_t err;               /* the last walk's error (KX_*), 0 none */
+	uint32_t _pad;
+	uint64_t col_off;          /* bit i: column i's metric is unavailable on this target */
+	uint64_t *key;             /* [cap] the object in slot s (kernel address), 0 free */
+	uint64_t *walk;            /* [cap] this tick's walk, in walk order */
+	uint8_t *on;               /* [cap] present this tick */
+	char (*name)[SN_OBJ_NAME]; /* [cap] its name, read this tick */
+	double *val;               /* [nslots][cap] by slot */
+} sn_objs;
+
 /* Everything one running bundle uses.  The host allocates and fills it;
  * the counts come from the bundle's manifest and the target. */
 typedef struct sn_world {
@@ -223,6 +252,7 @@ typedef struct sn_world {
 	int32_t *hist_from;        /* [nhist] the old history of the same metric, -1 none */
 	uint32_t tasks_from;       /* 1: take over the task table (same capacity) */
 	uint32_t _pad2;
+	sn_objs objs[SN_OBJ_KINDS];
 } sn_world;
 
 /* ---- what rulec generates (declared here, defined per bundle) ------------------- */
@@ -242,6 +272,11 @@ int km_task_comm(uint64_t task, char *out16);
 int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr);
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid);
 int km_task_walk(uint64_t *out, uint32_t cap);
+/* Objects (one lane): kind k's walk, at most cap addresses into out; the
+ * number found (may pass cap), or < 0 on a read error; and one object's
+ * name (NUL-terminated, SN_OBJ_NAME bytes). */
+int km_disk_walk(uint64_t *out, uint32_t cap);
+int km_disk_name(uint64_t disk, char *out32);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 
@@ -265,6 +300,13 @@ uint32_t sn_tasks_begin(sn_world *w, int walked);
 void sn_cpus_set(sn_world *w, uint32_t ids);
 void sn_cpu_set_online(sn_world *w, uint32_t cpu, int online);
 
+/* An object job (one warp): find kind k's objects this tick, give each
+ * its slot, read their names.  The job then reads every metric of the kind
+ * the rules need, object by object (sn_obj_key), into sn_put_obj. */
+void sn_objs_find(sn_world *w, uint32_t k);
+uint64_t sn_obj_key(const sn_world *w, uint32_t k, uint32_t s);
+void sn_put_obj(sn_world *w, uint32_t k, uint32_t slot, int32_t hist, uint32_t s, double v);
+
 /* The task job's buffers. */
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row);
 char *sn_task_comm_buf(sn_world *w, uint32_t row);
@@ -282,8 +324,15 @@ int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot);
 /* task.comm == s (len bytes) */
 int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len);
 
+/* Objects: slots 0..sn_nobjs-1 may be present (sn_obj_on); metric `slot`
+ * of object slot s; its name == str (len bytes). */
+uint32_t sn_nobjs(const sn_world *w, uint32_t k);
+int sn_obj_on(const sn_world *w, uint32_t k, uint32_t s);
+double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s);
+int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len);
+
 /* Windowed functions over the history of (hist, entity).  Entity: 0 for
- * host metrics, the CPU number, or the task row.  NaN when the window holds
+ * host metrics, the CPU number, the task row, or the object slot.  NaN when the window holds
  * fewer samples than the function needs. */
 /* SN_W_DERIV: the slope of the least-squares line through the window (per
  * second); SN_W_FIT: that line's value at the newest sample.  Each item is
@@ -325,6 +374,14 @@ typedef struct sn_feed {
 	const int32_t *task_hist;  /* [ntaskfed] */
 	uint32_t ntaskfed;         /* the task metrics' slots; the window slots after them are derived */
 	uint32_t _pad2;
+	struct sn_feed_objs {
+		uint32_t n;                /* objects this tick (at most the kind's cap) */
+		uint32_t stride;
+		const uint64_t *key;       /* [n] a stable nonzero key per object */
+		const char (*name)[SN_OBJ_NAME]; /* [n] */
+		const double *val;         /* [nslots][stride] */
+		const int32_t *hist;       /* [nslots] */
+	} objs[SN_OBJ_KINDS];
 } sn_feed;
 
 /* One tick at time now on fed values: the tables and histories as the jobs

@@ -1,6 +1,9 @@
 /* world.c - lay out and initialise a bundle's memory (see world.h). */
 #include "world.h"
 
+_Static_assert(ENT_NOBJ == SN_OBJ_KINDS, "entity.def's objects are the runtime's object kinds");
+_Static_assert(CAT_OBJ_NAME_MAX == SN_OBJ_NAME - 1, "an object's name");
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +40,15 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	L->o_tslot = wd_take(&at, cap * 4);
 	L->o_tcomm = wd_take(&at, cap * 16);
 	L->o_tval = wd_take(&at, (b->ntask + b->ntwin) * cap * sizeof(double));
+	/* objects: with the value tables (eng_values copies them) */
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		size_t oc = L->ocap[k] = b->nobj[k] ? WD_OBJ_CAP : 0;
+		L->o_okey[k] = wd_take(&at, oc * 8);
+		L->o_oon[k] = wd_take(&at, oc);
+		L->o_oname[k] = wd_take(&at, oc * SN_OBJ_NAME);
+		L->o_oval[k] = wd_take(&at, b->nobj[k] * oc * sizeof(double));
+		L->o_owalk[k] = wd_take(&at, oc * 8);
+	}
 	for (int i = 0; i < 2; i++) {
 		L->o_tkey[i] = wd_take(&at, (size_t)mc * 8);
 		L->o_tms[i] = wd_take(&at, (size_t)mc * 4);
@@ -57,7 +69,8 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 			L->hstride[h] = (win + WD_HIST_BUCKETS - 3) / (WD_HIST_BUCKETS - 2);
 			item = sizeof(sn_bucket);
 		}
-		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus : (uint32_t)cap;
+		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus :
+			     ent_is_obj(e) ? L->ocap[e - ENT_FIRST_OBJ] : (uint32_t)cap;
 		size_t bytes = (size_t)L->hent[h] * L->hcap[h] * item;
 		L->hist_bytes += bytes;
 		L->o_hring[h] = wd_take(&at, bytes);
@@ -160,13 +173,30 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		cv[i] = NAN;
 	for (size_t i = 0; i < (size_t)(b->ntask + b->ntwin) * p->task_cap; i++)
 		tv[i] = NAN;
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		sn_objs *O = &w->objs[k];
+		O->cap = L->ocap[k];
+		O->nslots = b->nobj[k];
+		O->key = (uint64_t *)(uintptr_t)AT(L->o_okey[k]);
+		O->walk = (uint64_t *)(uintptr_t)AT(L->o_owalk[k]);
+		O->on = (uint8_t *)(uintptr_t)AT(L->o_oon[k]);
+		O->name = (char (*)[SN_OBJ_NAME])(uintptr_t)AT(L->o_oname[k]);
+		O->val = (double *)(uintptr_t)AT(L->o_oval[k]);
+		for (unsigned i = 0; i < b->nobj[k] && res; i++)
+			if (!res->avail[b->obj_m[k][i]])
+				O->col_off |= 1ull << i;
+		double *ov = (double *)(s + L->o_oval[k]);
+		for (size_t i = 0; i < (size_t)b->nobj[k] * L->ocap[k]; i++)
+			ov[i] = NAN;
+	}
 	w->hist = (sn_hist *)(uintptr_t)AT(L->o_hist);
 	sn_hist *H = (sn_hist *)(s + L->o_hist);
 	for (size_t h = 0; h < b->nhist; h++) {
 		Entity e = cat_metrics[b->hist[h].metric].entity;
 		H[h].cap = L->hcap[h];
 		H[h].entities = L->hent[h];
-		H[h].kind = e == ENT_HOST ? SN_ENT_HOST : e == ENT_CPU ? SN_ENT_CPU : SN_ENT_TASK;
+		H[h].kind = e == ENT_HOST ? SN_ENT_HOST : e == ENT_CPU ? SN_ENT_CPU :
+			    ent_is_obj(e) ? SN_ENT_OBJ + (uint32_t)(e - ENT_FIRST_OBJ) : SN_ENT_TASK;
 		H[h].stride_ns = L->hstride[h];
 		uint64_t gap = L->hstride[h] > p->tick_ns ? L->hstride[h] : p->tick_ns;
 		H[h].slack_ns = gap / 2;
@@ -196,16 +226,19 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	for (size_t j = 0; j < b->njobs && res; j++) {
 		const BdJob *J = &b->jobs[j];
 		bool ok = true;
-		if (J->kind == 1 || J->kind == 2)
+		if (J->kind == BD_JOB_HOST || J->kind == BD_JOB_CPU)
 			ok = res->avail[J->metric];
-		else if (J->kind == 3)
+		else if (J->kind == BD_JOB_OBJS)        /* its unavailable metrics: sn_objs.col_off */
+			ok = J->obj == SN_OBJ_DISK && rl_entry_ok(b, res, "km_disk_walk") &&
+			     rl_entry_ok(b, res, "km_disk_name");
+		else if (J->kind == BD_JOB_TASKS)
 			ok = rl_entry_ok(b, res, "km_task_walk");   /* the tree is tried first, the list is the floor */
 		else
 			ok = rl_entry_ok(b, res, "km_cpu_ids") && rl_entry_ok(b, res, "km_cpu_online");
 		off[j] = !ok;
 	}
 	for (size_t j = 0; j < b->njobs; j++)
-		if (b->jobs[j].kind == 3 && !off[j])
+		if (b->jobs[j].kind == BD_JOB_TASKS && !off[j])
 			w->has_tasks = 1;
 }
 
@@ -221,6 +254,13 @@ static void wd_move_values(sn_world *w, uint64_t from, uint64_t to)
 	MOVE(w->tasks.slot);
 	MOVE(w->tasks.comm);
 	MOVE(w->tasks.val);
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		MOVE(w->objs[k].key);
+		MOVE(w->objs[k].on);
+		MOVE(w->objs[k].name);
+		MOVE(w->objs[k].val);
+		MOVE(w->objs[k].walk);
+	}
 }
 
 void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to)

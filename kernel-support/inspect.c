@@ -280,6 +280,26 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 		}
 		json_object_set_new(j, "tasks", tasks);
 		json_object_set_new(j, "task_source", json_string(w->tasks.by_list ? "task list" : "pid tree"));
+		for (unsigned k = 0; k < ENT_NOBJ; k++) {       /* "disks": [{"disk.name": "vda", ...}] */
+			const sn_objs *O = &w->objs[k];
+			if (!O->cap)
+				continue;
+			json_t *objs = json_array();
+			for (uint32_t s = 0; s < O->hi; s++) {
+				if (!O->on[s])
+					continue;
+				char key[48];
+				snprintf(key, sizeof key, "%s.name", cat_entities[ENT_FIRST_OBJ + k].prefix);
+				json_t *o2 = json_pack("{s:s%}", key, O->name[s], strnlen(O->name[s], SN_OBJ_NAME));
+				for (unsigned i = 0; i < b->nobj[k]; i++)
+					json_object_set_new(o2, cat_metrics[b->obj_m[k][i]].name,
+							    json_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s]));
+				json_array_append_new(objs, o2);
+			}
+			json_object_set_new(j, cat_entities[ENT_FIRST_OBJ + k].plural, objs);
+			if (O->err)
+				json_object_set_new(j, "disk_walk_error", json_integer(O->err));
+		}
 		if (w->tasks.err)
 			json_object_set_new(j, "task_walk_error", json_integer(w->tasks.err));
 		json_t *un = json_object();
@@ -329,6 +349,27 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 				printf("%s%s", i ? " " : "", buf);
 			}
 			printf(" %.16s\n", b->comm ? w->tasks.comm[r] : "");
+		}
+	}
+	for (unsigned k = 0; k < ENT_NOBJ; k++) {
+		const sn_objs *O = &w->objs[k];
+		if (!O->cap)
+			continue;
+		const char *pre = cat_entities[ENT_FIRST_OBJ + k].prefix;
+		printf("\n%u %s%s\n%-12s", O->found, cat_entities[ENT_FIRST_OBJ + k].plural,
+		       O->err ? " (the walk failed this tick)" : "", cat_entities[ENT_FIRST_OBJ + k].label);
+		for (unsigned i = 0; i < b->nobj[k]; i++)
+			printf(" %s", cat_metrics[b->obj_m[k][i]].name + strlen(pre) + 1);
+		putchar('\n');
+		for (uint32_t s = 0; s < O->hi; s++) {
+			if (!O->on[s])
+				continue;
+			printf("%-12.32s", O->name[s]);
+			for (unsigned i = 0; i < b->nobj[k]; i++) {
+				fmt_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s], buf, sizeof buf);
+				printf(" %s", buf);
+			}
+			putchar('\n');
 		}
 	}
 	for (int m = 0; m < MET__COUNT; m++)

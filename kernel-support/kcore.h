@@ -221,6 +221,61 @@ struct static_key_false {
 	struct static_key key;
 };
 
+/* block devices, 5.11+: a block_device per disk and per partition, each
+ * an inode of the bdev pseudo filesystem (struct bdev_inode), its I/O
+ * counters per CPU.  A partition's counts are in its disk's too. */
+struct kobject {
+	const char *name;
+};
+struct device {
+	struct kobject kobj;
+};
+struct disk_stats {
+	u64 nsecs[4];                 /* by enum stat_group: read, write, discard, flush */
+	unsigned long sectors[4];
+	unsigned long ios[4];
+	unsigned long merges[4];
+	unsigned long io_ticks;       /* jiffies */
+	long in_flight[2];            /* local_t: one long each */
+};
+struct gendisk {
+	unsigned long state;          /* bit 1: GD_READ_ONLY */
+	struct block_device *part0;
+};
+struct block_device {
+	u64 bd_nr_sectors;
+	struct gendisk *bd_disk;
+	struct disk_stats *bd_stats;  /* __percpu */
+	unsigned long bd_stamp;       /* jiffies: io_ticks counted up to here */
+	bool bd_read_only;            /* up to 6.9 */
+	u8 bd_partno;                 /* up to 6.9 */
+	struct device bd_device;      /* its kobject's name is the device's */
+};
+/* 6.10+: the partition number and the read-only bit in one word */
+struct block_device___610 {
+	atomic_t __bd_flags;          /* BD_PARTNO 0xff, BD_READ_ONLY 1 << 8 */
+};
+struct hlist_node___pp {
+	struct hlist_node *next, **pprev;
+};
+/* Field order matters here: koffsetof(struct inode, i_sb_list) and
+ * koffsetof(struct bdev_inode, vfs_inode) are both
+ * llvm.preserve.struct.access.index(null, K, K) in km_disk_walk, and LLVM
+ * merges two such calls of the same K (they differ only in metadata), so
+ * the walk read every block device at the wrong offset.  i_sb_list is
+ * field 0, vfs_inode field 1. */
+struct inode {
+	struct list_head i_sb_list;
+	struct hlist_node___pp i_hash;  /* hashed while the device is added */
+};
+struct bdev_inode {
+	struct block_device bdev;
+	struct inode vfs_inode;
+};
+struct super_block {
+	struct list_head s_inodes;
+};
+
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;
@@ -237,6 +292,8 @@ extern long total_swap_pages;
 extern unsigned long totalreserve_pages;
 extern unsigned long __per_cpu_offset[];
 extern struct cpumask __cpu_online_mask;
+extern struct cpumask __cpu_possible_mask;
+extern struct super_block *blockdev_superblock;
 extern unsigned int nr_cpu_ids;
 extern struct pglist_data *node_data[] __kweak;       /* CONFIG_NUMA */
 extern struct pglist_data contig_page_data __kweak;   /* !CONFIG_NUMA */

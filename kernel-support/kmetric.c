@@ -685,3 +685,156 @@ int km_task_comm(u64 t, char *out)
 	out[15] = 0;
 	return __llview_failed() ? -14 : 0;
 }
+
+/* ---- disks: block devices, as /proc/diskstats -------------------------------------
+ *
+ * Every disk and partition is a block_device inside an inode of the bdev
+ * pseudo filesystem (struct bdev_inode), on blockdev_superblock's inode
+ * list; one that is added is hashed (bdev_add), one deleted is unhashed,
+ * the filesystem's root has no disk.  /proc/diskstats walks block_class
+ * instead and shows the same devices, except hidden ones (never hashed)
+ * and partitions of no sectors (skipped by both).  5.11+: before, a
+ * partition's block_device existed only while it was open.  The counters
+ * are per CPU, summed over the possible CPUs as diskstats does; a
+ * partition's are in its disk's as well. */
+
+#define KM_MAX_BDEV_INODES 1048576u
+
+/* The possible CPUs' sum of one per-CPU u64, lanes splitting the CPUs. */
+#define KM_SUM_POSSIBLE(expr) ({ \
+	u64 _s = 0; \
+	u32 _n = km_nr_cpu_ids(); \
+	for (u32 cpu = simt_lane(); cpu < _n; cpu += simt_nlanes()) \
+		if ((__cpu_possible_mask.bits[cpu / 64] >> (cpu % 64)) & 1) \
+			_s += (u64)(expr); \
+	simt_sum_u64(_s); })
+
+KM_INLINE struct block_device *km_bdev(u64 d) { return (struct block_device *)(unsigned long)d; }
+
+KM_INLINE u32 km_bdev_flags(struct block_device *b)
+{
+	return (u32)KR(((struct block_device___610 *)b)->__bd_flags.counter);
+}
+
+KM_INLINE u32 km_bdev_partno(struct block_device *b)
+{
+	if (KFIELD_EXISTS(block_device, bd_partno))
+		return KR(b->bd_partno);
+	return km_bdev_flags(b) & 0xffu;
+}
+
+KM_INLINE int km_bdev_ro(struct block_device *b)
+{
+	if (KFIELD_EXISTS(block_device, bd_read_only))
+		return KR(b->bd_read_only);
+	return (km_bdev_flags(b) >> 8) & 1;
+}
+
+int km_disk_walk(u64 *out, u32 cap)
+{
+	struct super_block *sb = blockdev_superblock;
+	struct list_head *head = KP(sb->s_inodes), *cur = head;
+	unsigned long back = koffsetof(struct bdev_inode, vfs_inode);
+	int n = 0;
+	for (u32 seen = 0;; seen++) {
+		struct list_head *next = cur->next;
+		if (next == head || __llview_failed())
+			break;
+		if (seen >= KM_MAX_BDEV_INODES || next->prev != cur)
+			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		struct inode *ino = kcontainer_of(next, struct inode, i_sb_list);
+		struct block_device *b = (struct block_device *)((char *)ino - back);
+		if (KR(ino->i_hash.pprev) && KR(b->bd_disk) && KR(b->bd_stats) &&
+		    (km_bdev_partno(b) == 0 || KR(b->bd_nr_sectors))) {
+			if ((u32)n < cap)
+				out[n] = (u64)(unsigned long)b;
+			n++;
+		}
+		cur = next;
+	}
+	return __llview_failed() ? -14 : n;
+}
+
+/* The device's name ("vda", "vda1"): its kobject's, a kmalloc'd string
+ * read a word at a time up to its NUL (at most 31 characters). */
+int km_disk_name(u64 d, char *out)
+{
+	const char *s = KR(km_bdev(d)->bd_device.kobj.name);
+	u32 i = 0;
+	int end = 0;
+	for (; i < 32 && !end && !__llview_failed(); i += 8) {
+		u64 w = *(const u64 *)(s + i);
+		for (u32 b = 0; b < 8; b++) {
+			out[i + b] = end ? 0 : (char)(w >> (8 * b));
+			end |= out[i + b] == 0;
+		}
+	}
+	for (; i < 32; i++)
+		out[i] = 0;
+	out[31] = 0;
+	return __llview_failed() ? -14 : 0;
+}
+
+KM_INLINE struct disk_stats *km_dstats(u64 d) { return KR(km_bdev(d)->bd_stats); }
+
+#define KM_DISK_SUM(field) ({ \
+	struct disk_stats *_st = km_dstats(d); \
+	KM_SUM_POSSIBLE(KR(per_cpu_ptr(_st, cpu)->field)); })
+
+#define KM_RD KENUM(stat_group, STAT_READ)
+#define KM_WR KENUM(stat_group, STAT_WRITE)
+
+double km_disk_partition(u64 d) { return km_collective(km_bdev_partno(km_bdev(d)) != 0); }
+double km_disk_size(u64 d) { return km_collective((double)KR(km_bdev(d)->bd_nr_sectors) * 512.0); }
+
+double km_disk_read_only(u64 d)
+{
+	struct block_device *b = km_bdev(d);
+	struct gendisk *g = KR(b->bd_disk);
+	int ro = km_bdev_ro(b) || km_bdev_ro(KR(g->part0)) || ((KR(g->state) >> 1) & 1);
+	return km_collective(ro);
+}
+
+double km_disk_reads(u64 d) { return km_collective((double)KM_DISK_SUM(ios[KM_RD])); }
+double km_disk_reads_merged(u64 d) { return km_collective((double)KM_DISK_SUM(merges[KM_RD])); }
+double km_disk_read_bytes(u64 d) { return km_collective((double)KM_DISK_SUM(sectors[KM_RD]) * 512.0); }
+double km_disk_read_time(u64 d) { return km_collective((double)KM_DISK_SUM(nsecs[KM_RD]) * NSEC); }
+double km_disk_writes(u64 d) { return km_collective((double)KM_DISK_SUM(ios[KM_WR])); }
+double km_disk_writes_merged(u64 d) { return km_collective((double)KM_DISK_SUM(merges[KM_WR])); }
+double km_disk_written_bytes(u64 d) { return km_collective((double)KM_DISK_SUM(sectors[KM_WR]) * 512.0); }
+double km_disk_write_time(u64 d) { return km_collective((double)KM_DISK_SUM(nsecs[KM_WR]) * NSEC); }
+
+double km_disk_weighted_io_time(u64 d)
+{
+	u64 ns = KM_DISK_SUM(nsecs[0]) + KM_DISK_SUM(nsecs[1]) + KM_DISK_SUM(nsecs[2]) + KM_DISK_SUM(nsecs[3]);
+	return km_collective((double)ns * NSEC);
+}
+
+/* In flight: the per-CPU counts (exact from 6.10; on 6.1 a blk-mq disk's
+ * diskstats counts its tags instead, which these approach from above). */
+KM_INLINE long km_disk_inflight(u64 d)
+{
+	u64 s = KM_DISK_SUM(in_flight[0]) + KM_DISK_SUM(in_flight[1]);
+	int v = (int)(u32)s;
+	return v < 0 ? 0 : v;
+}
+
+/* io_ticks as diskstats prints it: with I/O in flight, the kernel adds
+ * the jiffies since bd_stamp before printing (5.18+); so do we.  Seconds
+ * at the kernel's HZ (from tick_nsec: 1e9 / HZ within NTP's correction). */
+double km_disk_io_time(u64 d)
+{
+	if (!&tick_nsec)
+		return KM_NAN;
+	unsigned long tn = KR(tick_nsec);
+	u64 ticks = KM_DISK_SUM(io_ticks);
+	unsigned long stamp = KR(km_bdev(d)->bd_stamp), now = (unsigned long)KR(jiffies_64);
+	if (km_disk_inflight(d) > 0 && now > stamp)
+		ticks += now - stamp;
+	if (!tn)
+		return km_collective(KM_NAN);
+	unsigned long hz = (1000000000ul + tn / 2) / tn;
+	return km_collective((double)ticks / (double)hz);
+}
+
+double km_disk_in_flight(u64 d) { return km_collective((double)km_disk_inflight(d)); }

@@ -204,8 +204,10 @@ void nt_event(Notifier *nt, const NtEvent *e)
 				      "alert", r->name, "state", nt_kind_name(e->kind), "severity", r->severity, "target",
 				      nt->target, "rule", r->file);
 		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
-		if (e->entity >= 0 && r->entity >= 0)
-			json_object_set_new(o, r->entity == ENT_CPU ? "cpu" : "pid", json_integer(e->entity));
+		const char *ek[2];
+		char ev[2][24];
+		if (nt_entity_labels(e, ek, ev) > 0)
+			json_object_set_new(o, ek[0], ent_is_obj(r->entity) ? json_string(ev[0]) : json_integer(e->entity));
 		json_object_set_new(o, "labels", nt_labels(e, json_object()));
 		json_object_set_new(o, "annotations", nt_annotations(nt, e, json_object(), false));
 		if (r->description) {

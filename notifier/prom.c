@@ -118,6 +118,23 @@ static void px_catalog(StrBuf *b, const PxInput *in)
 			px_series(b, name, in->target, lab.s, v);
 		}
 	}
+	/* objects (disks): labelled by name */
+	for (unsigned k = 0; k < ENT_NOBJ; k++) {
+		const sn_objs *O = &w->objs[k];
+		for (unsigned i = 0; i < bd->nobj[k] && i < O->nslots; i++) {
+			const Metric *m = &cat_metrics[bd->obj_m[k][i]];
+			px_name(m, name, sizeof name);
+			px_head(b, name, m->kind == MK_COUNTER ? "counter" : "gauge", m->desc);
+			for (uint32_t s = 0; s < O->hi; s++) {
+				double v = O->val[(size_t)i * O->cap + s];
+				if (!O->on[s] || isnan(v))
+					continue;
+				lab.len = 0;
+				px_label(&lab, cat_entities[ENT_FIRST_OBJ + k].label, O->name[s], SN_OBJ_NAME);
+				px_series(b, name, in->target, lab.s, v);
+			}
+		}
+	}
 	/* tasks: labelled by pid and comm where the rules read them */
 	int pid_slot = -1;
 	for (unsigned i = 0; i < bd->ntask; i++)

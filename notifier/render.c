@@ -24,6 +24,13 @@ int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24])
 {
 	if (e->entity < 0 || e->rule->entity < 0)
 		return 0;
+	if (ent_is_obj(e->rule->entity)) {       /* an object (a disk): its name */
+		if (!e->comm || !*e->comm)
+			return 0;
+		key[0] = cat_entities[e->rule->entity].label;
+		snprintf(val[0], 24, "%s", e->comm);
+		return 1;
+	}
 	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
 	snprintf(val[0], 24, "%lld", (long long)e->entity);
 	if (e->rule->entity == ENT_CPU)

@@ -49,7 +49,11 @@ uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h)
 	return h;
 }
 
-static const char *const bd_job_names[] = {"cpus", "host", "cpu", "tasks"};
+static const char *const bd_job_names[] = {
+#define X(id, name) [BD_JOB_##id] = name,
+	BD_JOB_KINDS(X)
+#undef X
+};
 
 /* ---- the manifest ---------------------------------------------------------------- */
 
@@ -84,6 +88,9 @@ static json_t *bd_manifest(const Bundle *b)
 	json_object_set_new(t, "host", bd_metric_list(b->host_m, b->nhost));
 	json_object_set_new(t, "cpu", bd_metric_list(b->cpu_m, b->ncpu));
 	json_object_set_new(t, "task", bd_metric_list(b->task_m, b->ntask));
+	for (int k = 0; k < ENT_NOBJ; k++)
+		if (b->nobj[k])
+			json_object_set_new(t, cat_entities[ENT_FIRST_OBJ + k].prefix, bd_metric_list(b->obj_m[k], b->nobj[k]));
 	json_object_set_new(t, "comm", json_boolean(b->comm));
 	json_object_set_new(t, "task_windows", json_integer(b->ntwin));
 	json_object_set_new(m, "tables", t);
@@ -95,8 +102,10 @@ static json_t *bd_manifest(const Bundle *b)
 	json_t *j = json_array();
 	for (size_t i = 0; i < b->njobs; i++) {
 		json_t *o = json_pack("{s:s}", "kind", bd_job_names[b->jobs[i].kind]);
-		if (b->jobs[i].kind == 1 || b->jobs[i].kind == 2)
+		if (b->jobs[i].kind == BD_JOB_HOST || b->jobs[i].kind == BD_JOB_CPU)
 			json_object_set_new(o, "metric", json_string(cat_metrics[b->jobs[i].metric].name));
+		if (b->jobs[i].kind == BD_JOB_OBJS)
+			json_object_set_new(o, "entity", json_string(cat_entities[ENT_FIRST_OBJ + b->jobs[i].obj].prefix));
 		json_array_append_new(j, o);
 	}
 	json_object_set_new(m, "jobs", j);
@@ -144,7 +153,7 @@ static json_t *bd_manifest(const Bundle *b)
 			if (met_has(&x->metrics, (MetricId)k))
 				json_array_append_new(ms, json_string(cat_metrics[k].name));
 		json_object_set_new(o, "metrics", ms);
-		json_object_set_new(o, "entity", json_string(x->entity == ENT_CPU ? "cpu" : x->entity == ENT_TASK ? "task" : "host"));
+		json_object_set_new(o, "entity", json_string(x->entity >= 0 ? cat_entities[x->entity].prefix : "host"));
 		char hash[17];
 		snprintf(hash, sizeof hash, "%016llx", (unsigned long long)x->hash);
 		json_object_set_new(o, "hash", json_string(hash));
@@ -318,6 +327,11 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 	    bd_metrics(json_object_get(t, "cpu"), b->cpu_m, &b->ncpu) ||
 	    bd_metrics(json_object_get(t, "task"), b->task_m, &b->ntask))
 		BAD("the value tables name a metric this build does not know (a newer rulec made it?)");
+	for (int k = 0; k < ENT_NOBJ; k++) {
+		json_t *ot = json_object_get(t, cat_entities[ENT_FIRST_OBJ + k].prefix);
+		if (ot && bd_metrics(ot, b->obj_m[k], &b->nobj[k]))
+			BAD("the %s table names a metric this build does not know", cat_entities[ENT_FIRST_OBJ + k].prefix);
+	}
 	b->comm = json_is_true(json_object_get(t, "comm"));
 	b->ntwin = (unsigned)json_integer_value(json_object_get(t, "task_windows"));
 	if (b->ntwin > 64)
@@ -335,11 +349,21 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 	json_array_foreach(j, i, v) {
 		const char *k = json_string_value(json_object_get(v, "kind"));
 		int kind = -1;
-		for (int q = 0; q < 4; q++)
+		for (int q = 0; q < BD_JOB__COUNT; q++)
 			if (k && !strcmp(k, bd_job_names[q]))
 				kind = q;
-		if (kind < 0 || ((kind == 1 || kind == 2) && bd_metric(json_object_get(v, "metric"), &b->jobs[i].metric)))
+		if (kind < 0 || ((kind == BD_JOB_HOST || kind == BD_JOB_CPU) &&
+				 bd_metric(json_object_get(v, "metric"), &b->jobs[i].metric)))
 			BAD("job %zu is malformed", i);
+		if (kind == BD_JOB_OBJS) {
+			const char *e = json_string_value(json_object_get(v, "entity"));
+			b->jobs[i].obj = -1;
+			for (int q = 0; q < ENT_NOBJ; q++)
+				if (e && !strcmp(e, cat_entities[ENT_FIRST_OBJ + q].prefix))
+					b->jobs[i].obj = q;
+			if (b->jobs[i].obj < 0)
+				BAD("job %zu is over objects this build does not know", i);
+		}
 		b->jobs[i].kind = kind;
 		b->njobs++;
 	}
@@ -401,7 +425,10 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 			met_add(&x->metrics, id);
 		}
 		const char *ent = json_string_value(json_object_get(v, "entity"));
-		x->entity = ent && !strcmp(ent, "cpu") ? ENT_CPU : ent && !strcmp(ent, "task") ? ENT_TASK : -1;
+		x->entity = -1;
+		for (int e = ENT_CPU; e < ENT__COUNT && ent; e++)
+			if (!strcmp(ent, cat_entities[e].prefix))
+				x->entity = e;
 		const char *hs = json_string_value(json_object_get(v, "hash"));
 		x->hash = hs ? strtoull(hs, NULL, 16) : 0;
 	}

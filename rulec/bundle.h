@@ -42,7 +42,7 @@ typedef struct BdRule {
 	BdKV *labels, *annotations;
 	size_t nlabels, nannotations;
 	MetSet metrics;           /* the catalog metrics it reads */
-	int entity;               /* what an alert's entity number is: ENT_CPU, ENT_TASK, -1 none */
+	int entity;               /* what its alerts are about: ENT_CPU, ENT_TASK, an object entity, -1 none */
 	uint64_t hash;            /* of everything that decides its alert state */
 } BdRule;
 
@@ -51,9 +51,19 @@ typedef struct BdHist {
 	double window;            /* the longest window over it, seconds */
 } BdHist;
 
+/* Collection jobs, in the manifest by name. */
+#define BD_JOB_KINDS(X) X(CPUS, "cpus") X(HOST, "host") X(CPU, "cpu") X(TASKS, "tasks") X(OBJS, "objects")
+typedef enum {
+#define X(id, name) BD_JOB_##id,
+	BD_JOB_KINDS(X)
+#undef X
+	BD_JOB__COUNT
+} BdJobKind;
+
 typedef struct BdJob {
-	int kind;                 /* CgJobKind: 0 cpus, 1 host, 2 cpu, 3 tasks */
-	MetricId metric;
+	int kind;                 /* BdJobKind */
+	MetricId metric;          /* BD_JOB_HOST, BD_JOB_CPU */
+	int obj;                  /* BD_JOB_OBJS: the object kind (entity ENT_FIRST_OBJ + obj) */
 } BdJob;
 
 typedef struct BdPtx {
@@ -79,6 +89,8 @@ typedef struct Bundle {
 	MetricId host_m[64], cpu_m[64], task_m[64];
 	unsigned nhost, ncpu, ntask;
 	unsigned ntwin;           /* task slots after task_m[]: windows the rules take, derived each tick */
+	MetricId obj_m[ENT_NOBJ][64];  /* object kind k's table: slot i holds obj_m[k][i] */
+	unsigned nobj[ENT_NOBJ];
 	bool comm;
 	BdHist *hist;
 	size_t nhist;

@@ -7,6 +7,7 @@
 #define HOST ENT_HOST
 #define CPU ENT_CPU
 #define TASK ENT_TASK
+#define DISK ENT_DISK
 #define GAUGE MK_GAUGE
 #define COUNTER MK_COUNTER
 #define NUM MT_NUM
@@ -77,11 +78,13 @@ const char *cat_suggest(const char *name)
 	return NULL;
 }
 
-const char *cat_entity_name(Entity e)
-{
-	static const char *n[] = {"host", "cpu", "task"};
-	return n[e];
-}
+const EntityInfo cat_entities[ENT__COUNT] = {
+#define X(id, prefix, noun, plural, label) [ENT_##id] = {prefix, noun, plural, label},
+#include "entity.def"
+#undef X
+};
+
+const char *cat_entity_name(Entity e) { return cat_entities[e].prefix; }
 
 const char *cat_kind_name(MetricKind k) { return k == MK_GAUGE ? "gauge" : "counter"; }
 

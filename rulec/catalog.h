@@ -5,7 +5,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum { ENT_HOST, ENT_CPU, ENT_TASK } Entity;
+typedef enum {
+#define X(id, prefix, noun, plural, label) ENT_##id,
+#include "entity.def"
+#undef X
+	ENT__COUNT
+} Entity;
+/* The object entities (entity.def): ENT_DISK and after.  Object kind k of
+ * the runtime (sn_world.objs[k]) is entity ENT_FIRST_OBJ + k. */
+#define ENT_FIRST_OBJ ENT_DISK
+#define ENT_NOBJ (ENT__COUNT - ENT_FIRST_OBJ)
+/* An object's name (disk.name) keeps this many characters. */
+#define CAT_OBJ_NAME_MAX 31
+static inline bool ent_is_obj(int e) { return e >= ENT_FIRST_OBJ && e < ENT__COUNT; }
+
+typedef struct EntityInfo {
+	const char *prefix, *noun, *plural, *label;
+} EntityInfo;
+extern const EntityInfo cat_entities[ENT__COUNT];
 typedef enum { MK_GAUGE, MK_COUNTER } MetricKind;
 typedef enum { MT_NUM, MT_BOOL, MT_STR, MT_STATE } MetricType;
 typedef enum { MU_NONE, MU_COUNT, MU_SECONDS, MU_BYTES, MU_LOAD } MetricUnit;

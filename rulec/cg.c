@@ -46,7 +46,7 @@ typedef struct Cg {
 
 /* Which entity an expression ranges over, and the loop index if any. */
 typedef struct Ent {
-	int kind;                 /* -1: none (host), ENT_CPU, ENT_TASK */
+	int kind;                 /* -1: none (host), ENT_CPU, ENT_TASK, an object entity */
 	LLVMValueRef idx;         /* i32 */
 } Ent;
 
@@ -69,6 +69,7 @@ static bool cg_inline_in_rule(const char *name)
 	static const char *const small[] = {
 		"sn_host", "sn_cpu", "sn_task", "sn_task_col", "sn_ntasks", "sn_ncpus", "sn_cpu_on",
 		"sn_task_pid", "sn_task_comm_eq", "simt_lane", "simt_nlanes",
+		"sn_obj", "sn_nobjs", "sn_obj_on", "sn_obj_name_eq",
 	};
 	for (size_t i = 0; i < sizeof small / sizeof *small; i++)
 		if (!strcmp(name, small[i]))
@@ -260,7 +261,11 @@ static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
 	switch (M->entity) {
 	case ENT_HOST: return cg_call(C, "sn_host", a, 2);
 	case ENT_CPU: return cg_call(C, "sn_cpu", a, 3);
-	default: return cg_task_value(C, (unsigned)slot, ent.idx);
+	case ENT_TASK: return cg_task_value(C, (unsigned)slot, ent.idx);
+	default: {                  /* an object's slot */
+		LLVMValueRef o[4] = {C->w, cg_u32(C, M->entity - ENT_FIRST_OBJ), cg_u32(C, (unsigned)slot), ent.idx};
+		return cg_call(C, "sn_obj", o, 4);
+	}
 	}
 }
 
@@ -315,6 +320,14 @@ static LLVMValueRef cg_string_compare(Cg *C, const Expr *e, Ent ent)
 	LLVMValueRef eq;
 	if (met->kind == N_STR) {            /* two literals */
 		eq = cg_real(C, lit->u.str.len == met->u.str.len && !memcmp(lit->u.str.s, met->u.str.s, lit->u.str.len));
+	} else if (ent_is_obj(cat_metrics[met->u.metric.id].entity)) {   /* disk.name == "vda" */
+		char tmp[SN_OBJ_NAME];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)(lit->u.str.len < SN_OBJ_NAME - 1 ? lit->u.str.len : SN_OBJ_NAME - 1),
+			 lit->u.str.s);
+		LLVMValueRef s = LLVMBuildGlobalStringPtr(C->b, tmp, "name");
+		LLVMValueRef a[5] = {C->w, cg_u32(C, cat_metrics[met->u.metric.id].entity - ENT_FIRST_OBJ), ent.idx, s,
+				     cg_u32(C, (unsigned)strlen(tmp))};
+		eq = LLVMBuildSIToFP(C->b, cg_call(C, "sn_obj_name_eq", a, 5), C->dbl, "");
 	} else if (met->u.metric.id == MET_TASK_COMM) {
 		char tmp[32];
 		snprintf(tmp, sizeof tmp, "%.*s", (int)(lit->u.str.len < 16 ? lit->u.str.len : 16), lit->u.str.s);
@@ -359,7 +372,8 @@ static LLVMValueRef cg_reduce(Cg *C, const char *fn, LLVMValueRef v)
 static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
 {
 	Loop L;
-	LLVMValueRef n = cg_call(C, kind == ENT_CPU ? "sn_ncpus" : "sn_ntasks", &C->w, 1);
+	LLVMValueRef ok[2] = {C->w, ent_is_obj(kind) ? cg_u32(C, (unsigned)(kind - ENT_FIRST_OBJ)) : NULL};
+	LLVMValueRef n = ok[1] ? cg_call(C, "sn_nobjs", ok, 2) : cg_call(C, kind == ENT_CPU ? "sn_ncpus" : "sn_ntasks", &C->w, 1);
 	cg_lane_loop_start(C, &L, n);
 	/* over tasks: a lane's next rows' loads in flight at once, not one
 	 * load's latency per row (a warp walks 50,000 rows in 1,563 steps) */
@@ -369,6 +383,10 @@ static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
 	if (kind == ENT_CPU) {
 		LLVMValueRef a[2] = {C->w, L.iv};
 		LLVMValueRef on = cg_call(C, "sn_cpu_on", a, 2);
+		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
+	} else if (ok[1]) {          /* an object slot holds one this tick */
+		LLVMValueRef a[3] = {C->w, ok[1], L.iv};
+		LLVMValueRef on = cg_call(C, "sn_obj_on", a, 3);
 		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
 	}
 	if (where) {
@@ -639,15 +657,17 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	LLVMValueRef value, entity;
 	cg_value(C, r->expr, &value, &entity);
 	/* the rule's constants: an sn_rdesc */
-	LLVMTypeRef ft[6] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32};
-	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 6, 0);
-	LLVMValueRef fv[6] = {
+	int vent = cg_value_entity(r->expr);
+	LLVMTypeRef ft[8] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32, C->i32, C->i32};
+	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 8, 0);
+	LLVMValueRef fv[8] = {
 		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
 		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
 		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
-		cg_s32(C, cg_value_entity(r->expr) == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1)};
+		cg_s32(C, vent == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1),
+		cg_u32(C, ent_is_obj(vent) ? (unsigned)(vent - ENT_FIRST_OBJ + 1) : 0), cg_u32(C, 0)};
 	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
-	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 6, 0));
+	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 8, 0));
 	LLVMSetGlobalConstant(desc, 1);
 	LLVMSetLinkage(desc, LLVMPrivateLinkage);
 	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, cond, clear, value,
@@ -705,6 +725,27 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		 * rows over every thread, each running rules_task_row */
 		cg_call(C, "sn_tasks_find", &C->w, 1);
 		break;
+	case JOB_OBJS: {
+		/* the warp finds them; then object by object, each metric the
+		 * rules read (a warp-collective read: lanes split the CPUs of
+		 * a per-CPU counter) */
+		LLVMValueRef a[6] = {C->w, cg_u32(C, (unsigned)J->obj)};
+		cg_call(C, "sn_objs_find", a, 2);
+		cg_loop_begin(C, &L, cg_u32(C, 0), cg_call(C, "sn_nobjs", a, 2), cg_u32(C, 1));
+		a[2] = L.iv;
+		LLVMValueRef on = cg_call(C, "sn_obj_on", a, 3);
+		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
+		LLVMValueRef key = cg_call(C, "sn_obj_key", a, 3);
+		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
+			MetricId m = C->p->obj_m[J->obj][i];
+			cg_metric_fn(m, fn, sizeof fn);
+			LLVMValueRef pa[6] = {C->w, a[1], cg_u32(C, (unsigned)C->p->slot[m]), cg_s32(C, C->p->hist[m]), L.iv,
+					      cg_call(C, fn, &key, 1)};
+			cg_call(C, "sn_put_obj", pa, 6);
+		}
+		cg_loop_end(C, &L);
+		break;
+	}
 	}
 	LLVMBuildRetVoid(C->b);
 	return f;

@@ -20,11 +20,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum { JOB_CPUS, JOB_HOST, JOB_CPU, JOB_TASKS } CgJobKind;
+/* The same order as bundle.h's BD_JOB_KINDS (compile.c checks). */
+typedef enum { JOB_CPUS, JOB_HOST, JOB_CPU, JOB_TASKS, JOB_OBJS } CgJobKind;
 
 typedef struct CgJob {
 	CgJobKind kind;
 	MetricId metric;          /* JOB_HOST, JOB_CPU */
+	int obj;                  /* JOB_OBJS: the object kind; the job finds the objects and
+				   * reads every metric of the kind the rules read */
 } CgJob;
 
 #define CG_MAX_TWIN 32
@@ -43,13 +46,16 @@ typedef struct CgProg {
 	double hist_win[MET__COUNT];  /* the longest window over it (seconds) */
 	MetricId host_m[MET__COUNT], cpu_m[MET__COUNT], task_m[MET__COUNT], hist_m[MET__COUNT];
 	unsigned nhost, ncpu, ntask, nhist;
+	MetricId obj_m[ENT_NOBJ][MET__COUNT];   /* object kind k's table */
+	unsigned nobj[ENT_NOBJ];
 	bool comm;                /* task.comm is read */
+	bool objname[ENT_NOBJ];   /* an object's name is compared (disk.name) */
 	/* windows over task metrics, computed once a row by every thread
 	 * (rules_task_row) into task slots ntask.. and read by the rules as
 	 * values: a rule over 50,000 tasks then reads one value a task */
 	CgTwin twin[CG_MAX_TWIN];
 	unsigned ntwin;
-	CgJob jobs[MET__COUNT + 2];
+	CgJob jobs[MET__COUNT + 2 + ENT_NOBJ];
 	unsigned njobs;
 	MetSet *rule_metrics;     /* [rs->n]: the metrics rule i reads */
 } CgProg;
@@ -68,13 +74,13 @@ int cg_emit(struct LLVMOpaqueModule *m, const CgProg *p, char *err, size_t n);
 void cg_metric_fn(MetricId id, char *buf, size_t n);
 /* a string literal or a string-valued metric (task.comm, task.state) */
 bool cg_is_string(const Expr *e);
-/* ENT_CPU or ENT_TASK when e names a per-CPU or per-task metric, else -1 */
+/* The entity (ENT_CPU, ENT_TASK, an object) of the first per-entity metric e names, else -1 */
 int cg_entity_of(const Expr *e);
 /* The node that gives a rule's value ($value): its first numeric comparison
  * or all()/any(), reached through and/or/not; NULL if none. */
 const Expr *cg_value_node(const Expr *e);
-/* What the value's entity number is: ENT_CPU (a CPU), ENT_TASK (a PID) or
- * -1 (none: a host value). */
+/* What the rule's alerts are about: ENT_CPU (a CPU), ENT_TASK (a PID), an
+ * object entity (a disk) or -1 (none: a host value). */
 int cg_value_entity(const Expr *e);
 
 #define CG_FANOUT 64      /* cases per dispatch function (dispatch_NAME_K) */

@@ -42,10 +42,22 @@ static void plan_use(CgProg *p, MetricId m)
 			p->comm = true;
 		return;
 	}
+	if (ent_is_obj(cat_metrics[m].entity) && cat_metrics[m].type == MT_STR) {
+		p->objname[cat_metrics[m].entity - ENT_FIRST_OBJ] = true;
+		return;
+	}
 	switch (cat_metrics[m].entity) {
 	case ENT_HOST: p->host_m[p->nhost] = m; p->slot[m] = (int)p->nhost++; break;
 	case ENT_CPU: p->cpu_m[p->ncpu] = m; p->slot[m] = (int)p->ncpu++; break;
 	case ENT_TASK: p->task_m[p->ntask] = m; p->slot[m] = (int)p->ntask++; break;
+	default: {
+		unsigned k = cat_metrics[m].entity - ENT_FIRST_OBJ;
+		if (cat_metrics[m].type == MT_STR)
+			return;                  /* the name: kept by the runtime, not a value */
+		p->obj_m[k][p->nobj[k]] = m;
+		p->slot[m] = (int)p->nobj[k]++;
+		break;
+	}
 	}
 }
 
@@ -110,6 +122,13 @@ static void plan_expr(Plan *P, const Expr *e, MetSet *mask)
 					    "the kernel keeps 15 characters of a task name; \"%.*s\" never matches: "
 					    "write its first 15 characters", (int)lit->u.str.len, lit->u.str.s);
 				P->ok = false;
+			} else if (lit && met->kind == N_METRIC && ent_is_obj(cat_metrics[met->u.metric.id].entity) &&
+				   lit->u.str.len > CAT_OBJ_NAME_MAX) {
+				diag_report(P->d, expr_loc(P->src, lit->off, lit->len), DIAG_UNSUPPORTED,
+					    "%s holds at most %u characters; \"%.*s\" never matches",
+					    cat_metrics[met->u.metric.id].name, CAT_OBJ_NAME_MAX, (int)lit->u.str.len,
+					    lit->u.str.s);
+				P->ok = false;
 			}
 		}
 		break;
@@ -148,13 +167,16 @@ bool cg_analyse(CgProg *p, const RuleSet *rs, DiagCtx *d)
 	if (p->ntask || p->comm)
 		plan_use(p, MET_TASK_PID);
 	if (p->ncpu)
-		p->jobs[p->njobs++] = (CgJob){JOB_CPUS, 0};
+		p->jobs[p->njobs++] = (CgJob){JOB_CPUS, 0, 0};
 	for (unsigned i = 0; i < p->nhost; i++)
-		p->jobs[p->njobs++] = (CgJob){JOB_HOST, p->host_m[i]};
+		p->jobs[p->njobs++] = (CgJob){JOB_HOST, p->host_m[i], 0};
 	for (unsigned i = 0; i < p->ncpu; i++)
-		p->jobs[p->njobs++] = (CgJob){JOB_CPU, p->cpu_m[i]};
+		p->jobs[p->njobs++] = (CgJob){JOB_CPU, p->cpu_m[i], 0};
 	if (p->ntask)
-		p->jobs[p->njobs++] = (CgJob){JOB_TASKS, 0};
+		p->jobs[p->njobs++] = (CgJob){JOB_TASKS, 0, 0};
+	for (unsigned k = 0; k < ENT_NOBJ; k++)
+		if (p->nobj[k] || p->objname[k])
+			p->jobs[p->njobs++] = (CgJob){JOB_OBJS, 0, (int)k};
 	return ok;
 }
 

@@ -318,9 +318,7 @@ static Ty c_logic(Chk *C, const Expr *e)
 
 static const char *ent_noun(int ent, bool plural)
 {
-	if (ent == ENT_CPU)
-		return plural ? "CPUs" : "CPU";
-	return plural ? "tasks" : "task";
+	return plural ? cat_entities[ent].plural : cat_entities[ent].noun;
 }
 
 static Ty c_metric(Chk *C, const Expr *e)

@@ -118,6 +118,9 @@ static BdKV *comp_kvs(const KV *kv, size_t n)
 }
 
 /* The manifest's view of the plan and the rules. */
+_Static_assert((int)JOB_CPUS == BD_JOB_CPUS && (int)JOB_HOST == BD_JOB_HOST && (int)JOB_CPU == BD_JOB_CPU &&
+	       (int)JOB_TASKS == BD_JOB_TASKS && (int)JOB_OBJS == BD_JOB_OBJS, "cg.h's job kinds are bundle.h's");
+
 static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 {
 	b->abi = SN_ABI_VERSION;
@@ -132,6 +135,12 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	b->nhost = p->nhost;
 	b->ncpu = p->ncpu;
 	b->ntask = p->ntask;
+	for (int k = 0; k < ENT_NOBJ; k++) {
+		if (p->nobj[k] > 64)
+			return -E2BIG;
+		memcpy(b->obj_m[k], p->obj_m[k], p->nobj[k] * sizeof *p->obj_m[k]);
+		b->nobj[k] = p->nobj[k];
+	}
 	b->ntwin = p->ntwin;
 	b->comm = p->comm;
 	b->hist = calloc(p->nhist + 1, sizeof *b->hist);
@@ -141,7 +150,7 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	for (unsigned i = 0; i < p->nhist; i++)
 		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]]};
 	for (unsigned i = 0; i < p->njobs; i++)
-		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric};
+		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric, p->jobs[i].obj};
 	const RuleSet *rs = p->rs;
 	if (!rs)
 		return 0;

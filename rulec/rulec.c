@@ -95,10 +95,15 @@ static void list_metrics(const char *fmt)
 		puts("aggregation such as `all(...)`, `max(...)` or `count(...)`. Counters only grow:");
 		puts("compare `rate(m[w])`, `delta(m[w])` or `changes(m[w])`, never the raw value.");
 		puts("Times are seconds in rules (the kernel keeps nanoseconds); `rate()` of a time");
-		puts("counter is a fraction of one CPU, so it compares with a percentage.\n");
-		const char *ent[] = {"Host", "Per CPU", "Per task"};
-		for (int e = 0; e < 3; e++) {
-			printf("## %s\n\n| metric | kind | unit | meaning | kernel source |\n|---|---|---|---|---|\n", ent[e]);
+		puts("counter is a fraction of one CPU, so it compares with a percentage. `disk.*`");
+		puts("metrics have one value per block device (disks and partitions, as");
+		puts("/proc/diskstats lists them); an alert names the device in its `disk` label.\n");
+		for (int e = 0; e < ENT__COUNT; e++) {
+			if (e == ENT_HOST)
+				printf("## Host\n\n");
+			else
+				printf("## Per %s\n\n", cat_entities[e].noun);
+			printf("| metric | kind | unit | meaning | kernel source |\n|---|---|---|---|---|\n");
 			for (int i = 0; i < MET__COUNT; i++) {
 				const Metric *m = &cat_metrics[i];
 				if ((int)m->entity != e)

@@ -241,13 +241,15 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 #define LBL(x) (p.label_len == sizeof x - 1 && !memcmp(s + p.label_off, x, sizeof x - 1))
 			found |= ent == ENT_TASK && (LBL("pid") || LBL("comm"));
 			found |= ent == ENT_CPU && LBL("cpu");
-			if (!found && (LBL("pid") || LBL("comm") || LBL("cpu")))
+			found |= ent == ENT_DISK && LBL("disk");
+			if (!found && (LBL("pid") || LBL("comm") || LBL("cpu") || LBL("disk")))
 				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
 					    "label '%.*s' names the %s an alert is about, for rules whose value comes from "
 					    "any() or all() over %s; %s, so it will print empty",
-					    (int)p.label_len, s + p.label_off, LBL("cpu") ? "CPU" : "task",
-					    LBL("cpu") ? "CPUs" : "tasks",
+					    (int)p.label_len, s + p.label_off, LBL("cpu") ? "CPU" : LBL("disk") ? "disk" : "task",
+					    LBL("cpu") ? "CPUs" : LBL("disk") ? "disks" : "tasks",
 					    ent == ENT_CPU ? "this rule's alerts name a CPU ($labels.cpu)" :
+					    ent == ENT_DISK ? "this rule's alerts name a disk ($labels.disk)" :
 					    ent == ENT_TASK ? "this rule's alerts name a task ($labels.pid, $labels.comm)" :
 					    "this rule's alerts name no entity");
 			else if (!found)

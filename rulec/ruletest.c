@@ -237,6 +237,14 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					return false;
 				}
 				*(cpu ? &S->cpu : &S->pid) = x;
+			} else if (ent_is_obj(ent) && ll == strlen(cat_entities[ent].label) &&
+				   !memcmp(l, cat_entities[ent].label, ll)) {
+				if (ve == v || ve - v > CAT_OBJ_NAME_MAX) {
+					diag_report(C->d, yt_scalar_loc(n, (size_t)(v - s), (unsigned)(ve - v)), DIAG_BAD_SERIES,
+						    "%s is a name of 1 to %d bytes", cat_entities[ent].label, CAT_OBJ_NAME_MAX);
+					return false;
+				}
+				S->obj = arena_strndup(&C->f->arena, v, (size_t)(ve - v));
 			} else if (comm && ent == ENT_TASK) {
 				if (ve - v > 15) {
 					diag_report(C->d, yt_scalar_loc(n, (size_t)(v - s), (unsigned)(ve - v)), DIAG_BAD_SERIES,
@@ -249,6 +257,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					    "label '%.*s' does not apply to %s; %s", (int)ll, l, cat_metrics[S->metric].name,
 					    ent == ENT_CPU ? "CPU series take cpu=\"N\"" :
 					    ent == ENT_TASK ? "task series take pid=\"N\" and comm=\"NAME\"" :
+					    ent == ENT_DISK ? "disk series take disk=\"NAME\"" :
 					    "host series take no labels");
 				return false;
 			}
@@ -260,6 +269,12 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 	if (*p) {
 		diag_report(C->d, yt_scalar_loc(n, (size_t)(p - s), 1), DIAG_BAD_SERIES,
 			    "unexpected '%c' in the series; write metric{label=\"value\"}", *p);
+		return false;
+	}
+	if (ent_is_obj(ent) && !S->obj) {
+		diag_report(C->d, yt_loc(n), DIAG_BAD_SERIES, "%s is per %s: say which, as in %s{%s=\"vda\"}",
+			    cat_metrics[S->metric].name, cat_entities[ent].noun, cat_metrics[S->metric].name,
+			    cat_entities[ent].label);
 		return false;
 	}
 	if ((ent == ENT_CPU && S->cpu < 0) || (ent == ENT_TASK && S->pid < 0)) {

@@ -8,7 +8,8 @@
  *       interval: 1m                       between a series' samples
  *       input_series:
  *         - series: 'host.forks'           host.*, cpu.*{cpu="N"},
- *           values: '0+10x100'             task.*{pid="N", comm="NAME"}
+ *           values: '0+10x100'             task.*{pid="N", comm="NAME"},
+ *                                          disk.*{disk="NAME"}
  *       alert_rule_test:
  *         - eval_time: 10m
  *           alertname: ForkBomb
@@ -50,6 +51,7 @@ typedef struct UtSeries {
 	long cpu;                 /* cpu.*: its label; else -1 */
 	long pid;                 /* task.*: its label; else -1 */
 	const char *comm;         /* task.*: its label, or "" */
+	const char *obj;          /* disk.*: the object's name (its label); else NULL */
 	double *v;                /* [nv]: a value, UT_MISSING or UT_STALE */
 	size_t nv;
 	const YtNode *node;

@@ -267,15 +267,32 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	int *row = calloc(G->nseries + 1, sizeof *row);
 	long *task_of = calloc(G->nseries + 1, sizeof *task_of);      /* series -> task index, -1 */
 	double *val = calloc(G->nseries + 1, sizeof *val);
-	if (!pids || !comms || !row || !task_of || !val) {
+	/* objects (disks): by entity and name; a key is the index + 1 */
+	size_t nobj = 0;
+	const char **oname = calloc(G->nseries + 1, sizeof *oname);
+	Entity *oent = calloc(G->nseries + 1, sizeof *oent);
+	long *obj_of = calloc(G->nseries + 1, sizeof *obj_of);
+	int *orow = calloc(G->nseries + 1, sizeof *orow);
+	if (!pids || !comms || !row || !task_of || !val || !oname || !oent || !obj_of || !orow) {
 		free(pids), free(comms), free(row), free(task_of), free(val);
+		free(oname), free(oent), free(obj_of), free(orow);
 		snprintf(err, n, "out of memory");
 		return -1;
 	}
 	for (size_t s = 0; s < G->nseries; s++) {
 		const UtSeries *S = &G->series[s];
 		max_cpu = S->cpu > max_cpu ? S->cpu : max_cpu;
-		task_of[s] = -1;
+		task_of[s] = obj_of[s] = -1;
+		if (S->obj) {
+			Entity e = cat_metrics[S->metric].entity;
+			size_t k = 0;
+			while (k < nobj && (oent[k] != e || strcmp(oname[k], S->obj)))
+				k++;
+			if (k == nobj)
+				oname[nobj] = S->obj, oent[nobj++] = e;
+			obj_of[s] = (long)k;
+			continue;
+		}
 		if (S->pid < 0)
 			continue;
 		/* a task's series usually follow each other: look from the last one back */
@@ -295,6 +312,7 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	int rc = fd_open(b, &p, &fd, err, n);
 	if (rc) {
 		free(pids), free(comms), free(row), free(task_of), free(val);
+		free(oname), free(oent), free(obj_of), free(orow);
 		return -1;
 	}
 	memset(R->alert, 0, b->nrules * sizeof *R->alert);
@@ -305,10 +323,21 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 		/* every series' value now; a task exists when one of its series has one */
 		for (size_t i = 0; i < ntask; i++)
 			row[i] = -1;
+		for (size_t i = 0; i < nobj; i++)
+			orow[i] = -1;
 		for (size_t s = 0; s < G->nseries; s++) {
 			val[s] = ut_value_at(&G->series[s], G->interval, t);
 			if (task_of[s] >= 0 && !isnan(val[s]))
 				row[task_of[s]] = 0;
+			if (obj_of[s] >= 0 && !isnan(val[s]))
+				orow[obj_of[s]] = 0;
+		}
+		for (size_t i = 0; i < nobj; i++) {
+			if (orow[i] < 0)
+				continue;
+			orow[i] = fd_obj_add(fd, oent[i], (uint64_t)i + 1, oname[i]);
+			if (oent[i] == ENT_DISK)      /* a whole disk unless said otherwise */
+				fd_obj(fd, MET_DISK_PARTITION, orow[i], 0);
 		}
 		for (size_t i = 0; i < ntask; i++) {
 			if (row[i] < 0)
@@ -326,6 +355,8 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 				fd_host(fd, S->metric, val[s]);
 			else if (e == ENT_CPU)
 				fd_cpu(fd, S->metric, (uint32_t)S->cpu, val[s]);
+			else if (ent_is_obj(e))
+				fd_obj(fd, S->metric, orow[obj_of[s]], val[s]);
 			else
 				fd_task(fd, S->metric, row[task_of[s]], val[s]);
 		}
@@ -343,6 +374,7 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	}
 	fd_close(fd);
 	free(pids), free(comms), free(row), free(task_of), free(val);
+	free(oname), free(oent), free(obj_of), free(orow);
 	return 0;
 }
 
@@ -528,6 +560,13 @@ int ut_replay(const char *path, const RuleSet *rs, const UtOpts *o)
 				have |= I->cpu_m[k] == (MetricId)m;
 			for (uint32_t k = 0; k < I->ntask; k++)
 				have |= I->task_m[k] == (MetricId)m;
+			if (!have && ent_is_obj(cat_metrics[m].entity)) {
+				snprintf(err, sizeof err, "rule %s reads %s: recordings hold host, CPU and task metrics, "
+					 "not yet %s ones; test it with rulec test (input series %s{%s=\"NAME\"})",
+					 b->rules[i].name, cat_metrics[m].name, cat_entities[cat_metrics[m].entity].prefix,
+					 cat_metrics[m].name, cat_entities[cat_metrics[m].entity].label);
+				goto out;
+			}
 			if (!have) {
 				snprintf(err, sizeof err, "rule %s reads %s, which %s did not record (record with "
 					 "sentinel-inspect metrics --record: every metric)", b->rules[i].name, cat_metrics[m].name,

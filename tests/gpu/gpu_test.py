@@ -74,11 +74,21 @@ def diff(cpu, gpu):
         for k, v in t.items():
             if not same(v, g.get(k)):
                 out.append(("task %s %s" % (t.get("task.pid"), k), v, g.get(k)))
+    # disks, by name
+    by_name = {d.get("disk.name"): d for d in gpu.get("disks", [])}
+    if set(by_name) != {d.get("disk.name") for d in cpu.get("disks", [])}:
+        out.append(("disks", sorted(d.get("disk.name") for d in cpu.get("disks", [])), sorted(by_name)))
+    for d in cpu.get("disks", []):
+        g = by_name.get(d.get("disk.name"), {})
+        for k, v in d.items():
+            if not same(v, g.get(k)):
+                out.append(("disk %s %s" % (d.get("disk.name"), k), v, g.get(k)))
     return out
 
 
 def nvalues(s):
-    return len(s["host"]) + sum(len(c) for c in s["cpus"]) + sum(len(t) for t in s["tasks"])
+    return (len(s["host"]) + sum(len(c) for c in s["cpus"]) + sum(len(t) for t in s["tasks"]) +
+            sum(len(d) for d in s.get("disks", [])))
 
 
 def run_kernel(name, kdir):

@@ -42,7 +42,9 @@ newest() {
 fetch_kernel() {
 	name=$1 pattern=$2 suite=${3:-}
 	dir=$cache/$name
-	if [ -f "$dir/ready" ]; then
+	# ready holds the initramfs script's checksum: a changed script (new
+	# modules) fetches again, as the modules are not kept
+	if [ -f "$dir/ready" ] && [ "$(cat "$dir/ready")" = "$initramfs_sum" ]; then
 		echo "$name $dir"
 		return
 	fi
@@ -72,11 +74,12 @@ fetch_kernel() {
 	depmod -b "$dir/pkg" "$release"
 	sh "$top/tests/guest/mkinitramfs.sh" "$dir/pkg/lib/modules/$release" "$dir/initramfs.cpio.gz" >&2
 	rm -rf "$dir/pkg"
-	touch "$dir/ready"
+	echo "$initramfs_sum" > "$dir/ready"
 	echo "$name $dir"
 }
 
 need_tools
+initramfs_sum=$(cksum < "$top/tests/guest/mkinitramfs.sh" | cut -d' ' -f1)
 fetch_kernel debian-6.1 '^linux-image-6\.1\.0-[0-9]+-amd64$'
 fetch_kernel debian-6.12 '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$'
 fetch_kernel debian-5.10 '^linux-image-5\.10\.0-[0-9]+-amd64$' bullseye

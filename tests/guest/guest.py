@@ -100,6 +100,13 @@ class Guest:
                         os.unlink(f)
                 self.buf = b""
 
+    def _disk(self):
+        path = os.path.join(self.tmp, "vda.img")
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                f.truncate(64 << 20)
+        return path
+
     def _initrd(self):
         base = os.path.join(self.kdir, "initramfs.cpio.gz")
         if not os.path.exists(HELPERS):
@@ -128,6 +135,8 @@ class Guest:
             "-initrd", self._initrd(),
             "-append", append,
             "-display", "none", "-nic", "none", "-no-reboot",
+            # a 64 MiB virtio disk (sparse): /dev/vda, ext2 on /vda (the init script)
+            "-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(),
             "-serial", "file:" + self.console,
             "-serial", "unix:%s,server=on,wait=off" % self.ctl,
             "-monitor", "unix:%s,server=on,wait=off" % self.monitor,

@@ -26,6 +26,12 @@ kernel computes a value at read time, the tolerance below says why:
   clock       adjtimex(2) (the sentinel-adjtimex helper): the offset it
               returns is truncated to whole ns (or us): +-1 unit; the
               maximum error grows 500 us a second, so between the truths.
+  disks       /proc/diskstats prints the times in whole ms (truncated: +1
+              ms) and io_ticks as jiffies_to_msecs (4 ms a jiffy at HZ=250);
+              reading it with I/O in flight folds the time since the last
+              update into io_ticks, which the truth after the sample bounds.
+              In flight is a moment's count: compared only when neither
+              truth nor the counters moved.
   pressure    /proc/pressure prints the stall sums in whole microseconds
               (truncated: +1 us) and the averages' percent truncated to
               two decimals (+0.01).  Reading it folds the per-CPU times in,
@@ -45,6 +51,9 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @pressure; for r in cpu memory io irq; do [ -r /proc/pressure/$r ] && "
          "while read -r l; do echo \"$r $l\"; done < /proc/pressure/$r; done; "
          "echo @clock; sentinel-adjtimex; "
+         "echo @diskstats; while read -r l; do echo \"$l\"; done < /proc/diskstats; "
+         "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
+         "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
@@ -82,6 +91,11 @@ def parse_truth(out):
         elif sec == "clock" and f[0] == "status":
             # "status 8257 state 0 maxerror 2000 esterror 500 offset 123 nano 1"
             t["clock"] = {f[i]: int(f[i + 1]) for i in range(0, len(f) - 1, 2)}
+        elif sec == "diskstats":
+            # major minor name, then 17 fields (diskstats_show)
+            t.setdefault("disks", {})[f[2]] = [int(x) for x in f[3:]]
+        elif sec == "blocksys":
+            t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
         elif sec == "kernel":
             t.setdefault("kernel", {})[f[0]] = int(f[1])
         elif sec == "tasks":
@@ -129,7 +143,7 @@ def sample(inspect, ram, bundle, backend="cpu"):
     return json.loads(p.stdout.splitlines()[-1])
 
 
-def compare(b, a, m, ncpus):
+def compare(b, a, m, ncpus, release=None):
     """Every check of one window: (ok, what, detail) tuples."""
     out = []
     h = m["host"]
@@ -196,6 +210,8 @@ def compare(b, a, m, ncpus):
         v = h.get("host.clock_offset")
         between("host.clock_offset", None if v is None else v / unit[0], cb["offset"], ca["offset"] * unit[1] / unit[0],
                 tol=1, counter=False, unit=" ns" if cb["nano"] else " us")
+    # disks, as /proc/diskstats and /sys/class/block show them
+    compare_disks(b, a, m, out, between, release)
     # kernel health: a guest under test neither panics nor taints itself
     kb, ka = b.get("kernel", {}), a.get("kernel", {})
     between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
@@ -271,6 +287,48 @@ def compare(b, a, m, ncpus):
     return out
 
 
+# /proc/diskstats fields (after major, minor, name) -> (our metric, scale to
+# the field's unit, truncated units to allow)
+DISK_COUNTERS = (("disk.reads", 0, 1, 0), ("disk.reads_merged", 1, 1, 0), ("disk.read_bytes", 2, 1 / 512, 0),
+                 ("disk.read_time", 3, 1000, 1), ("disk.writes", 4, 1, 0), ("disk.writes_merged", 5, 1, 0),
+                 ("disk.written_bytes", 6, 1 / 512, 0), ("disk.write_time", 7, 1000, 1),
+                 ("disk.io_time", 9, 1000, 4), ("disk.weighted_io_time", 10, 1000, 1))
+
+
+def compare_disks(b, a, m, out, between, release):
+    db, da = b.get("disks", {}), a.get("disks", {})
+    ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
+    if ver and ver < (5, 11):
+        # before 5.11 a partition's block_device exists only while open:
+        # the disk metrics say they are unavailable, naming the field
+        why = m.get("unavailable", {}).get("disk.reads", "")
+        out.append(("block_device" in why and not m.get("disks"),
+                    "disk.*: unavailable on %s, said: %s" % (release, why), "ours %r" % m.get("disks")))
+        return
+    ours = {d.get("disk.name"): d for d in m.get("disks", [])}
+    stable = set(db) & set(da)
+    out.append((bool(stable) and stable <= set(ours) and set(ours) <= set(db) | set(da),
+                "disks: %d devices, the ones /proc/diskstats lists (%s)" % (len(ours), " ".join(sorted(ours))),
+                "ours %s, diskstats %s then %s" % (sorted(ours), sorted(db), sorted(da))))
+    for name in sorted(stable & set(ours)):
+        o, fb, fa = ours[name], db[name], da[name]
+        for metric, i, scale, tol in DISK_COUNTERS:
+            v = o.get(metric)
+            between("%s{disk=%s}" % (metric, name), None if v is None else v * scale, fb[i], fa[i], tol=tol)
+        v = o.get("disk.in_flight")
+        if fb[8] == fa[8] == 0 and fb[:8] == fa[:8]:
+            between("disk.in_flight{disk=%s}" % name, v, 0, 0, counter=False)
+        sb, sa = b.get("blocksys", {}).get(name), a.get("blocksys", {}).get(name)
+        if sb and sa:
+            v = o.get("disk.size")
+            between("disk.size{disk=%s}" % name, None if v is None else v / 512, sb["sectors"], sa["sectors"],
+                    counter=False, unit=" sectors")
+            for metric, key in (("disk.read_only", "ro"), ("disk.partition", "part")):
+                v = o.get(metric)
+                between("%s{disk=%s}" % (metric, name), None if v is None else int(v), sb[key], sa[key],
+                        counter=False)
+
+
 def fmt(x):
     return ("%.3f" % x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
@@ -294,7 +352,7 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu"):
             return
         a = parse_truth(g.check(TRUTH, timeout=120))
         a.setdefault("kernel", {})["tainted"] = tainted
-        results = compare(b, a, m, ncpus)
+        results = compare(b, a, m, ncpus, g.release)
         failed = [r for r in results if not r[0]]
         if failed and attempt < attempts - 1:
             continue

@@ -510,6 +510,14 @@ def main():
                 tasks(g, name + " cpu-load")
                 metrics(g, name + " cpu-load")
                 g.check("kill $h1 $h2; wait $h1 $h2 2>/dev/null; true")   # reap now, not mid-read
+                # disk load: a writer that syncs to the virtio disk, a reader
+                # of what it wrote (the disk metrics against /proc/diskstats)
+                g.check("(while :; do dd if=/dev/zero of=/vda/f bs=64k count=32 conv=fsync 2>/dev/null; "
+                        "echo 1 > /proc/sys/vm/drop_caches; dd if=/vda/f of=/dev/null bs=64k 2>/dev/null; done) & "
+                        "hd=$!")
+                time.sleep(1.5)
+                metrics(g, name + " disk-load")
+                g.check("kill $hd; wait $hd 2>/dev/null; true")
                 # memory pressure: fill a tmpfs past RAM so pages go to swap
                 g.check("mkdir -p /mnt && mount -t tmpfs -o size=1G tmpfs /mnt && "
                         "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/mnt/f$i bs=1M count=40 2>/dev/null; done",

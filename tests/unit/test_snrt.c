@@ -64,6 +64,22 @@ int km_task_comm(uint64_t task, char *out16)
 	snprintf(out16, 16, "task%llx", (unsigned long long)task);
 	return 0;
 }
+/* the disk walk: what dk_found lists (dk_err < 0: the walk fails) */
+static uint64_t dk_found[300];
+static int dk_n, dk_err;
+int km_disk_walk(uint64_t *out, uint32_t cap)
+{
+	if (dk_err)
+		return dk_err;
+	for (int i = 0; i < dk_n && (uint32_t)i < cap; i++)
+		out[i] = dk_found[i];
+	return dk_n;
+}
+int km_disk_name(uint64_t disk, char *out32)
+{
+	snprintf(out32, 32, "disk%llx", (unsigned long long)disk);
+	return 0;
+}
 
 /* A world with one host history of `window` seconds at tick tick_ns. */
 typedef struct TW {
@@ -532,6 +548,83 @@ static void test_state_machine(void)
 	sm_run("an unknown clear holds its timer", &clr, "1111111", "0n1n110", "f...rf.");
 }
 
+/* The object table (disks) through the engine's own find: an object keeps
+ * its slot and its history while it exists; one gone frees its slot, which
+ * the next new one takes with its history emptied; a full table says so and
+ * keeps the objects it holds; a failed walk keeps last tick's objects. */
+static void dk_tick(TW *t, uint64_t now, const uint64_t *keys, int n)
+{
+	dk_n = n;
+	memcpy(dk_found, keys, (size_t)n * sizeof *keys);
+	t->w->now = now;
+	sn_objs_find(t->w, SN_OBJ_DISK);
+	for (uint32_t s = 0; s < sn_nobjs(t->w, SN_OBJ_DISK); s++)
+		if (sn_obj_on(t->w, SN_OBJ_DISK, s))   /* each disk's value: its key, a counter */
+			sn_put_obj(t->w, SN_OBJ_DISK, 0, 0, s, (double)sn_obj_key(t->w, SN_OBJ_DISK, s) + (double)now * 1e-9);
+}
+
+static int dk_slot(TW *t, uint64_t key)
+{
+	for (uint32_t s = 0; s < sn_nobjs(t->w, SN_OBJ_DISK); s++)
+		if (sn_obj_on(t->w, SN_OBJ_DISK, s) && sn_obj_key(t->w, SN_OBJ_DISK, s) == key)
+			return (int)s;
+	return -1;
+}
+
+static void test_objects(void)
+{
+	TW t;
+	memset(&t, 0, sizeof t);
+	t.h = (BdHist){.metric = MET_DISK_READS, .window = 10};
+	t.b.obj_m[0][0] = MET_DISK_READS;
+	t.b.nobj[0] = 1;
+	t.b.hist = &t.h;
+	t.b.nhist = 1;
+	t.p = (WdParams){.tick_ns = 1000000000, .max_cpus = 1, .task_cap = 16, .ring_cap = 16};
+	char err[256];
+	if (wd_layout(&t.b, &t.p, &t.L, err, sizeof err)) {
+		CHECK("objects: laid out (%s)", 0, err);
+		return;
+	}
+	t.block = calloc(1, t.L.total);
+	wd_build(&t.b, &t.p, &t.L, NULL, t.block, (uint64_t)(uintptr_t)t.block, 0, (uint64_t)(uintptr_t)&t.stats);
+	t.w = wd_world(t.block);
+	sn_objs *O = &t.w->objs[SN_OBJ_DISK];
+	CHECK("objects: %u slots, one column", O->cap == WD_OBJ_CAP && O->nslots == 1, O->cap);
+	uint64_t ab[] = {0xa0, 0xb0}, b[] = {0xb0}, bc[] = {0xc0, 0xb0};
+	uint64_t sec = 1000000000ull;
+	for (int k = 0; k < 5; k++)
+		dk_tick(&t, (uint64_t)(k + 1) * sec, ab, 2);
+	int sa = dk_slot(&t, 0xa0), sb = dk_slot(&t, 0xb0);
+	CHECK("objects: two disks in slots %d and %d, named", sa == 0 && sb == 1 && !strcmp(O->name[1], "diskb0"), sa, sb);
+	double d = sn_window(t.w, 0, (uint32_t)sb, SN_W_DELTA, 4);
+	CHECK("objects: a disk's own history (delta over 4 s = %g)", d == 4, d);
+	dk_tick(&t, 6 * sec, b, 1);
+	CHECK("objects: one gone: its slot is free, the other kept its slot (%d)",
+	      dk_slot(&t, 0xa0) < 0 && dk_slot(&t, 0xb0) == 1 && !sn_obj_on(t.w, SN_OBJ_DISK, 0) &&
+	      sn_nobjs(t.w, SN_OBJ_DISK) == 2, dk_slot(&t, 0xb0));
+	dk_tick(&t, 7 * sec, bc, 2);
+	int sc = dk_slot(&t, 0xc0);
+	double dc = sn_window(t.w, 0, (uint32_t)sc, SN_W_DELTA, 4);
+	d = sn_window(t.w, 0, (uint32_t)dk_slot(&t, 0xb0), SN_W_DELTA, 4);
+	CHECK("objects: a new one takes the freed slot %d with an empty history (delta %g), the other's goes on (%g)",
+	      sc == 0 && isnan(dc) && d == 4, sc, dc, d);
+	dk_err = -14;
+	dk_tick(&t, 8 * sec, bc, 2);
+	dk_err = 0;
+	CHECK("objects: a failed walk is an error and keeps the disks (%d)",
+	      O->err == -14 && dk_slot(&t, 0xc0) == 0 && dk_slot(&t, 0xb0) == 1, O->err);
+	uint64_t many[WD_OBJ_CAP + 10];
+	for (uint32_t i = 0; i < WD_OBJ_CAP + 10; i++)
+		many[i] = 0x1000 + i * 8;
+	many[0] = 0xb0;
+	dk_tick(&t, 9 * sec, many, WD_OBJ_CAP + 10);
+	CHECK("objects: more disks than slots is a full table (err %d, found %u) that holds %u",
+	      O->err == -34 && O->found == WD_OBJ_CAP + 10 && O->hi == WD_OBJ_CAP && dk_slot(&t, 0xb0) == 1,
+	      O->err, O->found, O->hi);
+	free(t.block);
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -557,6 +650,7 @@ int main(void)
 	test_ring(1000, 256);
 	test_task_table();
 	test_state_machine();
+	test_objects();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures != 0;
 }

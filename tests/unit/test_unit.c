@@ -70,9 +70,8 @@ static void test_catalog(void)
 	int bad = 0;
 	for (int i = 0; i < MET__COUNT; i++) {
 		const char *n = cat_metrics[i].name;
-		const char *pre = cat_metrics[i].entity == ENT_HOST ? "host." :
-				  cat_metrics[i].entity == ENT_CPU ? "cpu." : "task.";
-		bad += strncmp(n, pre, strlen(pre)) != 0;
+		const char *pre = cat_entities[cat_metrics[i].entity].prefix;
+		bad += strncmp(n, pre, strlen(pre)) != 0 || n[strlen(pre)] != '.';
 		bad += !cat_metrics[i].desc[0] || !cat_metrics[i].source[0];
 		for (int j = 0; j < i; j++)
 			bad += !strcmp(cat_metrics[j].name, n);
