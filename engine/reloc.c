@@ -114,7 +114,7 @@ static void rl_metric_fns(MetricId m, const char *fns[4])
 	case ENT_HOST: fns[0] = buf[m]; break;
 	case ENT_CPU: fns[0] = buf[m]; fns[1] = "km_cpu_ids"; fns[2] = "km_cpu_online"; break;
 	case ENT_TASK: fns[0] = buf[m]; fns[1] = "km_task_walk"; break;
-	case ENT_DISK: fns[0] = buf[m]; fns[1] = "km_disk_walk"; fns[2] = "km_disk_name"; break;
+	case ENT_DISK: fns[0] = buf[m]; fns[1] = "km_disk_walk"; fns[2] = "km_disk_name"; fns[3] = "km_disk_stats"; break;
 	default: break;
 	}
 }

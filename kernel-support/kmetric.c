@@ -11,6 +11,9 @@
  *                                      warp calls it, every lane gets the value
  *   double km_cpu_NAME(u32 cpu)        one lane, one CPU
  *   double km_task_NAME(u64 task)      one lane, one task_struct address
+ *   double km_disk_NAME(u64 disk, const u64 *blk)  warp-collective; blk is
+ *                                      what km_disk_stats(disk, blk) summed
+ *   int km_disk_walk(u64 *out, u32 cap), int km_disk_name(u64 disk, char *out32)
  *   int km_task_walk(u64 *out, u32 cap)  the thread-group leaders
  *   int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)  the PID xarray's leaves
  *   u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)  one PID's task
@@ -700,15 +703,6 @@ int km_task_comm(u64 t, char *out)
 
 #define KM_MAX_BDEV_INODES 1048576u
 
-/* The possible CPUs' sum of one per-CPU u64, lanes splitting the CPUs. */
-#define KM_SUM_POSSIBLE(expr) ({ \
-	u64 _s = 0; \
-	u32 _n = km_nr_cpu_ids(); \
-	for (u32 cpu = simt_lane(); cpu < _n; cpu += simt_nlanes()) \
-		if ((__cpu_possible_mask.bits[cpu / 64] >> (cpu % 64)) & 1) \
-			_s += (u64)(expr); \
-	simt_sum_u64(_s); })
-
 KM_INLINE struct block_device *km_bdev(u64 d) { return (struct block_device *)(unsigned long)d; }
 
 KM_INLINE u32 km_bdev_flags(struct block_device *b)
@@ -775,19 +769,52 @@ int km_disk_name(u64 d, char *out)
 	return __llview_failed() ? -14 : 0;
 }
 
-KM_INLINE struct disk_stats *km_dstats(u64 d) { return KR(km_bdev(d)->bd_stats); }
+/* A disk's counters, summed over the possible CPUs once a tick into a
+ * block (km_disk_stats: every lane reads all of them for its CPUs, the
+ * loads in flight together, then one warp sum each); its metrics are then
+ * read from the block.  One pass over the CPUs instead of one per metric. */
+enum {
+	KD_NSECS = 0, KD_SECTORS = 4, KD_IOS = 8, KD_MERGES = 12,   /* [stat_group] each */
+	KD_IO_TICKS = 16, KD_INFLIGHT = 17, KD_FAILED = 18, KD__COUNT
+};
+_Static_assert(KD__COUNT <= 32, "the block rulec gives km_disk_stats (CG_OBJ_BLOCK)");
 
-#define KM_DISK_SUM(field) ({ \
-	struct disk_stats *_st = km_dstats(d); \
-	KM_SUM_POSSIBLE(KR(per_cpu_ptr(_st, cpu)->field)); })
+int km_disk_stats(u64 d, u64 *blk)
+{
+	struct disk_stats *st = KR(km_bdev(d)->bd_stats);
+	u64 s[KD_FAILED];
+	for (u32 i = 0; i < KD_FAILED; i++)
+		s[i] = 0;
+	u32 n = km_nr_cpu_ids();
+	for (u32 cpu = simt_lane(); cpu < n; cpu += simt_nlanes()) {
+		if (!((__cpu_possible_mask.bits[cpu / 64] >> (cpu % 64)) & 1))
+			continue;
+		struct disk_stats *c = per_cpu_ptr(st, cpu);
+		for (u32 g = 0; g < 4; g++) {
+			s[KD_NSECS + g] += KR(c->nsecs[g]);
+			s[KD_SECTORS + g] += KR(c->sectors[g]);
+			s[KD_IOS + g] += KR(c->ios[g]);
+			s[KD_MERGES + g] += KR(c->merges[g]);
+		}
+		s[KD_IO_TICKS] += KR(c->io_ticks);
+		s[KD_INFLIGHT] += (u64)(KR(c->in_flight[0]) + KR(c->in_flight[1]));
+	}
+	for (u32 i = 0; i < KD_FAILED; i++)
+		blk[i] = simt_sum_u64(s[i]);
+	blk[KD_FAILED] = (u64)simt_any(__llview_failed());
+	return 0;
+}
+
+/* block item i as a double; NaN when the block could not be read */
+KM_INLINE double km_blk(const u64 *blk, long i) { return blk[KD_FAILED] ? KM_NAN : (double)blk[i]; }
 
 #define KM_RD KENUM(stat_group, STAT_READ)
 #define KM_WR KENUM(stat_group, STAT_WRITE)
 
-double km_disk_partition(u64 d) { return km_collective(km_bdev_partno(km_bdev(d)) != 0); }
-double km_disk_size(u64 d) { return km_collective((double)KR(km_bdev(d)->bd_nr_sectors) * 512.0); }
+double km_disk_partition(u64 d, const u64 *blk) { return km_collective(km_bdev_partno(km_bdev(d)) != 0); }
+double km_disk_size(u64 d, const u64 *blk) { return km_collective((double)KR(km_bdev(d)->bd_nr_sectors) * 512.0); }
 
-double km_disk_read_only(u64 d)
+double km_disk_read_only(u64 d, const u64 *blk)
 {
 	struct block_device *b = km_bdev(d);
 	struct gendisk *g = KR(b->bd_disk);
@@ -795,46 +822,46 @@ double km_disk_read_only(u64 d)
 	return km_collective(ro);
 }
 
-double km_disk_reads(u64 d) { return km_collective((double)KM_DISK_SUM(ios[KM_RD])); }
-double km_disk_reads_merged(u64 d) { return km_collective((double)KM_DISK_SUM(merges[KM_RD])); }
-double km_disk_read_bytes(u64 d) { return km_collective((double)KM_DISK_SUM(sectors[KM_RD]) * 512.0); }
-double km_disk_read_time(u64 d) { return km_collective((double)KM_DISK_SUM(nsecs[KM_RD]) * NSEC); }
-double km_disk_writes(u64 d) { return km_collective((double)KM_DISK_SUM(ios[KM_WR])); }
-double km_disk_writes_merged(u64 d) { return km_collective((double)KM_DISK_SUM(merges[KM_WR])); }
-double km_disk_written_bytes(u64 d) { return km_collective((double)KM_DISK_SUM(sectors[KM_WR]) * 512.0); }
-double km_disk_write_time(u64 d) { return km_collective((double)KM_DISK_SUM(nsecs[KM_WR]) * NSEC); }
+double km_disk_reads(u64 d, const u64 *blk) { return km_blk(blk, KD_IOS + KM_RD); }
+double km_disk_reads_merged(u64 d, const u64 *blk) { return km_blk(blk, KD_MERGES + KM_RD); }
+double km_disk_read_bytes(u64 d, const u64 *blk) { return km_blk(blk, KD_SECTORS + KM_RD) * 512.0; }
+double km_disk_read_time(u64 d, const u64 *blk) { return km_blk(blk, KD_NSECS + KM_RD) * NSEC; }
+double km_disk_writes(u64 d, const u64 *blk) { return km_blk(blk, KD_IOS + KM_WR); }
+double km_disk_writes_merged(u64 d, const u64 *blk) { return km_blk(blk, KD_MERGES + KM_WR); }
+double km_disk_written_bytes(u64 d, const u64 *blk) { return km_blk(blk, KD_SECTORS + KM_WR) * 512.0; }
+double km_disk_write_time(u64 d, const u64 *blk) { return km_blk(blk, KD_NSECS + KM_WR) * NSEC; }
 
-double km_disk_weighted_io_time(u64 d)
+double km_disk_weighted_io_time(u64 d, const u64 *blk)
 {
-	u64 ns = KM_DISK_SUM(nsecs[0]) + KM_DISK_SUM(nsecs[1]) + KM_DISK_SUM(nsecs[2]) + KM_DISK_SUM(nsecs[3]);
-	return km_collective((double)ns * NSEC);
+	if (blk[KD_FAILED])
+		return KM_NAN;
+	return (double)(blk[KD_NSECS] + blk[KD_NSECS + 1] + blk[KD_NSECS + 2] + blk[KD_NSECS + 3]) * NSEC;
 }
 
 /* In flight: the per-CPU counts (exact from 6.10; on 6.1 a blk-mq disk's
  * diskstats counts its tags instead, which these approach from above). */
-KM_INLINE long km_disk_inflight(u64 d)
+KM_INLINE long km_disk_inflight(const u64 *blk)
 {
-	u64 s = KM_DISK_SUM(in_flight[0]) + KM_DISK_SUM(in_flight[1]);
-	int v = (int)(u32)s;
+	int v = (int)(u32)blk[KD_INFLIGHT];
 	return v < 0 ? 0 : v;
 }
+
+double km_disk_in_flight(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN : (double)km_disk_inflight(blk); }
 
 /* io_ticks as diskstats prints it: with I/O in flight, the kernel adds
  * the jiffies since bd_stamp before printing (5.18+); so do we.  Seconds
  * at the kernel's HZ (from tick_nsec: 1e9 / HZ within NTP's correction). */
-double km_disk_io_time(u64 d)
+double km_disk_io_time(u64 d, const u64 *blk)
 {
-	if (!&tick_nsec)
+	if (!&tick_nsec || blk[KD_FAILED])
 		return KM_NAN;
 	unsigned long tn = KR(tick_nsec);
-	u64 ticks = KM_DISK_SUM(io_ticks);
+	u64 ticks = blk[KD_IO_TICKS];
 	unsigned long stamp = KR(km_bdev(d)->bd_stamp), now = (unsigned long)KR(jiffies_64);
-	if (km_disk_inflight(d) > 0 && now > stamp)
+	if (km_disk_inflight(blk) > 0 && now > stamp)
 		ticks += now - stamp;
 	if (!tn)
 		return km_collective(KM_NAN);
 	unsigned long hz = (1000000000ul + tn / 2) / tn;
 	return km_collective((double)ticks / (double)hz);
 }
-
-double km_disk_in_flight(u64 d) { return km_collective((double)km_disk_inflight(d)); }

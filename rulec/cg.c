@@ -44,6 +44,9 @@ typedef struct Cg {
 	int nerr;
 } Cg;
 
+/* Words of an object's counter block (km_disk_stats) */
+#define CG_OBJ_BLOCK 32
+
 /* Which entity an expression ranges over, and the loop index if any. */
 typedef struct Ent {
 	int kind;                 /* -1: none (host), ENT_CPU, ENT_TASK, an object entity */
@@ -730,17 +733,23 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		 * rules read (a warp-collective read: lanes split the CPUs of
 		 * a per-CPU counter) */
 		LLVMValueRef a[6] = {C->w, cg_u32(C, (unsigned)J->obj)};
+		LLVMValueRef blk = LLVMBuildAlloca(C->b, LLVMArrayType(C->i64, CG_OBJ_BLOCK), "blk");
 		cg_call(C, "sn_objs_find", a, 2);
 		cg_loop_begin(C, &L, cg_u32(C, 0), cg_call(C, "sn_nobjs", a, 2), cg_u32(C, 1));
 		a[2] = L.iv;
 		LLVMValueRef on = cg_call(C, "sn_obj_on", a, 3);
 		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
 		LLVMValueRef key = cg_call(C, "sn_obj_key", a, 3);
+		/* the object's counters, summed over CPUs once (km_PREFIX_stats),
+		 * then each metric from that block */
+		snprintf(fn, sizeof fn, "km_%s_stats", cat_entities[ENT_FIRST_OBJ + J->obj].prefix);
+		LLVMValueRef ka[2] = {key, blk};
+		cg_call(C, fn, ka, 2);
 		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
 			MetricId m = C->p->obj_m[J->obj][i];
 			cg_metric_fn(m, fn, sizeof fn);
 			LLVMValueRef pa[6] = {C->w, a[1], cg_u32(C, (unsigned)C->p->slot[m]), cg_s32(C, C->p->hist[m]), L.iv,
-					      cg_call(C, fn, &key, 1)};
+					      cg_call(C, fn, ka, 2)};
 			cg_call(C, "sn_put_obj", pa, 6);
 		}
 		cg_loop_end(C, &L);
