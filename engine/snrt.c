@@ -400,7 +400,7 @@ static void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
 		if (free == O->cap)
 			break;
 		O->key[free] = O->walk[i];
-		O->on[free] = 1;
+		O->on[free] = 2;                     /* new: its name is read this tick */
 		for (uint32_t h = 0; h < w->nhist; h++)
 			if (w->hist[h].kind == SN_ENT_OBJ + k && free < w->hist[h].entities)
 				w->hist[h].len[free] = w->hist[h].pos[free] = 0;
@@ -419,8 +419,11 @@ void sn_objs_find(sn_world *w, uint32_t k)
 	if (simt_lane() == 0)
 		sn_objs_assign(w, k, O, sn_obj_walk(k, O->walk, O->cap));
 	simt_sync();
+	/* names: a new object's now, every object's every 64 ticks (a
+	 * network interface may be renamed) */
+	int all = (w->tick & 63) == 0;
 	for (uint32_t s = simt_lane(); s < O->hi; s += simt_nlanes())
-		if (O->on[s])
+		if (O->on[s] == 2 || (O->on[s] && all))
 			sn_obj_name(k, O->key[s], O->name[s]);
 	simt_sync();
 }
@@ -1027,6 +1030,8 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 		for (uint32_t s = lane; s < a->cap; s += nl) {
 			b->key[s] = a->key[s];
 			b->on[s] = 0;                  /* the next walk decides */
+			for (uint32_t c = 0; c < SN_OBJ_NAME; c++)
+				b->name[s][c] = a->name[s][c];
 		}
 	}
 	simt_sync();

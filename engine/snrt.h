@@ -214,7 +214,7 @@ typedef struct sn_objs {
 	uint64_t col_off;          /* bit i: column i's metric is unavailable on this target */
 	uint64_t *key;             /* [cap] the object in slot s (kernel address), 0 free */
 	uint64_t *walk;            /* [cap] this tick's walk, in walk order */
-	uint8_t *on;               /* [cap] present this tick */
+	uint8_t *on;               /* [cap] present this tick (2: new this tick) */
 	char (*name)[SN_OBJ_NAME]; /* [cap] its name, read this tick */
 	double *val;               /* [nslots][cap] by slot */
 } sn_objs;

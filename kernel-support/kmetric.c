@@ -734,12 +734,19 @@ int km_disk_walk(u64 *out, u32 cap)
 		struct list_head *next = cur->next;
 		if (next == head || __llview_failed())
 			break;
-		if (seen >= KM_MAX_BDEV_INODES || next->prev != cur)
-			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
 		struct inode *ino = kcontainer_of(next, struct inode, i_sb_list);
 		struct block_device *b = (struct block_device *)((char *)ino - back);
-		if (KR(ino->i_hash.pprev) && KR(b->bd_disk) && KR(b->bd_stats) &&
-		    (km_bdev_partno(b) == 0 || KR(b->bd_nr_sectors))) {
+		/* every field read before any is tested: the loads in flight
+		 * together, not one round trip after the other (the GPU) */
+		struct list_head *back_link = next->prev;
+		struct hlist_node **hashed = KR(ino->i_hash.pprev);
+		struct gendisk *disk = KR(b->bd_disk);
+		struct disk_stats *st = KR(b->bd_stats);
+		u32 partno = km_bdev_partno(b);
+		u64 sectors = KR(b->bd_nr_sectors);
+		if (seen >= KM_MAX_BDEV_INODES || back_link != cur)
+			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		if ((hashed != 0) & (disk != 0) & (st != 0) & ((partno == 0) | (sectors != 0))) {
 			if ((u32)n < cap)
 				out[n] = (u64)(unsigned long)b;
 			n++;
@@ -775,31 +782,43 @@ int km_disk_name(u64 d, char *out)
  * read from the block.  One pass over the CPUs instead of one per metric. */
 enum {
 	KD_NSECS = 0, KD_SECTORS = 4, KD_IOS = 8, KD_MERGES = 12,   /* [stat_group] each */
-	KD_IO_TICKS = 16, KD_INFLIGHT = 17, KD_FAILED = 18, KD__COUNT
+	KD_IO_TICKS = 16, KD_INFLIGHT = 17,
+	/* the device's own fields, read once with the counters */
+	KD_SIZE = 18, KD_PARTNO, KD_RO, KD_STAMP, KD_JIFFIES, KD_HZ,
+	KD_FAILED, KD__COUNT
 };
 _Static_assert(KD__COUNT <= 32, "the block rulec gives km_disk_stats (CG_OBJ_BLOCK)");
 
 int km_disk_stats(u64 d, u64 *blk)
 {
-	struct disk_stats *st = KR(km_bdev(d)->bd_stats);
-	u64 s[KD_FAILED];
-	for (u32 i = 0; i < KD_FAILED; i++)
+	struct block_device *b = km_bdev(d);
+	struct disk_stats *st = KR(b->bd_stats);
+	struct gendisk *g = KR(b->bd_disk);
+	u64 s[KD_SIZE];
+	for (u32 i = 0; i < KD_SIZE; i++)
 		s[i] = 0;
+	blk[KD_SIZE] = KR(b->bd_nr_sectors) * 512;
+	blk[KD_PARTNO] = km_bdev_partno(b);
+	blk[KD_STAMP] = KR(b->bd_stamp);
+	blk[KD_JIFFIES] = KR(jiffies_64);
+	unsigned long tn = &tick_nsec ? KR(tick_nsec) : 0;
+	blk[KD_HZ] = tn ? (1000000000ul + tn / 2) / tn : 0;
+	blk[KD_RO] = km_bdev_ro(b) | ((KR(g->state) >> 1) & 1) | km_bdev_ro(KR(g->part0));
 	u32 n = km_nr_cpu_ids();
 	for (u32 cpu = simt_lane(); cpu < n; cpu += simt_nlanes()) {
 		if (!((__cpu_possible_mask.bits[cpu / 64] >> (cpu % 64)) & 1))
 			continue;
 		struct disk_stats *c = per_cpu_ptr(st, cpu);
-		for (u32 g = 0; g < 4; g++) {
-			s[KD_NSECS + g] += KR(c->nsecs[g]);
-			s[KD_SECTORS + g] += KR(c->sectors[g]);
-			s[KD_IOS + g] += KR(c->ios[g]);
-			s[KD_MERGES + g] += KR(c->merges[g]);
+		for (u32 k = 0; k < 4; k++) {
+			s[KD_NSECS + k] += KR(c->nsecs[k]);
+			s[KD_SECTORS + k] += KR(c->sectors[k]);
+			s[KD_IOS + k] += KR(c->ios[k]);
+			s[KD_MERGES + k] += KR(c->merges[k]);
 		}
 		s[KD_IO_TICKS] += KR(c->io_ticks);
 		s[KD_INFLIGHT] += (u64)(KR(c->in_flight[0]) + KR(c->in_flight[1]));
 	}
-	for (u32 i = 0; i < KD_FAILED; i++)
+	for (u32 i = 0; i < KD_SIZE; i++)
 		blk[i] = simt_sum_u64(s[i]);
 	blk[KD_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
@@ -811,16 +830,10 @@ KM_INLINE double km_blk(const u64 *blk, long i) { return blk[KD_FAILED] ? KM_NAN
 #define KM_RD KENUM(stat_group, STAT_READ)
 #define KM_WR KENUM(stat_group, STAT_WRITE)
 
-double km_disk_partition(u64 d, const u64 *blk) { return km_collective(km_bdev_partno(km_bdev(d)) != 0); }
-double km_disk_size(u64 d, const u64 *blk) { return km_collective((double)KR(km_bdev(d)->bd_nr_sectors) * 512.0); }
-
-double km_disk_read_only(u64 d, const u64 *blk)
-{
-	struct block_device *b = km_bdev(d);
-	struct gendisk *g = KR(b->bd_disk);
-	int ro = km_bdev_ro(b) || km_bdev_ro(KR(g->part0)) || ((KR(g->state) >> 1) & 1);
-	return km_collective(ro);
-}
+double km_disk_partition(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN : blk[KD_PARTNO] != 0; }
+double km_disk_size(u64 d, const u64 *blk) { return km_blk(blk, KD_SIZE); }
+/* the device's flag, its disk's (whole-disk device) or the disk's GD_READ_ONLY */
+double km_disk_read_only(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN : blk[KD_RO] != 0; }
 
 double km_disk_reads(u64 d, const u64 *blk) { return km_blk(blk, KD_IOS + KM_RD); }
 double km_disk_reads_merged(u64 d, const u64 *blk) { return km_blk(blk, KD_MERGES + KM_RD); }
@@ -853,15 +866,11 @@ double km_disk_in_flight(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN
  * at the kernel's HZ (from tick_nsec: 1e9 / HZ within NTP's correction). */
 double km_disk_io_time(u64 d, const u64 *blk)
 {
-	if (!&tick_nsec || blk[KD_FAILED])
+	if (blk[KD_FAILED] || !blk[KD_HZ])
 		return KM_NAN;
-	unsigned long tn = KR(tick_nsec);
 	u64 ticks = blk[KD_IO_TICKS];
-	unsigned long stamp = KR(km_bdev(d)->bd_stamp), now = (unsigned long)KR(jiffies_64);
+	unsigned long stamp = (unsigned long)blk[KD_STAMP], now = (unsigned long)blk[KD_JIFFIES];
 	if (km_disk_inflight(blk) > 0 && now > stamp)
 		ticks += now - stamp;
-	if (!tn)
-		return km_collective(KM_NAN);
-	unsigned long hz = (1000000000ul + tn / 2) / tn;
-	return km_collective((double)ticks / (double)hz);
+	return (double)ticks / (double)blk[KD_HZ];
 }
