@@ -366,49 +366,61 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 	out[SN_OBJ_NAME - 1] = 0;
 }
 
-/* Lane 0: this tick's walk into slots.  An object keeps its slot; one gone
- * frees it; a new one takes the lowest free slot, its histories emptied.
- * A failed walk keeps last tick's objects (their reads fail in turn). */
+/* This tick's walk into slots, by the warp: an object keeps its slot; one
+ * gone frees it; a new one takes the lowest free slot, its histories
+ * emptied.  Loops run over the slots in use (hi), lanes side by side: on
+ * the GPU each step is a load of the world's memory.  A failed walk keeps
+ * last tick's objects (their reads fail in turn). */
 static void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
 {
+	uint32_t lane = simt_lane(), nl = simt_nlanes(), hi = O->hi;
 	if (n < 0) {
-		O->err = n;
-		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+		if (lane == 0) {
+			O->err = n;
+			__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+		}
 		return;
 	}
-	O->found = (uint32_t)n;
-	O->err = (uint32_t)n > O->cap ? -34 : 0;     /* KX_ERANGE: more than the table holds */
 	uint32_t m = (uint32_t)n < O->cap ? (uint32_t)n : O->cap;
-	for (uint32_t s = 0; s < O->cap; s++)
+	for (uint32_t s = lane; s < hi; s += nl)
 		O->on[s] = 0;
-	for (uint32_t i = 0; i < m; i++)
-		for (uint32_t s = 0; s < O->cap; s++)
-			if (O->key[s] && O->key[s] == O->walk[i] && !O->on[s]) {
+	simt_sync();
+	for (uint32_t i = lane; i < m; i += nl)        /* each object looks for its slot */
+		for (uint32_t s = 0; s < hi; s++)
+			if (O->key[s] && O->key[s] == O->walk[i]) {
 				O->on[s] = 1;
 				O->walk[i] = 0;
 				break;
 			}
-	for (uint32_t s = 0; s < O->cap; s++)
+	simt_sync();
+	for (uint32_t s = lane; s < hi; s += nl)
 		if (!O->on[s])
 			O->key[s] = 0;
-	uint32_t free = 0;
-	for (uint32_t i = 0; i < m; i++) {
-		if (!O->walk[i])
-			continue;                    /* kept its slot */
-		while (free < O->cap && O->key[free])
-			free++;
-		if (free == O->cap)
-			break;
-		O->key[free] = O->walk[i];
-		O->on[free] = 2;                     /* new: its name is read this tick */
-		for (uint32_t h = 0; h < w->nhist; h++)
-			if (w->hist[h].kind == SN_ENT_OBJ + k && free < w->hist[h].entities)
-				w->hist[h].len[free] = w->hist[h].pos[free] = 0;
+	simt_sync();
+	if (lane == 0) {
+		O->found = (uint32_t)n;
+		O->err = (uint32_t)n > O->cap ? -34 : 0;     /* KX_ERANGE: more than the table holds */
+		uint32_t free = 0;
+		for (uint32_t i = 0; i < m; i++) {
+			if (!O->walk[i])
+				continue;                    /* kept its slot */
+			while (free < O->cap && O->key[free])
+				free++;
+			if (free == O->cap)
+				break;
+			O->key[free] = O->walk[i];
+			O->on[free] = 2;                     /* new: its name is read this tick */
+			for (uint32_t h = 0; h < w->nhist; h++)
+				if (w->hist[h].kind == SN_ENT_OBJ + k && free < w->hist[h].entities)
+					w->hist[h].len[free] = w->hist[h].pos[free] = 0;
+			if (free + 1 > hi)
+				hi = free + 1;
+		}
+		while (hi > 0 && !O->on[hi - 1])
+			hi--;
+		O->hi = hi;
 	}
-	O->hi = 0;
-	for (uint32_t s = 0; s < O->cap; s++)
-		if (O->on[s])
-			O->hi = s + 1;
+	simt_sync();
 }
 
 void sn_objs_find(sn_world *w, uint32_t k)
@@ -417,8 +429,9 @@ void sn_objs_find(sn_world *w, uint32_t k)
 		return;
 	sn_objs *O = &w->objs[k];
 	if (simt_lane() == 0)
-		sn_objs_assign(w, k, O, sn_obj_walk(k, O->walk, O->cap));
+		*(volatile int32_t *)&O->walked = sn_obj_walk(k, O->walk, O->cap);
 	simt_sync();
+	sn_objs_assign(w, k, O, *(volatile int32_t *)&O->walked);
 	/* names: a new object's now, every object's every 64 ticks (a
 	 * network interface may be renamed) */
 	int all = (w->tick & 63) == 0;

@@ -210,7 +210,7 @@ typedef struct sn_objs {
 	uint32_t hi;               /* slots 0..hi-1 may be present this tick */
 	uint32_t found;            /* objects the last walk found: more than cap is a full table */
 	int32_t err;               /* the last walk's error (KX_*), 0 none */
-	uint32_t _pad;
+	int32_t walked;            /* this tick's walk: what it returned (lane 0 to the warp) */
 	uint64_t col_off;          /* bit i: column i's metric is unavailable on this target */
 	uint64_t *key;             /* [cap] the object in slot s (kernel address), 0 free */
 	uint64_t *walk;            /* [cap] this tick's walk, in walk order */
