@@ -333,9 +333,10 @@ def fmt(x):
     return ("%.3f" % x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
 
-def window(g, name, inspect, bundle, report, attempts=5, backend="cpu"):
+def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=None):
     """One metrics window; retried (as the kernel model's) while a gauge
-    moved inside it and is out of it."""
+    moved inside it and is out of it.  select: compare only the checks whose
+    description starts with it (a load that moves everything else)."""
     ncpus = g.cpus
     # /proc/sys files answer only a read at offset 0 (a byte-at-a-time
     # `read` gets one digit), so the taint mask is read with cat, outside
@@ -353,6 +354,8 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu"):
         a = parse_truth(g.check(TRUTH, timeout=120))
         a.setdefault("kernel", {})["tainted"] = tainted
         results = compare(b, a, m, ncpus, g.release)
+        if select:
+            results = [r for r in results if r[1].startswith(select)]
         failed = [r for r in results if not r[0]]
         if failed and attempt < attempts - 1:
             continue
