@@ -446,19 +446,25 @@ uint64_t sn_obj_key(const sn_world *w, uint32_t k, uint32_t s)
 	return k < SN_OBJ_KINDS && s < w->objs[k].cap && w->objs[k].on[s] ? w->objs[k].key[s] : 0;
 }
 
-void sn_put_obj(sn_world *w, uint32_t k, uint32_t slot, int32_t hist, uint32_t s, double v)
+static void sn_put_obj(sn_world *w, sn_objs *O, uint32_t col, uint32_t s, double v)
 {
-	if (simt_lane() != 0 || k >= SN_OBJ_KINDS)
+	int off = (int)(O->col_off >> (col & 63) & 1);
+	if (off)
+		v = SN_NAN;                          /* its rules are disabled; not a read error */
+	O->val[(uint64_t)col * O->cap + s] = v;
+	if (O->on[s] && !off)
+		sn_count_error(w, v);
+	sn_hist_push(w, O->hist[col], s, v);
+}
+
+void sn_put_objs(sn_world *w, uint32_t k, uint32_t s, const double *vals)
+{
+	if (k >= SN_OBJ_KINDS || s >= w->objs[k].cap)
 		return;
 	sn_objs *O = &w->objs[k];
-	if (slot >= O->nslots || s >= O->cap)
-		return;
-	if (O->col_off >> (slot & 63) & 1)
-		v = SN_NAN;                          /* its rules are disabled; not a read error */
-	O->val[(uint64_t)slot * O->cap + s] = v;
-	if (O->on[s] && !(O->col_off >> (slot & 63) & 1))
-		sn_count_error(w, v);
-	sn_hist_push(w, hist, s, v);
+	uint32_t n = O->nslots < SN_OBJ_COLS ? O->nslots : SN_OBJ_COLS;
+	for (uint32_t c = simt_lane(); c < n; c += simt_nlanes())
+		sn_put_obj(w, O, c, s, vals[c]);
 }
 
 uint32_t sn_nobjs(const sn_world *w, uint32_t k) { return k < SN_OBJ_KINDS ? w->objs[k].hi : 0; }
@@ -921,8 +927,8 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 					continue;
 				for (uint32_t c = 0; c < SN_OBJ_NAME; c++)
 					O->name[s][c] = F->name[i][c];
-				for (uint32_t v = 0; v < O->nslots; v++)
-					sn_put_obj(w, k, v, F->hist[v], s, F->val[(uint64_t)v * F->stride + i]);
+				for (uint32_t v = 0; v < O->nslots && v < SN_OBJ_COLS; v++)
+					sn_put_obj(w, O, v, s, F->val[(uint64_t)v * F->stride + i]);
 				break;
 			}
 	}

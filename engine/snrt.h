@@ -204,6 +204,7 @@ typedef struct sn_tasks {
 #define SN_OBJ_KINDS 1u
 enum { SN_OBJ_DISK };
 #define SN_OBJ_NAME 32u
+#define SN_OBJ_COLS 64u
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */
 	uint32_t nslots;           /* value columns: the kind's metrics the rules read */
@@ -212,6 +213,7 @@ typedef struct sn_objs {
 	int32_t err;               /* the last walk's error (KX_*), 0 none */
 	int32_t walked;            /* this tick's walk: what it returned (lane 0 to the warp) */
 	uint64_t col_off;          /* bit i: column i's metric is unavailable on this target */
+	int32_t hist[SN_OBJ_COLS]; /* column i's history, -1 none */
 	uint64_t *key;             /* [cap] the object in slot s (kernel address), 0 free */
 	uint64_t *walk;            /* [cap] this tick's walk, in walk order */
 	uint8_t *on;               /* [cap] present this tick (2: new this tick) */
@@ -302,10 +304,12 @@ void sn_cpu_set_online(sn_world *w, uint32_t cpu, int online);
 
 /* An object job (one warp): find kind k's objects this tick, give each
  * its slot, read their names.  The job then reads every metric of the kind
- * the rules need, object by object (sn_obj_key), into sn_put_obj. */
+ * the rules need, object by object (sn_obj_key), and stores the object's
+ * values, vals[column], with sn_put_objs: the lanes store and feed the
+ * histories of a column each, side by side. */
 void sn_objs_find(sn_world *w, uint32_t k);
 uint64_t sn_obj_key(const sn_world *w, uint32_t k, uint32_t s);
-void sn_put_obj(sn_world *w, uint32_t k, uint32_t slot, int32_t hist, uint32_t s, double v);
+void sn_put_objs(sn_world *w, uint32_t k, uint32_t s, const double *vals);
 
 /* The task job's buffers. */
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row);

@@ -185,6 +185,12 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		for (unsigned i = 0; i < b->nobj[k] && res; i++)
 			if (!res->avail[b->obj_m[k][i]])
 				O->col_off |= 1ull << i;
+		for (unsigned i = 0; i < SN_OBJ_COLS; i++) {
+			O->hist[i] = -1;
+			for (size_t h = 0; h < b->nhist && i < b->nobj[k]; h++)
+				if (b->hist[h].metric == b->obj_m[k][i])
+					O->hist[i] = (int32_t)h;
+		}
 		double *ov = (double *)(s + L->o_oval[k]);
 		for (size_t i = 0; i < (size_t)b->nobj[k] * L->ocap[k]; i++)
 			ov[i] = NAN;

@@ -46,6 +46,8 @@ typedef struct Cg {
 
 /* Words of an object's counter block (km_disk_stats) */
 #define CG_OBJ_BLOCK 32
+/* Values of one object, a column each (SN_OBJ_COLS) */
+#define CG_OBJ_COLS SN_OBJ_COLS
 
 /* Which entity an expression ranges over, and the loop index if any. */
 typedef struct Ent {
@@ -734,6 +736,7 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		 * a per-CPU counter) */
 		LLVMValueRef a[6] = {C->w, cg_u32(C, (unsigned)J->obj)};
 		LLVMValueRef blk = LLVMBuildAlloca(C->b, LLVMArrayType(C->i64, CG_OBJ_BLOCK), "blk");
+		LLVMValueRef vals = LLVMBuildAlloca(C->b, LLVMArrayType(C->dbl, CG_OBJ_COLS), "vals");
 		cg_call(C, "sn_objs_find", a, 2);
 		cg_loop_begin(C, &L, cg_u32(C, 0), cg_call(C, "sn_nobjs", a, 2), cg_u32(C, 1));
 		a[2] = L.iv;
@@ -745,13 +748,15 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		snprintf(fn, sizeof fn, "km_%s_stats", cat_entities[ENT_FIRST_OBJ + J->obj].prefix);
 		LLVMValueRef ka[2] = {key, blk};
 		cg_call(C, fn, ka, 2);
+		LLVMTypeRef vt = LLVMArrayType(C->dbl, CG_OBJ_COLS);
 		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
 			MetricId m = C->p->obj_m[J->obj][i];
 			cg_metric_fn(m, fn, sizeof fn);
-			LLVMValueRef pa[6] = {C->w, a[1], cg_u32(C, (unsigned)C->p->slot[m]), cg_s32(C, C->p->hist[m]), L.iv,
-					      cg_call(C, fn, ka, 2)};
-			cg_call(C, "sn_put_obj", pa, 6);
+			LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, (unsigned)C->p->slot[m])};
+			LLVMBuildStore(C->b, cg_call(C, fn, ka, 2), LLVMBuildInBoundsGEP2(C->b, vt, vals, idx, 2, ""));
 		}
+		LLVMValueRef pa[4] = {C->w, a[1], L.iv, vals};
+		cg_call(C, "sn_put_objs", pa, 4);
 		cg_loop_end(C, &L);
 		break;
 	}

@@ -559,8 +559,10 @@ static void dk_tick(TW *t, uint64_t now, const uint64_t *keys, int n)
 	t->w->now = now;
 	sn_objs_find(t->w, SN_OBJ_DISK);
 	for (uint32_t s = 0; s < sn_nobjs(t->w, SN_OBJ_DISK); s++)
-		if (sn_obj_on(t->w, SN_OBJ_DISK, s))   /* each disk's value: its key, a counter */
-			sn_put_obj(t->w, SN_OBJ_DISK, 0, 0, s, (double)sn_obj_key(t->w, SN_OBJ_DISK, s) + (double)now * 1e-9);
+		if (sn_obj_on(t->w, SN_OBJ_DISK, s)) {  /* each disk's value: its key, a counter */
+			double v = (double)sn_obj_key(t->w, SN_OBJ_DISK, s) + (double)now * 1e-9;
+			sn_put_objs(t->w, SN_OBJ_DISK, s, &v);
+		}
 }
 
 static int dk_slot(TW *t, uint64_t key)
