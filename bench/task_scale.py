@@ -82,6 +82,9 @@ def measure(tmp, ram, backend, n, rules):
             lens.append(st["last_tick_us"])
             for k, v in st.get("tick_phases_us", {}).items():   # the GPU's own phase times
                 phases.setdefault(k, []).append(v)
+            sj = st.get("slowest_job")
+            if sj:
+                phases.setdefault("slowest job (%s)" % sj["job"], []).append(sj["us"])
             time.sleep(0.02)
         s1 = ctl(sock, "status")["status"]
         return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],

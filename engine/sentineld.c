@@ -683,6 +683,14 @@ static json_t *d_status(Daemon *D)
 						      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
 						      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
 						      "rules", (int)S.phase_us[SN_PH_RULES]));
+		if (eng_backend(D->e) == ENG_CUDA && D->b->njobs) {  /* what the jobs phase waits for */
+			size_t slow = 0;
+			for (size_t j = 1; j < D->b->njobs && j < SN_STAT_JOBS; j++)
+				if (S.job_us[j] > S.job_us[slow])
+					slow = j;
+			json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(D->b, slow),
+									 "us", (int)S.job_us[slow]));
+		}
 		if (S.task_err && S.task_err != -34)
 			json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
 		json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));

@@ -428,10 +428,9 @@ void sn_objs_find(sn_world *w, uint32_t k)
 	if (k >= SN_OBJ_KINDS || !w->objs[k].cap)
 		return;
 	sn_objs *O = &w->objs[k];
-	if (simt_lane() == 0)
-		*(volatile int32_t *)&O->walked = sn_obj_walk(k, O->walk, O->cap);
+	int walked = sn_obj_walk(k, O->walk, O->cap);   /* the warp walks; every lane gets the count */
 	simt_sync();
-	sn_objs_assign(w, k, O, *(volatile int32_t *)&O->walked);
+	sn_objs_assign(w, k, O, walked);
 	/* names: a new object's now, every object's every 64 ticks (a
 	 * network interface may be renamed) */
 	int all = (w->tick & 63) == 0;
@@ -1096,6 +1095,19 @@ static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 	sn_blocks_sync(w, (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), SN_SYNC_COUNT);
 }
 
+/* The jobs, each timed on its warp (sn_stats.job_us) */
+static void sn_collect_timed(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	for (uint32_t j = warp; j < w->njobs; j += nwarps) {
+		if (w->job_off && w->job_off[j])
+			continue;
+		uint64_t t0 = sn_clock();
+		rules_collect(w, j);
+		if (j < SN_STAT_JOBS && w->stats && simt_lane() == 0)
+			w->stats->job_us[j] = (uint32_t)((sn_clock() - t0) / 1000);
+	}
+}
+
 /* Thread 0, after a barrier: the phase that ended took since *t. */
 static void sn_phase(sn_world *w, uint32_t gt, uint32_t ph, uint64_t *t)
 {
@@ -1210,7 +1222,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 		if (sn_load_volatile(&w->sync[SN_SYNC_STOP]))
 			break;
 		uint64_t t = w->now;              /* thread 0's: the phases' times */
-		sn_collect_all(w, warp, nwarps);
+		sn_collect_timed(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
 		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
 		sn_tasks_grid(w, warp, nwarps, &t);

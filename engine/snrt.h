@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 6u
+#define SN_ABI_VERSION 7u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -64,6 +64,8 @@ typedef struct sn_ring {
 
 /* ---- per-tick statistics, read by the host ---------------------------------- */
 
+#define SN_STAT_JOBS 64
+
 typedef struct sn_stats {
 	uint64_t ticks;            /* ticks completed */
 	uint64_t late;             /* ticks that started more than one tick late */
@@ -84,6 +86,9 @@ typedef struct sn_stats {
 	int32_t task_err;          /* the last tick's task walk error (KX_*), 0 none */
 	/* the last tick on the GPU, phase by phase (µs): SN_PH_* */
 	uint32_t phase_us[6];
+	/* the last tick on the GPU, job by job (µs; the first SN_STAT_JOBS):
+	 * the jobs phase lasts as long as its slowest job */
+	uint32_t job_us[SN_STAT_JOBS];
 } sn_stats;
 
 /* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
@@ -211,7 +216,6 @@ typedef struct sn_objs {
 	uint32_t hi;               /* slots 0..hi-1 may be present this tick */
 	uint32_t found;            /* objects the last walk found: more than cap is a full table */
 	int32_t err;               /* the last walk's error (KX_*), 0 none */
-	int32_t walked;            /* this tick's walk: what it returned (lane 0 to the warp) */
 	uint64_t col_off;          /* bit i: column i's metric is unavailable on this target */
 	int32_t hist[SN_OBJ_COLS]; /* column i's history, -1 none */
 	uint64_t *key;             /* [cap] the object in slot s (kernel address), 0 free */

@@ -71,6 +71,70 @@ KM_INLINE int km_online(u32 cpu)
 
 KM_INLINE long km_clamp0(long v) { return v < 0 ? 0 : v; }
 
+/* ---- warp gathers --------------------------------------------------------
+ *
+ * A warp's reads of host memory go out about one at a time: on the H100
+ * 16 independent reads of one lane take 12 us, one read on each of 32 lanes
+ * 2.2 us (bench/hostread.cu).  So fields that do not depend on each other
+ * are read a field a lane, one load for the warp, then shared
+ * (km_gather); on the host one lane reads them in turn. */
+
+/* The naturally aligned field of at most 8 bytes at kernel address a,
+ * through the aligned word that holds it (x86-64 is little-endian):
+ * shifted down, not masked. */
+KM_INLINE u64 km_word(u64 a)
+{
+	return *(const u64 *)(unsigned long)(a & ~7ul) >> ((a & 7) * 8);
+}
+
+KM_INLINE u64 km_addr(const volatile void *p) { return (u64)(unsigned long)p; }
+
+/* out[i] = km_word(a[i]) for i < n (n >= 1): a read a lane, n / 32 loads
+ * for the warp.  Every lane calls it with the same a and n. */
+KM_INLINE void km_gather(const u64 *a, u32 n, u64 *out)
+{
+	u32 lane = simt_lane(), nl = simt_nlanes();
+	for (u32 base = 0; base < n; base += nl) {
+		u64 mine = km_word(a[base + lane < n ? base + lane : 0]);
+		for (u32 j = 0; j < nl && base + j < n; j++)
+			out[base + j] = simt_shfl_u64(mine, j);
+	}
+}
+
+/* A per-CPU object's words summed over the possible CPUs: sum[f] is the
+ * sum of the u64 at p + offset(cpu) + off[f], f < nw.  Lanes read a block
+ * of CPUs' offsets (one load), then (CPU, word) pairs a pair a lane: a
+ * 19-word object on 4 CPUs is 4 loads for the warp, not 20 a lane. */
+#define KM_PCPU_WORDS 24
+#define KM_NOCPU (~0ul)
+
+KM_INLINE void km_pcpu_sums(u64 p, const u64 *off, u32 nw, u64 *sum)
+{
+	u32 lane = simt_lane(), nl = simt_nlanes(), n = km_nr_cpu_ids();
+	u64 acc[KM_PCPU_WORDS];
+	for (u32 f = 0; f < nw; f++)
+		acc[f] = 0;
+	for (u32 c0 = 0; c0 < n; c0 += nl) {
+		u32 m = n - c0 < nl ? n - c0 : nl, cpu = c0 + lane;
+		u64 o = KM_NOCPU;
+		if (lane < m) {
+			u64 at = __per_cpu_offset[cpu], bits = __cpu_possible_mask.bits[cpu / 64];
+			if ((bits >> (cpu % 64)) & 1)
+				o = at;
+		}
+		for (u32 j0 = 0; j0 < m * nw; j0 += nl) {
+			u32 j = j0 + lane, in = j < m * nw, f = in ? j % nw : 0;
+			u64 oc = simt_shfl_u64(o, in ? j / nw : 0);
+			int on = in && oc != KM_NOCPU;
+			u64 v = km_word(on ? p + oc + off[f] : km_addr(&jiffies_64));
+			if (on)
+				acc[f] += v;
+		}
+	}
+	for (u32 f = 0; f < nw; f++)
+		sum[f] = simt_sum_u64(acc[f]);
+}
+
 KM_INLINE u64 km_cpustat(u32 cpu, long item)
 {
 	struct kernel_cpustat *kcs = per_cpu_ptr(&kernel_cpustat, cpu);
@@ -705,55 +769,66 @@ int km_task_comm(u64 t, char *out)
 
 KM_INLINE struct block_device *km_bdev(u64 d) { return (struct block_device *)(unsigned long)d; }
 
-KM_INLINE u32 km_bdev_flags(struct block_device *b)
-{
-	return (u32)KR(((struct block_device___610 *)b)->__bd_flags.counter);
-}
-
-KM_INLINE u32 km_bdev_partno(struct block_device *b)
+/* Where the partition number and the read-only flag are: their own
+ * fields up to 6.9, one flags word from 6.10 (BD_PARTNO 0xff, BD_READ_ONLY
+ * 1 << 8); read through km_word, the number is the low byte either way. */
+KM_INLINE u64 km_bdev_partno_at(struct block_device *b)
 {
 	if (KFIELD_EXISTS(block_device, bd_partno))
-		return KR(b->bd_partno);
-	return km_bdev_flags(b) & 0xffu;
+		return km_addr(KP(b->bd_partno));
+	return km_addr(KP(((struct block_device___610 *)b)->__bd_flags.counter));
 }
 
-KM_INLINE int km_bdev_ro(struct block_device *b)
+KM_INLINE u64 km_bdev_ro_at(struct block_device *b)
 {
 	if (KFIELD_EXISTS(block_device, bd_read_only))
-		return KR(b->bd_read_only);
-	return (km_bdev_flags(b) >> 8) & 1;
+		return km_addr(KP(b->bd_read_only));
+	return km_addr(KP(((struct block_device___610 *)b)->__bd_flags.counter));
 }
+
+KM_INLINE int km_bdev_ro_of(u64 word)
+{
+	if (KFIELD_EXISTS(block_device, bd_read_only))
+		return (word & 0xff) != 0;
+	return (int)((word >> 8) & 1);
+}
+
+/* Warp-collective: every lane gets the count, lane 0 writes out. */
+enum { KW_NEXT, KW_PREV, KW_HASHED, KW_DISK, KW_STATS, KW_PARTNO, KW_SECTORS, KW__N };
 
 int km_disk_walk(u64 *out, u32 cap)
 {
 	struct super_block *sb = blockdev_superblock;
-	struct list_head *head = KP(sb->s_inodes), *cur = head;
+	struct list_head *head = KP(sb->s_inodes), *cur = head, *next = KR(head->next);
 	unsigned long back = koffsetof(struct bdev_inode, vfs_inode);
 	int n = 0;
 	for (u32 seen = 0;; seen++) {
-		struct list_head *next = cur->next;
-		if (next == head || __llview_failed())
+		if (next == head || simt_any(__llview_failed()))
 			break;
 		struct inode *ino = kcontainer_of(next, struct inode, i_sb_list);
 		struct block_device *b = (struct block_device *)((char *)ino - back);
-		/* every field read before any is tested: the loads in flight
-		 * together, not one round trip after the other (the GPU) */
-		struct list_head *back_link = next->prev;
-		struct hlist_node **hashed = KR(ino->i_hash.pprev);
-		struct gendisk *disk = KR(b->bd_disk);
-		struct disk_stats *st = KR(b->bd_stats);
-		u32 partno = km_bdev_partno(b);
-		u64 sectors = KR(b->bd_nr_sectors);
-		if (seen >= KM_MAX_BDEV_INODES || back_link != cur)
+		/* an inode's fields and its next link, a field a lane: one
+		 * load for the warp an inode */
+		u64 a[KW__N], v[KW__N];
+		a[KW_NEXT] = km_addr(&next->next);
+		a[KW_PREV] = km_addr(&next->prev);
+		a[KW_HASHED] = km_addr(KP(ino->i_hash.pprev));
+		a[KW_DISK] = km_addr(KP(b->bd_disk));
+		a[KW_STATS] = km_addr(KP(b->bd_stats));
+		a[KW_PARTNO] = km_bdev_partno_at(b);
+		a[KW_SECTORS] = km_addr(KP(b->bd_nr_sectors));
+		km_gather(a, KW__N, v);
+		if (seen >= KM_MAX_BDEV_INODES || v[KW_PREV] != km_addr(cur))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
-		if ((hashed != 0) & (disk != 0) & (st != 0) & ((partno == 0) | (sectors != 0))) {
-			if ((u32)n < cap)
-				out[n] = (u64)(unsigned long)b;
+		if (v[KW_HASHED] && v[KW_DISK] && v[KW_STATS] && (!(v[KW_PARTNO] & 0xff) || v[KW_SECTORS])) {
+			if ((u32)n < cap && simt_lane() == 0)
+				out[n] = km_addr(b);
 			n++;
 		}
 		cur = next;
+		next = (struct list_head *)(unsigned long)v[KW_NEXT];
 	}
-	return __llview_failed() ? -14 : n;
+	return simt_any(__llview_failed()) ? -14 : n;
 }
 
 /* The device's name ("vda", "vda1"): its kobject's, a kmalloc'd string
@@ -777,49 +852,63 @@ int km_disk_name(u64 d, char *out)
 }
 
 /* A disk's counters, summed over the possible CPUs once a tick into a
- * block (km_disk_stats: every lane reads all of them for its CPUs, the
- * loads in flight together, then one warp sum each); its metrics are then
- * read from the block.  One pass over the CPUs instead of one per metric. */
+ * block (km_disk_stats: the device's fields one gather, the counters
+ * km_pcpu_sums); its metrics are then read from the block.  One pass over
+ * the CPUs instead of one per metric. */
 enum {
 	KD_NSECS = 0, KD_SECTORS = 4, KD_IOS = 8, KD_MERGES = 12,   /* [stat_group] each */
-	KD_IO_TICKS = 16, KD_INFLIGHT = 17,
+	KD_IO_TICKS = 16, KD_INFLIGHT = 17,                          /* in_flight[2]: summed into the first */
+	KD_WORDS = 19,                                               /* the per-CPU words */
 	/* the device's own fields, read once with the counters */
-	KD_SIZE = 18, KD_PARTNO, KD_RO, KD_STAMP, KD_JIFFIES, KD_HZ,
+	KD_SIZE = KD_WORDS, KD_PARTNO, KD_RO, KD_STAMP, KD_JIFFIES, KD_HZ,
 	KD_FAILED, KD__COUNT
 };
 _Static_assert(KD__COUNT <= 32, "the block rulec gives km_disk_stats (CG_OBJ_BLOCK)");
+_Static_assert(KD_WORDS <= KM_PCPU_WORDS, "km_pcpu_sums");
+
+/* the device's fields and the clock, one gather */
+enum { KH_STATS, KH_DISK, KH_SECTORS, KH_STAMP, KH_PARTNO, KH_RO, KH_JIFFIES, KH_TICK, KH__N };
 
 int km_disk_stats(u64 d, u64 *blk)
 {
 	struct block_device *b = km_bdev(d);
-	struct disk_stats *st = KR(b->bd_stats);
-	struct gendisk *g = KR(b->bd_disk);
-	u64 s[KD_SIZE];
-	for (u32 i = 0; i < KD_SIZE; i++)
-		s[i] = 0;
-	blk[KD_SIZE] = KR(b->bd_nr_sectors) * 512;
-	blk[KD_PARTNO] = km_bdev_partno(b);
-	blk[KD_STAMP] = KR(b->bd_stamp);
-	blk[KD_JIFFIES] = KR(jiffies_64);
-	unsigned long tn = &tick_nsec ? KR(tick_nsec) : 0;
-	blk[KD_HZ] = tn ? (1000000000ul + tn / 2) / tn : 0;
-	blk[KD_RO] = km_bdev_ro(b) | ((KR(g->state) >> 1) & 1) | km_bdev_ro(KR(g->part0));
-	u32 n = km_nr_cpu_ids();
-	for (u32 cpu = simt_lane(); cpu < n; cpu += simt_nlanes()) {
-		if (!((__cpu_possible_mask.bits[cpu / 64] >> (cpu % 64)) & 1))
-			continue;
-		struct disk_stats *c = per_cpu_ptr(st, cpu);
-		for (u32 k = 0; k < 4; k++) {
-			s[KD_NSECS + k] += KR(c->nsecs[k]);
-			s[KD_SECTORS + k] += KR(c->sectors[k]);
-			s[KD_IOS + k] += KR(c->ios[k]);
-			s[KD_MERGES + k] += KR(c->merges[k]);
-		}
-		s[KD_IO_TICKS] += KR(c->io_ticks);
-		s[KD_INFLIGHT] += (u64)(KR(c->in_flight[0]) + KR(c->in_flight[1]));
+	u64 a[KH__N], h[KH__N];
+	a[KH_STATS] = km_addr(KP(b->bd_stats));
+	a[KH_DISK] = km_addr(KP(b->bd_disk));
+	a[KH_SECTORS] = km_addr(KP(b->bd_nr_sectors));
+	a[KH_STAMP] = km_addr(KP(b->bd_stamp));
+	a[KH_PARTNO] = km_bdev_partno_at(b);
+	a[KH_RO] = km_bdev_ro_at(b);
+	a[KH_JIFFIES] = km_addr(&jiffies_64);
+	a[KH_TICK] = &tick_nsec ? km_addr(&tick_nsec) : a[KH_JIFFIES];
+	km_gather(a, KH__N, h);
+	struct disk_stats *st = (struct disk_stats *)(unsigned long)h[KH_STATS];
+	struct gendisk *g = (struct gendisk *)(unsigned long)h[KH_DISK];
+	/* the whole disk's read-only flags: two reads more */
+	u64 ga[2] = {km_addr(KP(g->state)), km_addr(KP(g->part0))}, gv[2], wa, wv;
+	km_gather(ga, 2, gv);
+	wa = km_bdev_ro_at((struct block_device *)(unsigned long)gv[1]);
+	km_gather(&wa, 1, &wv);
+	/* the counters' offsets in struct disk_stats, relocated */
+	u64 off[KD_WORDS];
+	for (u32 k = 0; k < 4; k++) {
+		off[KD_NSECS + k] = km_addr(KP(st->nsecs[k])) - km_addr(st);
+		off[KD_SECTORS + k] = km_addr(KP(st->sectors[k])) - km_addr(st);
+		off[KD_IOS + k] = km_addr(KP(st->ios[k])) - km_addr(st);
+		off[KD_MERGES + k] = km_addr(KP(st->merges[k])) - km_addr(st);
 	}
-	for (u32 i = 0; i < KD_SIZE; i++)
-		blk[i] = simt_sum_u64(s[i]);
+	off[KD_IO_TICKS] = km_addr(KP(st->io_ticks)) - km_addr(st);
+	off[KD_INFLIGHT] = km_addr(KP(st->in_flight[0])) - km_addr(st);
+	off[KD_INFLIGHT + 1] = km_addr(KP(st->in_flight[1])) - km_addr(st);
+	km_pcpu_sums(km_addr(st), off, KD_WORDS, blk);
+	blk[KD_INFLIGHT] += blk[KD_INFLIGHT + 1];
+	unsigned long tn = &tick_nsec ? h[KH_TICK] : 0;
+	blk[KD_SIZE] = h[KH_SECTORS] * 512;
+	blk[KD_PARTNO] = h[KH_PARTNO] & 0xff;
+	blk[KD_STAMP] = h[KH_STAMP];
+	blk[KD_JIFFIES] = h[KH_JIFFIES];
+	blk[KD_HZ] = tn ? (1000000000ul + tn / 2) / tn : 0;
+	blk[KD_RO] = (u64)(km_bdev_ro_of(h[KH_RO]) | ((gv[0] >> 1) & 1) | km_bdev_ro_of(wv));
 	blk[KD_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
 }
@@ -855,7 +944,7 @@ double km_disk_weighted_io_time(u64 d, const u64 *blk)
  * diskstats counts its tags instead, which these approach from above). */
 KM_INLINE long km_disk_inflight(const u64 *blk)
 {
-	int v = (int)(u32)blk[KD_INFLIGHT];
+	long v = (long)blk[KD_INFLIGHT];
 	return v < 0 ? 0 : v;
 }
 

@@ -20,19 +20,31 @@ uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err);
 uint64_t __llview_load_slow(uint64_t va, uint32_t size, int32_t *err);
 void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
 
-/* Most reads are 8 aligned bytes of the direct map (slab objects: tasks,
- * signal, mm), in the first RAM range: those are one bounds check and one
- * load, inlined where the metric reads, so a thread has its independent
- * reads in flight together.  As a call, each read waited for the last:
- * a task's row was ~40 host-memory latencies in a row on the GPU.  The
- * rest (the kernel image, vmalloc, other ranges, narrow or unaligned
- * reads) goes through the full translation, out of line. */
+/* Most reads are naturally aligned scalars of the direct map (slab
+ * objects: tasks, signal, mm) or the kernel image (globals), in the first
+ * RAM range: those are one bounds check and one load, inlined where the
+ * metric reads.  As a call, each read waited for the last: a task's row was
+ * ~40 host-memory latencies in a row on the GPU.  (Inline, a warp's reads
+ * of host memory still go out about one at a time, ~0.8 us each on the
+ * H100 (bench/hostread.cu): metrics spread independent reads over lanes,
+ * km_gather.)  The rest (vmalloc, other ranges, unaligned reads) goes
+ * through the full translation, out of line. */
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 {
 	const kx_mem *m = &__sentinel_mem;
-	uint64_t off = va - m->page_offset_base - m->r[0].phys;
-	if (size == 8 && !(va & 7) && va >= m->page_offset_base && off < m->r[0].size && m->nranges)
-		return *(const volatile uint64_t *)(uintptr_t)(m->r[0].ptr + off);
+	uint64_t img = va - KX_START_KERNEL_MAP;
+	int in_img = img < m->image_size;
+	uint64_t off = (in_img ? img + m->phys_base : va - m->page_offset_base) - m->r[0].phys;
+	if ((size == 8 || size == 4 || size == 2 || size == 1) && !(va & (size - 1)) &&
+	    (in_img || va >= m->page_offset_base) && off < m->r[0].size && m->nranges) {
+		uintptr_t p = (uintptr_t)(m->r[0].ptr + off);
+		switch (size) {
+		case 1: return *(const volatile uint8_t *)p;
+		case 2: return *(const volatile uint16_t *)p;
+		case 4: return *(const volatile uint32_t *)p;
+		default: return *(const volatile uint64_t *)p;
+		}
+	}
 	return __llview_load_slow(va, size, err);
 }
 
@@ -86,6 +98,13 @@ static double shfl_f64(double v, int delta)
 	return __builtin_bit_cast(double, shfl_u64(__builtin_bit_cast(uint64_t, v), delta));
 }
 
+uint64_t simt_shfl_u64(uint64_t v, unsigned src)
+{
+	uint32_t lo = __nvvm_shfl_sync_idx_i32(FULL, (int)(uint32_t)v, (int)src, 0x1f);
+	uint32_t hi = __nvvm_shfl_sync_idx_i32(FULL, (int)(uint32_t)(v >> 32), (int)src, 0x1f);
+	return (uint64_t)hi << 32 | lo;
+}
+
 uint64_t simt_sum_u64(uint64_t v)
 {
 	for (int d = 16; d; d >>= 1)
@@ -120,6 +139,7 @@ void simt_sync(void) {}
 int simt_any(int v) { return v != 0; }
 int simt_all(int v) { return v != 0; }
 uint64_t simt_sum_u64(uint64_t v) { return v; }
+uint64_t simt_shfl_u64(uint64_t v, unsigned src) { (void)src; return v; }
 double simt_sum_f64(double v) { return v; }
 double simt_min_f64(double v) { return v; }
 double simt_max_f64(double v) { return v; }

@@ -15,6 +15,7 @@ unsigned simt_lane(void);
 void simt_sync(void);                   /* __syncwarp(): memory written before is visible after */
 unsigned simt_nlanes(void);
 uint64_t simt_sum_u64(uint64_t v);      /* every lane gets the warp's sum */
+uint64_t simt_shfl_u64(uint64_t v, unsigned src);  /* lane src's v (each lane its own src) */
 int simt_any(int v);                    /* every lane gets the warp's OR */
 int simt_all(int v);                    /* every lane gets the warp's AND */
 double simt_sum_f64(double v);

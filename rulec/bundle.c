@@ -55,6 +55,18 @@ static const char *const bd_job_names[] = {
 #undef X
 };
 
+const char *bd_job_label(const Bundle *b, size_t j)
+{
+	if (j >= b->njobs)
+		return "?";
+	const BdJob *J = &b->jobs[j];
+	if (J->kind == BD_JOB_HOST || J->kind == BD_JOB_CPU)
+		return cat_metrics[J->metric].name;
+	if (J->kind == BD_JOB_OBJS)
+		return cat_entities[ENT_FIRST_OBJ + J->obj].plural;
+	return bd_job_names[J->kind];
+}
+
 /* ---- the manifest ---------------------------------------------------------------- */
 
 static json_t *bd_metric_list(const MetricId *m, unsigned n)

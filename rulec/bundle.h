@@ -114,6 +114,9 @@ int bd_parse(const void *data, size_t len, const char *name, Bundle **out, char 
 void bd_free(Bundle *b);
 /* The manifest as JSON text (malloc'd), for `rulec --emit=manifest`. */
 char *bd_manifest_json(const Bundle *b);
+/* What job j collects, for people: a metric's name ("cpu.usage"), an
+ * object family ("disks"), "tasks" or "cpus"; static storage. */
+const char *bd_job_label(const Bundle *b, size_t j);
 
 uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h);
 #define BD_FNV_INIT 0xcbf29ce484222325ull

@@ -348,6 +348,12 @@ def with_guest(tmp):
                (st.get("backend_note"), st.get("target", {}).get("kernel"), st.get("rules")), d.text())
         if d.p.poll() is not None:
             return
+        if BACKEND == "cuda":                  # the GPU times its tick's phases and jobs
+            sj = st.get("slowest_job", {})
+            report(set(st.get("tick_phases_us", {})) >= {"jobs", "task_fields", "rules"} and
+                   bool(sj.get("job")) and 0 <= sj.get("us", -1) < 10000,
+                   "status times the GPU's tick: its phases, and its slowest job (%s, %s us)" %
+                   (sj.get("job"), sj.get("us")), json.dumps(st))
         # ---- a full idle minute -------------------------------------------------------
         n0 = len(events(tmp))
         idle_s = float(os.environ.get("SENTINEL_IDLE_S", "60"))
