@@ -155,11 +155,13 @@ typedef struct Loop {
 	LLVMBasicBlockRef head, body, latch, exit;
 	LLVMValueRef step;
 	unsigned unroll;          /* > 1: ask LLVM to unroll the loop this many times */
+	LLVMValueRef pred;        /* i1: this entity counts (a task loop's where), NULL: every one */
 } Loop;
 
 static void cg_loop_begin(Cg *C, Loop *L, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
 {
 	L->unroll = 0;
+	L->pred = NULL;
 	L->var = cg_alloca(C, C->i32, start, "i");
 	L->step = step;
 	L->head = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "loop");
@@ -396,7 +398,15 @@ static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
 	}
 	if (where) {
 		LLVMValueRef f = cg_expr(C, where, *ent);
-		cg_loop_continue_unless(C, &L, LLVMBuildFCmp(C->b, LLVMRealOEQ, f, cg_real(C, 1), ""));
+		LLVMValueRef keep = LLVMBuildFCmp(C->b, LLVMRealOEQ, f, cg_real(C, 1), "");
+		/* over tasks the filter is a predicate, not a branch: a branch on
+		 * a row's column waits for its load, so the unrolled rows' loads
+		 * would go out one after the other (the body reads only columns
+		 * of a valid row, and has no effects) */
+		if (kind == ENT_TASK)
+			L.pred = keep;
+		else
+			cg_loop_continue_unless(C, &L, keep);
 	}
 	return L;
 }
@@ -467,7 +477,7 @@ static void cg_value_begin(Cg *C, const Expr *agg, ValTrack *vt)
 
 /* The entity is the CPU number or the task's row (sn_step makes a row its
  * PID and names the task). */
-static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond)
+static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond, LLVMValueRef keep)
 {
 	LLVMValueRef x = vt->cmp ? cg_expr(C, vt->cmp->a, ent) : cg_nan(C);
 	LLVMValueRef id = LLVMBuildUIToFP(C->b, ent.idx, C->dbl, "");
@@ -476,6 +486,8 @@ static void cg_value_step(Cg *C, ValTrack *vt, Ent ent, LLVMValueRef cond)
 		vt->held.dir = vt->all.dir = -1;
 	LLVMValueRef key = first ? id : x;
 	LLVMValueRef known = vt->cmp ? LLVMBuildFCmp(C->b, LLVMRealORD, x, x, "") : LLVMConstInt(C->i1, 1, 0);
+	if (keep)
+		known = LLVMBuildAnd(C->b, known, keep, "");
 	cg_track(C, &vt->held, key, x, id,
 		 LLVMBuildAnd(C->b, known, LLVMBuildFCmp(C->b, LLVMRealOEQ, cond, cg_real(C, 1), ""), ""));
 	cg_track(C, &vt->all, key, x, id, known);
@@ -528,22 +540,26 @@ static LLVMValueRef cg_aggregate(Cg *C, const Expr *e)
 	Loop L = cg_entity_loop(C, kind, e->b, &ent);
 	LLVMValueRef x = cg_expr(C, e->a, ent);
 	LLVMValueRef isn = cg_isnan(C, x);
+	/* keep: the entity passes the where (a task loop's predicate) */
+	LLVMValueRef keep = L.pred ? L.pred : LLVMConstInt(C->i1, 1, 0);
+#define KEEP(cond_) LLVMBuildAnd(C->b, keep, (cond_), "")
 	if (cond) {
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, t), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, one, "")), ""), t);
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, f), cg_b2d(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, x, zero, "")), ""), f);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, t), cg_b2d(C, KEEP(LLVMBuildFCmp(C->b, LLVMRealOEQ, x, one, ""))), ""), t);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, f), cg_b2d(C, KEEP(LLVMBuildFCmp(C->b, LLVMRealOEQ, x, zero, ""))), ""), f);
 	} else {
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, c), cg_sel(C, isn, zero, one), ""), c);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, c), cg_b2d(C, KEEP(LLVMBuildNot(C->b, isn, ""))), ""), c);
 	}
 	if (s)
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, s), cg_sel(C, isn, zero, x), ""), s);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, s), cg_sel(C, KEEP(LLVMBuildNot(C->b, isn, "")), x, zero), ""), s);
 	if (ex) {
-		LLVMValueRef a[2] = {cg_ld(C, ex), x};
+		LLVMValueRef a[2] = {cg_ld(C, ex), cg_sel(C, keep, x, cg_nan(C))};
 		LLVMBuildStore(C->b, cg_intrinsic(C, id == B_MIN ? "llvm.minnum" : "llvm.maxnum", a, 2), ex);
 	}
 	if (u)
-		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, u), cg_b2d(C, isn), ""), u);
+		LLVMBuildStore(C->b, LLVMBuildFAdd(C->b, cg_ld(C, u), cg_b2d(C, KEEP(isn)), ""), u);
+#undef KEEP
 	if (track)
-		cg_value_step(C, &vt, ent, x);
+		cg_value_step(C, &vt, ent, x, L.pred);
 	cg_loop_end(C, &L);
 	if (track)
 		cg_value_end(C, &vt, &C->value, &C->entity);

@@ -80,3 +80,10 @@ if [ $rc -eq 0 ]; then
 else
 	fail "ruletest/24h-of-1s-ticks" "$out"
 fi
+
+# aggregations over tasks with a where filter (a predicate in the task loop)
+if out=$("$rulec" test tests/ruletest/where-test.yaml 2>&1); then
+	pass "ruletest/where-over-tasks: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/where-over-tasks" "$out"
+fi
