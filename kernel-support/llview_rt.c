@@ -22,22 +22,26 @@ void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
 
 /* Most reads are naturally aligned scalars of the direct map (slab
  * objects: tasks, signal, mm) or the kernel image (globals), in the first
- * RAM range: those are one bounds check and one load, inlined where the
- * metric reads.  As a call, each read waited for the last: a task's row was
- * ~40 host-memory latencies in a row on the GPU.  (Inline, a warp's reads
- * of host memory still go out about one at a time, ~0.8 us each on the
- * H100 (bench/hostread.cu): metrics spread independent reads over lanes,
- * km_gather.)  The rest (vmalloc, other ranges, unaligned reads) goes
- * through the full translation, out of line. */
+ * two RAM ranges: those are two bounds checks and one load, inlined where
+ * the metric reads.  As a call, each read waited for the last: a task's
+ * row was ~40 host-memory latencies in a row on the GPU.  (Inline, a
+ * warp's reads of host memory still go out about one at a time, ~0.8 us
+ * each on the H100 (bench/hostread.cu): metrics spread independent reads
+ * over lanes, km_gather.)  The rest (vmalloc, other ranges, unaligned
+ * reads) goes through the full translation, out of line. */
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 {
 	const kx_mem *m = &__sentinel_mem;
 	uint64_t img = va - KX_START_KERNEL_MAP;
 	int in_img = img < m->image_size;
-	uint64_t off = (in_img ? img + m->phys_base : va - m->page_offset_base) - m->r[0].phys;
+	uint64_t pa = in_img ? img + m->phys_base : va - m->page_offset_base;
+	/* the first two RAM ranges: a guest's RAM below the PCI hole and
+	 * above 4 GiB, where most of a big guest's slab objects are */
+	uint64_t o0 = pa - m->r[0].phys, o1 = pa - m->r[1].phys;
+	int in0 = o0 < m->r[0].size && m->nranges > 0, in1 = o1 < m->r[1].size && m->nranges > 1;
 	if ((size == 8 || size == 4 || size == 2 || size == 1) && !(va & (size - 1)) &&
-	    (in_img || va >= m->page_offset_base) && off < m->r[0].size && m->nranges) {
-		uintptr_t p = (uintptr_t)(m->r[0].ptr + off);
+	    (in_img || va >= m->page_offset_base) && (in0 | in1)) {
+		uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
 		switch (size) {
 		case 1: return *(const volatile uint8_t *)p;
 		case 2: return *(const volatile uint16_t *)p;
