@@ -39,7 +39,7 @@ SAN_DEFAULTS := $(B)/san/obj/tests/san_defaults.o
 KS_FREE_SRC := kernel-support/kx.c kernel-support/kwalk.c
 KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c \
 	kernel-support/klog.c
-KS_HDR := $(wildcard kernel-support/*.h)
+KS_HDR := $(wildcard kernel-support/*.h) kernel-support/module/sentinel_pmem.h
 KS_OBJ := $(KS_SRC:%.c=$(B)/obj/%.o)
 KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
 KS_LIBS := $(LIBBPF_LIBS)
@@ -48,7 +48,7 @@ KS_LIBS := $(LIBBPF_LIBS)
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
-ENG_SRC := engine/reloc.c engine/world.c engine/cpu.c engine/gpu.c engine/engine.c engine/config.c engine/feed.c \
+ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
@@ -59,6 +59,8 @@ SINK_OBJ := $(SINK_SRC:%.c=$(B)/obj/%.o)
 SINK_SAN_OBJ := $(SINK_SRC:%.c=$(B)/san/obj/%.o)
 ENG_HDR := $(wildcard engine/*.h)
 ALL_LIBS := $(LIBS) $(KS_LIBS) $(JANSSON_LIBS) $(INIH_LIBS) $(LLVM_LIBS) -lpthread -ldl
+# programs that load libcuda export their sysinfo() to it (engine/gpucap.c)
+GPUCAP_LDFLAGS := -Wl,--dynamic-list=engine/gpucap.dynlist
 SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 
 # The runtime library: metric library, translation runtime, evaluation
@@ -83,7 +85,7 @@ endif
 
 all: $(PROGRAMS)
 
-ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) $(SYSTEMD_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Iengine -Inotifier \
+ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) $(SYSTEMD_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Ikernel-support/module -Iengine -Inotifier \
 	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
@@ -120,10 +122,10 @@ $(B)/san/libkernel.a: $(KS_SAN_OBJ)
 	ar rcs $@ $^
 
 $(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
+	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
 $(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/kernel-support/inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LIBS)
+	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 
 $(B)/san/test_kx: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
@@ -137,10 +139,10 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	ar rcs $@ $^
 
 $(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
+	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
 
 $(B)/san/sentineld: $(SAN_DEFAULTS) $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
+	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
 $(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
@@ -165,10 +167,10 @@ $(B)/san/librulec-backend.so: $(B)/san/obj/rulec/backend.o $(B)/san/obj/rulec/ru
 # a second initramfs archive that tests/guest/guest.py appends to the
 # guest's own (the kernel unpacks concatenated archives in turn).
 GUEST_HELPERS := $(wildcard tests/guest/helpers/*.c)
-$(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS)
+$(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS) kernel-support/module/sentinel_pmem.h
 	@rm -rf $(B)/guest-helpers && mkdir -p $(B)/guest-helpers/bin
 	for f in $(GUEST_HELPERS); do \
-		$(CC) -static -O2 -Wall -Wextra -Werror -o $(B)/guest-helpers/bin/$$(basename $$f .c) $$f || exit 1; \
+		$(CC) -static -O2 -Wall -Wextra -Werror -Ikernel-support/module -o $(B)/guest-helpers/bin/$$(basename $$f .c) $$f || exit 1; \
 	done
 	cd $(B)/guest-helpers && find . | cpio -o -H newc --quiet | gzip -9 > ../guest-helpers.cpio.gz
 
@@ -201,18 +203,18 @@ PORTABLE_LIBS = -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansso
 	-Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib'
 $(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
+	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
 $(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(PORTABLE_LIBS)
+	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
 $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
 
 gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
-	$(B)/procpoll $(B)/syncprobe $(B)/regprobe
+	$(B)/procpoll $(B)/syncprobe $(B)/regprobe $(B)/capprobe
 	sh tests/gpu/pack.sh
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
@@ -247,8 +249,13 @@ $(B)/syncprobe: tests/gpu/syncprobe.c tests/gpu/probe.h engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl -lpthread
 
 # Can the GPU read a VM_IO|VM_PFNMAP mapping of RAM (tests/gpu/regprobe.c)?
-$(B)/regprobe: tests/gpu/regprobe.c engine/cudadrv.h
+$(B)/regprobe: tests/gpu/regprobe.c tests/gpu/probe.h engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -o $@ $< -ldl
+
+# libcuda's cap on registered memory, the lift (engine/gpucap.c) and chunked
+# registration of ranges (tests/gpu/capprobe.c).
+$(B)/capprobe: tests/gpu/capprobe.c tests/gpu/probe.h engine/gpucap.c engine/gpucap.h engine/gpucap.dynlist engine/cudadrv.h
+	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -Wl,--dynamic-list=engine/gpucap.dynlist -o $@ tests/gpu/capprobe.c engine/gpucap.c -ldl
 
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)

@@ -103,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, threads, ring, history_memory, record"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, threads, ring, history_memory, record, gpu_register_chunk"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -148,6 +148,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 				c->max_tasks = (uint32_t)u;
 		} else if (IS("engine", "record")) {
 			cf_str(&c->record, v);
+		} else if (IS("engine", "gpu_register_chunk")) {
+			cf_size(R, "gpu_register_chunk", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->reg_chunk);
 		} else if (IS("engine", "history_memory")) {
 			cf_size(R, "history_memory", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->hist_max);
 		} else if (IS("engine", "ring")) {

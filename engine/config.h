@@ -45,6 +45,7 @@ typedef struct Config {
 	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_watch_tasks) */
 	uint32_t threads;          /* the CPU backend's tick threads; 0: auto (a quarter of the CPUs, 1 to 8) */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
+	uint64_t reg_chunk;        /* CUDA: the target's RAM registered in pieces of at most this; 0: 64 GiB */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
 	bool log, log_pending;
 	char *jsonl;

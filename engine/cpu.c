@@ -1,10 +1,7 @@
 /* cpu.c - the CPU backend (see cpu.h). */
 #include "cpu.h"
 #include "core.h"
-#include "lvm.h"
-
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
+#include "elfload.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +17,7 @@ typedef struct CpuWorker {
 } CpuWorker;
 
 struct CpuCode {
-	LLVMOrcLLJITRef jit;
+	ElfImage *img;             /* the bundle's x86-64 code, linked in (elfload.h) */
 	void (*tick)(sn_world *, uint32_t, uint32_t, uint64_t);
 	void (*step)(sn_world *, uint32_t, uint32_t, uint32_t, uint64_t);
 	/* [engine] threads > 1: T - 1 workers beside the caller, meeting at
@@ -45,12 +42,11 @@ struct CpuCode {
 
 static int cpu_lookup(CpuCode *c, const char *name, void **out, char *err, size_t n)
 {
-	LLVMOrcExecutorAddress a = 0;
-	LLVMErrorRef e = LLVMOrcLLJITLookup(c->jit, &a, name);
-	if (e)
-		return lvm_error(e, name, err, n);
-	*out = (void *)(uintptr_t)a;
-	return 0;
+	*out = el_sym(c->img, name);
+	if (*out)
+		return 0;
+	snprintf(err, n, "the bundle's x86-64 code has no %s: a bundle and engine mismatch; recompile the rules", name);
+	return -ENOEXEC;
 }
 
 int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
@@ -59,28 +55,16 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 		snprintf(err, n, "the bundle has no x86-64 code for the CPU backend");
 		return -ENOEXEC;
 	}
-	lvm_ensure_init();
 	CpuCode *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
-	LLVMErrorRef e = LLVMOrcCreateLLJIT(&c->jit, NULL);
-	if (e) {
+	int r = el_load(b->host_obj, b->host_len, &c->img, err, n);
+	if (r) {
 		free(c);
-		return lvm_error(e, "the JIT linker for the CPU backend", err, n);
+		return r;
 	}
-	LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(c->jit);
-	LLVMOrcDefinitionGeneratorRef gen;
-	/* the code may call memcpy/memset: take them from this process */
-	e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(c->jit), NULL, NULL);
-	if (e)
-		goto fail;
-	LLVMOrcJITDylibAddGenerator(jd, gen);
-	LLVMMemoryBufferRef obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(b->host_obj, b->host_len, "bundle.o");
-	e = LLVMOrcLLJITAddObjectFile(c->jit, jd, obj);
-	if (e)
-		goto fail;
 	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL, *feed = NULL, *step = NULL;
-	int r = cpu_lookup(c, "sn_tick", &tick, err, n);
+	r = cpu_lookup(c, "sn_tick", &tick, err, n);
 	if (!r)
 		r = cpu_lookup(c, "sn_tick_step", &step, err, n);
 	if (!r)
@@ -105,10 +89,6 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	c->nrelo = b->relos.n;
 	*out = c;
 	return 0;
-fail:;
-	int rc = lvm_error(e, "loading the bundle's x86-64 code", err, n);
-	cpu_close(c);
-	return rc;
 }
 
 int cpu_bind(CpuCode *c, const kx_mem *mem, const uint64_t *relo, size_t nrelo, char *err, size_t n)
@@ -245,10 +225,6 @@ void cpu_close(CpuCode *c)
 	if (!c)
 		return;
 	cpu_threads_stop(c);
-	if (c->jit) {
-		LLVMErrorRef e = LLVMOrcDisposeLLJIT(c->jit);
-		if (e)
-			LLVMConsumeError(e);
-	}
+	el_free(c->img);
 	free(c);
 }

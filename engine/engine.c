@@ -102,6 +102,14 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 	if (!strcmp(want, "cpu")) {
 		e->backend = ENG_CPU;
 		snprintf(e->note, sizeof e->note, "cpu: asked for");
+	} else if (t->src->kind == MS_KCORE && !strcmp(want, "auto")) {
+		e->backend = ENG_CPU;
+		snprintf(e->note, sizeof e->note, "cpu: auto chose it because the kcore source is read through the CPU");
+	} else if (t->src->kind == MS_KCORE && !strcmp(want, "cuda")) {
+		snprintf(err, n, "the kcore source is read page by page with pread, which the GPU cannot map: use "
+			 "source = pmem (the sentinel_pmem module) for the GPU, or backend = cpu");
+		r = -EINVAL;
+		goto fail;
 	} else if (!strcmp(want, "cuda") || !strcmp(want, "auto")) {
 		char why[512];
 		r = gpu_open(b, o->gpu, &e->gpu, why, sizeof why);
@@ -127,9 +135,14 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 	if (e->backend == ENG_CPU) {
 		r = eng_open_cpu(e, err, n);
 	} else {
+		gpu_set_register_chunk(e->gpu, o->reg_chunk);
 		r = gpu_start(e->gpu, b, &e->params, &e->L, &e->res, &t->mem, t->src, &e->block, &e->ring,
 			      &e->stats, err, n);
 		gpu_set_wake(e->gpu, e->wake_fd);
+		if (!r) {
+			size_t l = strlen(e->note);
+			snprintf(e->note + l, sizeof e->note - l, "; the target's RAM on it: %s", gpu_mapping(e->gpu));
+		}
 	}
 	if (r)
 		goto fail;

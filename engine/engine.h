@@ -32,6 +32,7 @@ typedef struct EngOpts {
 	uint64_t hist_max;        /* bytes of history; 0: WD_DEFAULT_HIST_MEMORY */
 	int gpu;                  /* CUDA device ordinal */
 	uint32_t threads;         /* CPU backend: threads a tick runs on (0, 1: one; cpu_threads) */
+	uint64_t reg_chunk;       /* CUDA backend: the target's RAM registered in pieces of at most this (0: 64 GiB) */
 	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
 	/* CPU backend: called on the tick thread after every tick, with the
 	 * world as the rules saw it (a recording, engine/record.h) */

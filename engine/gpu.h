@@ -26,6 +26,12 @@ typedef struct GpuCode GpuCode;
  * says why (no driver, no GPU, no PTX this GPU runs) and what to do. */
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n);
 const char *gpu_device_name(const GpuCode *g);
+/* The target's RAM is registered in pieces of at most bytes (0: 64 GiB),
+ * each range of it in as many as it takes (before gpu_start). */
+void gpu_set_register_chunk(GpuCode *g, uint64_t bytes);
+/* How the target's RAM is mapped into the GPU, in words: ranges, pieces,
+ * the flags the driver took ("" before gpu_start). */
+const char *gpu_mapping(const GpuCode *g);
 /* The architecture ("sm_90") of GPU 0 of this machine, for the compiler's
  * native PTX; -ENODEV (and nothing written) when there is none. */
 int gpu_probe_arch(char *arch, size_t n);

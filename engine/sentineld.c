@@ -195,6 +195,13 @@ static void d_close_target(Daemon *D)
 	D->src = NULL;
 }
 
+/* A source whose memory is a file a VM owns (it goes when the VM does):
+ * a RAM file, or one standing in for the pmem device. */
+static bool d_file_backed(const MemSource *s)
+{
+	return s->kind == MS_RAMFILE || (s->kind == MS_PMEM && !s->pmem_device);
+}
+
 /* Open the source, find the kernel, load the bundle on the backend. */
 static int d_open_target(Daemon *D, char *err, size_t n)
 {
@@ -205,7 +212,7 @@ static int d_open_target(Daemon *D, char *err, size_t n)
 		snprintf(err, n, "target %s: %s", D->cf.source, why);
 		return r;
 	}
-	if (D->src->kind == MS_RAMFILE && stat(D->src->path, &D->ram_st))
+	if (d_file_backed(D->src) && stat(D->src->path, &D->ram_st))
 		memset(&D->ram_st, 0, sizeof D->ram_st);
 	if ((r = kt_open(D->src, &ko, &D->t, why, sizeof why))) {
 		snprintf(err, n, "target %s: %s", D->cf.source, why);
@@ -581,12 +588,14 @@ static void d_watch_target(Daemon *D)
 		D->next_check_ns = now + D_TARGET_CHECK_NS;
 		struct stat st;
 		const char *lost = NULL;
-		if (D->src->kind == MS_RAMFILE && D->ram_st.st_ino) {
+		if (d_file_backed(D->src) && D->ram_st.st_ino) {
 			if (stat(D->src->path, &st))
 				lost = "its RAM file was removed: the VM is gone";
 			else if (st.st_ino != D->ram_st.st_ino || st.st_dev != D->ram_st.st_dev)
 				lost = "its RAM file was replaced: the VM restarted";
 		}
+		if (!lost && ms_changed(D->src) > 0)
+			lost = "its RAM ranges changed (memory brought online or taken offline): mapping them again";
 		if (!lost && !kt_unchanged(D->t))
 			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
 		if (!lost && eng_health(D->e, err, sizeof err))
@@ -999,7 +1008,7 @@ int main(int argc, char **argv)
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
 			 .ring_cap = D.cf.ring, .hist_max = D.cf.hist_max, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0,
-			 .threads = d_threads(&D.cf)};
+			 .threads = d_threads(&D.cf), .reg_chunk = D.cf.reg_chunk};
 	/* PTX for the GPU here alone (the engine loads nothing else), at most
 	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
 	 * newer GPUs too. */

@@ -75,6 +75,19 @@ static int kt_find_vmcoreinfo(KTarget *t, uint64_t skip_before_pa, uint64_t *fou
 	return -ENOENT;
 }
 
+/* The note at the address the kernel gave: "OSRELEASE=" within it. */
+static int kt_hinted_vmcoreinfo(KTarget *t, uint64_t *found)
+{
+	uint64_t pa = t->src->vmcoreinfo_pa, len = t->src->vmcoreinfo_size, p;
+	if (len > VMCOREINFO_MAX || kx_phys_ptr(&t->mem, pa, len, &p))
+		return -ENOENT;
+	const char *hit = memmem((const char *)(uintptr_t)p, len, "OSRELEASE=", 10);
+	if (!hit)
+		return -ENOENT;
+	*found = pa + (uint64_t)(hit - (const char *)(uintptr_t)p);
+	return 0;
+}
+
 static int kt_load_vmcoreinfo(KTarget *t, uint64_t pa)
 {
 	uint64_t p;
@@ -512,10 +525,15 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 		o = &none;
 	t->src = src;
 	ms_fill(src, &t->mem);
-	/* VMCOREINFO: the first candidate that survives validation */
+	/* VMCOREINFO: where the kernel said it is (this host's
+	 * /sys/kernel/vmcoreinfo), else the first candidate of a scan of all
+	 * RAM that survives validation */
 	uint64_t pa = 0;
 	e = -ENOENT;
-	while (kt_find_vmcoreinfo(t, pa, &pa) == 0) {
+	if (src->vmcoreinfo_pa && !kt_hinted_vmcoreinfo(t, &pa) && !(e = kt_load_vmcoreinfo(t, pa)))
+		e = kt_setup_paging(t, err, n);
+	pa = 0;
+	while (e && kt_find_vmcoreinfo(t, pa, &pa) == 0) {
 		if (!(e = kt_load_vmcoreinfo(t, pa)) && !(e = kt_setup_paging(t, err, n)))
 			break;
 		pa++;

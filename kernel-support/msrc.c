@@ -1,15 +1,22 @@
 /* msrc.c - memory sources (see msrc.h). */
 #include "msrc.h"
+#include "sentinel_pmem.h"
 
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define Q35_SPLIT_MIN 0xb0000000ull   /* q35: guests with at least 2.75 GiB ... */
@@ -27,7 +34,7 @@ int ks_fail(char *err, size_t n, int code, const char *fmt, ...)
 
 const char *ms_kind_name(MsKind k)
 {
-	static const char *n[] = {"ramfile", "raw", "vmcore", "pmem"};
+	static const char *n[] = {"ramfile", "raw", "vmcore", "pmem", "kcore"};
 	return n[k];
 }
 
@@ -118,40 +125,318 @@ static int ms_open_vmcore(MemSource *s, char *err, size_t n)
 	return 0;
 }
 
-/* /dev/sentinel_pmem: map each "System RAM" range of /proc/iomem at its
- * physical address (the module's mmap offset is the physical address). */
-static int ms_open_pmem(MemSource *s, char *err, size_t n)
+/* ---- this host: /dev/sentinel_pmem and /proc/kcore ------------------------------------ */
+
+/* Where the running kernel keeps VMCOREINFO: /sys/kernel/vmcoreinfo says
+ * "PHYS SIZE" (hex) to root.  Discovery reads there first. */
+static void ms_vmcoreinfo_hint(MemSource *s)
 {
-	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-	if (s->fd < 0) {
-		if (errno == ENOENT)
-			return ks_fail(err, n, -ENOENT, "%s does not exist: load the kernel-support module "
-				       "(sentinel_pmem.ko) first, or point --source at a VM's RAM file", s->path);
-		return ks_fail(err, n, -errno, "%s: %s (it needs root)", s->path, strerror(errno));
-	}
-	FILE *f = fopen("/proc/iomem", "r");
+	FILE *f = fopen("/sys/kernel/vmcoreinfo", "r");
+	unsigned long long pa, size;
 	if (!f)
-		return ks_fail(err, n, -errno, "/proc/iomem: %s", strerror(errno));
-	char line[256];
-	int e = 0;
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long a, z;
-		if (line[0] == ' ' || !strstr(line, ": System RAM") || sscanf(line, "%llx-%llx", &a, &z) != 2)
-			continue;
-		if (a == 0 && z == 0) {
-			e = ks_fail(err, n, -EPERM, "/proc/iomem shows zero addresses: run as root");
-			break;
-		}
-		void *p = mmap(NULL, z + 1 - a, PROT_READ, MAP_SHARED, s->fd, (off_t)a);
-		if (p == MAP_FAILED) {
-			e = ks_fail(err, n, -errno, "%s: mmap of %#llx-%#llx: %s", s->path, a, z, strerror(errno));
-			break;
-		}
-		s->pmem_maps[s->nranges] = p;
-		ms_add(s, a, z + 1 - a, p);
+		return;
+	if (fscanf(f, "%llx %llx", &pa, &size) == 2 && pa && size) {
+		s->vmcoreinfo_pa = pa;
+		s->vmcoreinfo_size = size;
 	}
 	fclose(f);
-	return e;
+}
+
+/* ranges=A-B+C-D: inclusive ends, as /proc/iomem prints them, rounded
+ * inward to whole pages */
+static int ms_parse_ranges(MemSource *s, const char *v, uint64_t *phys, uint64_t *size, unsigned *n, char *err, size_t en)
+{
+	*n = 0;
+	while (*v) {
+		char *end;
+		unsigned long long a = strtoull(v, &end, 16), z;
+		if (end == v || *end != '-')
+			goto bad;
+		v = end + 1;
+		z = strtoull(v, &end, 16);
+		if (end == v || (*end && *end != '+') || z < a)
+			goto bad;
+		v = *end ? end + 1 : end;
+		uint64_t lo = (a + KX_PAGE_SIZE - 1) & ~(KX_PAGE_SIZE - 1), hi = (z + 1) & ~(KX_PAGE_SIZE - 1);
+		if (hi <= lo)
+			continue;
+		if (*n == KX_MAX_RANGES)
+			return ks_fail(err, en, -E2BIG, "ranges=: more than %d ranges", KX_MAX_RANGES);
+		phys[*n] = lo;
+		size[*n] = hi - lo;
+		(*n)++;
+	}
+	if (*n)
+		return 0;
+bad:
+	return ks_fail(err, en, -EINVAL, "ranges=%s: give START-END[+START-END...] in hex, as /proc/iomem prints "
+		       "System RAM (e.g. ranges=1000-9fbff+100000-1ffdbfff)", v);
+}
+
+/* The device's ranges and their generation (SENTINEL_PMEM_IOC_RANGES). */
+static int ms_pmem_ranges(int fd, struct sentinel_pmem_range *r, unsigned *n, unsigned long long *gen)
+{
+	struct sentinel_pmem_ranges q = {.count = KX_MAX_RANGES, .ranges = (uint64_t)(uintptr_t)r};
+	if (ioctl(fd, SENTINEL_PMEM_IOC_RANGES, &q))
+		return -errno;
+	if (q.abi != SENTINEL_PMEM_ABI)
+		return -EPROTO;
+	*n = q.count;
+	*gen = q.generation;
+	return 0;
+}
+
+/* pmem: each range mapped at its physical address (the device's mmap
+ * offset is the physical address; a file standing in has RAM at its
+ * offsets).  One mapping a range: the holes between them never map. */
+static int ms_open_pmem(MemSource *s, const char *opts, char *err, size_t n)
+{
+	uint64_t phys[KX_MAX_RANGES], size[KX_MAX_RANGES];
+	unsigned nr = 0;
+	struct stat st;
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return ks_fail(err, n, -ENOENT, "%s does not exist: load the module (modprobe sentinel_pmem, after "
+				       "make module-install or the DKMS package; docs/targets.md), or try --source kcore, "
+				       "which needs no module", s->path);
+		if (e == EPERM || e == EACCES)
+			return ks_fail(err, n, -e, "%s: %s: it takes root with CAP_SYS_RAWIO, and the kernel not locked "
+				       "down (the kernel log says which refused)", s->path, strerror(e));
+		return ks_fail(err, n, -e, "%s: %s", s->path, strerror(e));
+	}
+	if (fstat(s->fd, &st))
+		return ks_fail(err, n, -errno, "%s: %s", s->path, strerror(errno));
+	const char *rv = opts && !strncmp(opts, "ranges=", 7) ? opts + 7 : NULL;
+	if (opts && *opts && !rv)
+		return ks_fail(err, n, -EINVAL, "unknown option '%s' (pmem takes ranges=, for a file standing in for the "
+			       "device)", opts);
+	if (S_ISCHR(st.st_mode)) {
+		struct sentinel_pmem_range r[KX_MAX_RANGES];
+		if (rv)
+			return ks_fail(err, n, -EINVAL, "%s: ranges= is for a file standing in for the device; the device "
+				       "names its own", s->path);
+		int e = ms_pmem_ranges(s->fd, r, &nr, &s->generation);
+		if (e == -ENOTTY || e == -EINVAL)
+			return ks_fail(err, n, e, "%s is not /dev/sentinel_pmem (it does not answer the ranges ioctl)",
+				       s->path);
+		if (e == -EPROTO)
+			return ks_fail(err, n, e, "%s: the sentinel_pmem module speaks another ABI than this build (%d): "
+				       "install the module of the same release", s->path, SENTINEL_PMEM_ABI);
+		if (e)
+			return ks_fail(err, n, e, "%s: the ranges ioctl: %s", s->path, strerror(-e));
+		if (nr > KX_MAX_RANGES)
+			return ks_fail(err, n, -E2BIG, "%s: this machine's RAM is %u ranges; Sentinel reads at most %d "
+				       "(KX_MAX_RANGES)", s->path, nr, KX_MAX_RANGES);
+		for (unsigned i = 0; i < nr; i++) {
+			phys[i] = r[i].start;
+			size[i] = r[i].size;
+		}
+		s->pmem_device = 1;
+		ms_vmcoreinfo_hint(s);
+	} else if (S_ISREG(st.st_mode)) {
+		if (!rv)
+			return ks_fail(err, n, -EINVAL, "%s: a file standing in for /dev/sentinel_pmem needs ranges= (the "
+				       "System RAM lines of the machine's /proc/iomem, e.g. ranges=1000-9fbff+100000-1ffdbfff)",
+				       s->path);
+		int e = ms_parse_ranges(s, rv, phys, size, &nr, err, n);
+		if (e)
+			return e;
+		for (unsigned i = 0; i < nr; i++)
+			if (phys[i] + size[i] > (uint64_t)st.st_size)
+				return ks_fail(err, n, -EINVAL, "%s: range %#llx-%#llx lies past the file's end (%lld bytes)",
+					       s->path, (unsigned long long)phys[i],
+					       (unsigned long long)(phys[i] + size[i] - 1), (long long)st.st_size);
+	} else {
+		return ks_fail(err, n, -EINVAL, "%s: neither the sentinel_pmem device nor a file", s->path);
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		void *p = mmap(NULL, size[i], PROT_READ, MAP_SHARED, s->fd, (off_t)phys[i]);
+		if (p == MAP_FAILED)
+			return ks_fail(err, n, -errno, "%s: mmap of %#llx-%#llx: %s", s->path, (unsigned long long)phys[i],
+				       (unsigned long long)(phys[i] + size[i] - 1), strerror(errno));
+		s->pmem_maps[s->nranges] = p;
+		ms_add(s, phys[i], size[i], p);
+	}
+	if (!s->nranges)
+		return ks_fail(err, n, -ENOENT, "%s: no RAM ranges", s->path);
+	return 0;
+}
+
+/* kcore: /proc/kcore is an ELF core of the running kernel; its PT_LOAD
+ * segments of the direct map carry their physical address (p_paddr), the
+ * others (the kernel image, vmalloc, vmemmap, modules) are left out: the
+ * reader finds those through the page tables.  kcore cannot be mapped, so
+ * each range is an anonymous mapping registered with userfaultfd: the
+ * first touch of a page faults, and the fault thread fills it with pread.
+ * ms_refresh drops what was read, so the next touch reads again. */
+struct MsKcore {
+	int uffd, stop;              /* stop: an eventfd that ends the thread */
+	pthread_t th;
+	int running;
+	uint64_t off[KX_MAX_RANGES]; /* each range's offset in the file */
+	uint64_t page;
+	unsigned char *buf;
+	unsigned long long faults, errors;
+};
+
+static void *ms_kcore_thread(void *arg)
+{
+	MemSource *s = arg;
+	struct MsKcore *k = s->kcore;
+	struct pollfd pf[2] = {{.fd = k->uffd, .events = POLLIN}, {.fd = k->stop, .events = POLLIN}};
+	for (;;) {
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents)
+			break;
+		struct uffd_msg m;
+		ssize_t got = read(k->uffd, &m, sizeof m);
+		if (got != (ssize_t)sizeof m || m.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		uint64_t a = m.arg.pagefault.address & ~(k->page - 1);
+		unsigned i;
+		for (i = 0; i < s->nranges; i++)
+			if (a - s->r[i].ptr < s->r[i].size)
+				break;
+		if (i == s->nranges)
+			continue;
+		ssize_t r = pread(s->fd, k->buf, k->page, (off_t)(k->off[i] + (a - s->r[i].ptr)));
+		k->faults++;
+		if (r != (ssize_t)k->page) {
+			/* a page the kernel would not give (offline, poisoned): zeros, counted */
+			k->errors++;
+			struct uffdio_zeropage z = {.range = {.start = a, .len = k->page}};
+			ioctl(k->uffd, UFFDIO_ZEROPAGE, &z);
+			continue;
+		}
+		struct uffdio_copy c = {.dst = a, .src = (uint64_t)(uintptr_t)k->buf, .len = k->page};
+		ioctl(k->uffd, UFFDIO_COPY, &c);      /* EEXIST: another fault filled it */
+	}
+	return NULL;
+}
+
+static int ms_open_kcore(MemSource *s, char *err, size_t n)
+{
+	Elf64_Ehdr eh;
+	s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (s->fd < 0) {
+		int e = errno;
+		return ks_fail(err, n, -e, "%s: %s%s", s->path, strerror(e),
+			       e == EPERM || e == EACCES ? " (it takes root, and a kernel not locked down in "
+			       "confidentiality mode)" : e == ENOENT ? " (a kernel built without CONFIG_PROC_KCORE: load "
+			       "the sentinel_pmem module and use --source pmem)" : "");
+	}
+	if (pread(s->fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum ||
+	    eh.e_phnum > 4096)
+		return ks_fail(err, n, -EINVAL, "%s: not a 64-bit ELF core", s->path);
+	Elf64_Phdr *ph = calloc(eh.e_phnum, sizeof *ph);
+	if (!ph)
+		return ks_fail(err, n, -ENOMEM, "out of memory");
+	ssize_t want = (ssize_t)(eh.e_phnum * sizeof *ph);
+	if (pread(s->fd, ph, (size_t)want, (off_t)eh.e_phoff) != want) {
+		free(ph);
+		return ks_fail(err, n, -EIO, "%s: cannot read its program headers", s->path);
+	}
+	struct MsKcore *k = s->kcore = calloc(1, sizeof *k);
+	if (!k) {
+		free(ph);
+		return ks_fail(err, n, -ENOMEM, "out of memory");
+	}
+	k->uffd = k->stop = -1;
+	k->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int e = 0;
+	for (unsigned i = 0; i < eh.e_phnum && !e; i++) {
+		if (ph[i].p_type != PT_LOAD || ph[i].p_paddr == (Elf64_Addr)-1 || ph[i].p_vaddr >= KX_START_KERNEL_MAP ||
+		    !ph[i].p_memsz)
+			continue;
+		if (s->nranges == KX_MAX_RANGES) {
+			e = ks_fail(err, n, -E2BIG, "%s: more than %d RAM segments", s->path, KX_MAX_RANGES);
+			break;
+		}
+		k->off[s->nranges] = ph[i].p_offset;
+		ms_add(s, ph[i].p_paddr, ph[i].p_memsz, NULL);
+	}
+	free(ph);
+	if (e)
+		return e;
+	if (!s->nranges)
+		return ks_fail(err, n, -ENOENT, "%s: no RAM segments (not /proc/kcore?)", s->path);
+	k->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (k->uffd < 0)
+		return ks_fail(err, n, -errno, "userfaultfd: %s (kcore reads through it; a kernel without "
+			       "CONFIG_USERFAULTFD, or a seccomp filter, stops it: use --source pmem)", strerror(errno));
+	struct uffdio_api api = {.api = UFFD_API};
+	if (ioctl(k->uffd, UFFDIO_API, &api))
+		return ks_fail(err, n, -errno, "userfaultfd: UFFDIO_API: %s", strerror(errno));
+	k->buf = malloc(k->page);
+	k->stop = eventfd(0, EFD_CLOEXEC);
+	if (!k->buf || k->stop < 0)
+		return ks_fail(err, n, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < s->nranges; i++) {
+		void *p = mmap(NULL, s->r[i].size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return ks_fail(err, n, -errno, "kcore: cannot reserve %llu MiB of address space: %s",
+				       (unsigned long long)(s->r[i].size >> 20), strerror(errno));
+		s->pmem_maps[i] = p;
+		s->r[i].ptr = (uint64_t)(uintptr_t)p;
+		struct uffdio_register reg = {.range = {.start = s->r[i].ptr, .len = s->r[i].size},
+					      .mode = UFFDIO_REGISTER_MODE_MISSING};
+		if (ioctl(k->uffd, UFFDIO_REGISTER, &reg))
+			return ks_fail(err, n, -errno, "userfaultfd: register: %s", strerror(errno));
+	}
+	if ((e = pthread_create(&k->th, NULL, ms_kcore_thread, s)))
+		return ks_fail(err, n, -e, "kcore: cannot start its reader thread: %s", strerror(e));
+	k->running = 1;
+	ms_vmcoreinfo_hint(s);
+	return 0;
+}
+
+static void ms_close_kcore(MemSource *s)
+{
+	struct MsKcore *k = s->kcore;
+	if (k->running) {
+		uint64_t one = 1;
+		if (write(k->stop, &one, sizeof one) != sizeof one)
+			pthread_cancel(k->th);
+		pthread_join(k->th, NULL);
+	}
+	for (unsigned i = 0; i < s->nranges; i++)
+		if (s->pmem_maps[i]) {
+			munmap(s->pmem_maps[i], s->r[i].size);
+			s->pmem_maps[i] = NULL;
+		}
+	if (k->uffd >= 0)
+		close(k->uffd);
+	if (k->stop >= 0)
+		close(k->stop);
+	free(k->buf);
+	free(k);
+	s->kcore = NULL;
+}
+
+void ms_refresh(MemSource *s)
+{
+	if (!s || s->kind != MS_KCORE || !s->kcore)
+		return;
+	for (unsigned i = 0; i < s->nranges; i++)
+		madvise(s->pmem_maps[i], s->r[i].size, MADV_DONTNEED);
+}
+
+int ms_changed(const MemSource *s)
+{
+	if (s->kind != MS_PMEM || !s->pmem_device)
+		return 0;
+	struct sentinel_pmem_range r[KX_MAX_RANGES];
+	unsigned nr = 0;
+	unsigned long long gen = 0;
+	int e = ms_pmem_ranges(s->fd, r, &nr, &gen);
+	return e ? e : gen != s->generation;
 }
 
 int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
@@ -160,18 +445,23 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 	if (!s)
 		return ks_fail(err, errlen, -ENOMEM, "out of memory");
 	s->fd = -1;
-	const char *colon = strchr(spec, ':'), *path = spec;
+	const char *colon = strchr(spec, ':'), *path = spec, *dflt = "";
 	char *opts = NULL;
 	int e;
 	if (colon && (!strncmp(spec, "ramfile:", 8) || !strncmp(spec, "raw:", 4) ||
-		      !strncmp(spec, "vmcore:", 7) || !strncmp(spec, "pmem:", 5))) {
+		      !strncmp(spec, "vmcore:", 7) || !strncmp(spec, "pmem:", 5) || !strncmp(spec, "kcore:", 6))) {
 		size_t kl = (size_t)(colon - spec);
 		s->kind = !strncmp(spec, "ramfile", kl) ? MS_RAMFILE : !strncmp(spec, "raw", kl) ? MS_RAW :
-			  !strncmp(spec, "vmcore", kl) ? MS_VMCORE : MS_PMEM;
+			  !strncmp(spec, "vmcore", kl) ? MS_VMCORE : !strncmp(spec, "kcore", kl) ? MS_KCORE : MS_PMEM;
 		path = colon + 1;
-	} else if (!strcmp(spec, "pmem")) {
-		s->kind = MS_PMEM;
-		path = "/dev/sentinel_pmem";
+	} else if (!strcmp(spec, "pmem") || !strncmp(spec, "pmem,", 5)) {
+		s->kind = MS_PMEM;                      /* the device, maybe options after it */
+		dflt = "/dev/sentinel_pmem";
+		path = spec + 4;
+	} else if (!strcmp(spec, "kcore")) {
+		s->kind = MS_KCORE;
+		dflt = "/proc/kcore";
+		path = spec + 5;
 	} else {
 		/* guess from the file itself */
 		unsigned char magic[4] = {0};
@@ -187,7 +477,12 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 		if (s->kind != MS_PMEM)
 			s->kind = !memcmp(magic, ELFMAG, SELFMAG) ? MS_VMCORE : MS_RAMFILE;
 	}
-	s->path = strdup(path);
+	s->path = malloc(strlen(dflt) + strlen(path) + 1);
+	if (!s->path) {
+		e = ks_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	strcat(strcpy(s->path, dflt), path);
 	char *comma = strchr(s->path, ',');
 	if (comma) {
 		*comma = 0;
@@ -201,7 +496,8 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 	case MS_RAMFILE:
 	case MS_RAW: e = ms_open_flat(s, opts, err, errlen); break;
 	case MS_VMCORE: e = ms_open_vmcore(s, err, errlen); break;
-	default: e = ms_open_pmem(s, err, errlen); break;
+	case MS_KCORE: e = ms_open_kcore(s, err, errlen); break;
+	default: e = ms_open_pmem(s, opts, err, errlen); break;
 	}
 out:
 	if (e) {
@@ -216,6 +512,8 @@ void ms_close(MemSource *s)
 {
 	if (!s)
 		return;
+	if (s->kcore)
+		ms_close_kcore(s);
 	if (s->map)
 		munmap(s->map, s->map_len);
 	for (unsigned i = 0; i < s->nranges; i++)

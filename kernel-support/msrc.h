@@ -5,13 +5,24 @@
  *                        2 GiB of a >= 2.75 GiB guest at 4 GiB: split=auto
  *   raw:PATH             a raw physical memory image, address 0 first
  *   vmcore:PATH          an ELF core (QEMU dump-guest-memory, kdump ELF)
- *   pmem[:PATH]          /dev/sentinel_pmem on bare metal (kernel-support module)
+ *   pmem[:PATH][,ranges=A-B+C-D...]
+ *                        this host's RAM through /dev/sentinel_pmem (the
+ *                        module in kernel-support/module/): each range the
+ *                        device names mapped at its physical address.  A
+ *                        regular file may stand in for the device (tests: a
+ *                        guest's RAM file, its /proc/iomem System RAM as
+ *                        ranges=, inclusive ends as iomem prints them)
+ *   kcore[:PATH]         this host's RAM through /proc/kcore (root, no
+ *                        module): its direct-map segments, read with pread
+ *                        page by page as they are touched (userfaultfd);
+ *                        ms_refresh() makes the next reads fresh.  For trying
+ *                        Sentinel and the CPU backend; the GPU cannot map it
  *   PATH                 guessed: ELF magic -> vmcore, a device -> pmem, else ramfile
  *
  * Every source is a set of physically contiguous ranges mapped read-only into
  * this process (kx_range: phys, size, host pointer), so the same ranges can be
- * registered with the GPU.  Ownership: a MemSource owns its mappings and
- * file descriptor; ms_close() releases them.
+ * registered with the GPU.  Ownership: a MemSource owns its mappings, file
+ * descriptors and (kcore) its fault thread; ms_close() releases them.
  */
 #ifndef SENTINEL_MSRC_H
 #define SENTINEL_MSRC_H
@@ -20,7 +31,9 @@
 
 #include <stddef.h>
 
-typedef enum { MS_RAMFILE, MS_RAW, MS_VMCORE, MS_PMEM } MsKind;
+typedef enum { MS_RAMFILE, MS_RAW, MS_VMCORE, MS_PMEM, MS_KCORE } MsKind;
+
+struct MsKcore;
 
 typedef struct MemSource {
 	MsKind kind;
@@ -30,7 +43,13 @@ typedef struct MemSource {
 	size_t map_len;
 	kx_range r[KX_MAX_RANGES];
 	unsigned nranges;
-	void *pmem_maps[KX_MAX_RANGES];   /* pmem: one mapping per range */
+	void *pmem_maps[KX_MAX_RANGES];   /* pmem, kcore: one mapping per range */
+	int pmem_device;      /* pmem: the module's device (not a file standing in) */
+	unsigned long long generation;    /* pmem device: its ranges' generation */
+	/* where VMCOREINFO is, when the kernel says (this host's
+	 * /sys/kernel/vmcoreinfo): discovery reads there instead of scanning */
+	unsigned long long vmcoreinfo_pa, vmcoreinfo_size;
+	struct MsKcore *kcore;
 } MemSource;
 
 /* Write a message into err (errlen bytes) and return code: the one error
@@ -42,6 +61,12 @@ int ks_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribut
 int ms_open(const char *spec, MemSource **out, char *err, size_t errlen);
 void ms_close(MemSource *s);
 const char *ms_kind_name(MsKind k);
+/* Make the next reads of the source current (kcore: drop the pages read
+ * so far); nothing for the others, whose mappings are the memory itself. */
+void ms_refresh(MemSource *s);
+/* 1 when the memory the source maps has changed shape since it was opened
+ * (pmem: the device's ranges, after memory hotplug), 0 if not, -errno. */
+int ms_changed(const MemSource *s);
 /* Total bytes of RAM the source maps. */
 unsigned long long ms_total(const MemSource *s);
 /* Fill a kx_mem's ranges from the source. */

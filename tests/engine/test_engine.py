@@ -33,6 +33,12 @@ against a Debian 6.12 guest under QEMU:
             sentineld records the run ([engine] record) and rulec test
             --replay of the recording gives the same events at the same ticks
 
+SENTINEL_TEST_SOURCE=pmem runs every scenario with the guest's RAM as the
+pmem source maps /dev/sentinel_pmem: the RAM file standing in for the
+device, the guest's own /proc/iomem System RAM as its ranges, each range
+mapped at its physical address and, on the GPU, registered in 64 MiB
+pieces ([engine] gpu_register_chunk).
+
 Before any guest: bad configurations, an unreachable target, a missing or
 foreign bundle, broken rules and (without a GPU) backend = cuda each get a
 clear message and a non-zero exit, never a crash.
@@ -62,6 +68,15 @@ SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
 TICK = 0.1
+SOURCE = os.environ.get("SENTINEL_TEST_SOURCE", "ramfile")
+
+
+def source(g):
+    """The guest's RAM as sentineld is to read it (SENTINEL_TEST_SOURCE)."""
+    if SOURCE != "pmem":
+        return "ramfile:" + g.ram
+    io = g.check("grep 'System RAM' /proc/iomem")
+    return "pmem:%s,ranges=%s" % (g.ram, "+".join(l.split(" :")[0].strip() for l in io.splitlines()))
 failures = 0
 
 
@@ -156,12 +171,14 @@ def startup_failures(tmp):
 
 
 class Daemon:
-    def __init__(self, tmp, ram, engine="", notify="", extra="", env=None):
+    def __init__(self, tmp, src, engine="", notify="", extra="", env=None):
         self.tmp = tmp
         self.log = open(os.path.join(tmp, "sentineld.log"), "w+")
         if callable(env):                # env(log file): the environment, made for this stderr
             env = env(self.log)
-        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, "ramfile:" + ram, engine=engine, notify=notify,
+        if src.startswith("pmem:"):
+            engine += "gpu_register_chunk = 64MiB\n"
+        self.p = subprocess.Popen([SENTINELD, "-c", conf(tmp, src, engine=engine, notify=notify,
                                                          extra=extra)],
                                   stdout=self.log,
                                   stderr=subprocess.STDOUT, env=env)
@@ -340,7 +357,7 @@ def with_guest(tmp):
                    "backend = auto says which backend it chose and why", p.stdout + p.stderr)
         mport = free_port()
         fault = os.path.join(tmp, "faults")    # SENTINEL_TEST_FAULTS: engine/gpu.c's test hook
-        d = Daemon(tmp, g.ram, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport,
+        d = Daemon(tmp, source(g), extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport,
                    env=dict(os.environ, SENTINEL_TEST_FAULTS=fault))
         st = status(tmp)
         report(d.p.poll() is None and st.get("backend") == BACKEND and st.get("target", {}).get("state") == "ok",
@@ -603,7 +620,7 @@ def windows(tmp):
     try:
         # the CPU backend records what its rules see, for the replay below
         recording = os.path.join(tmp, "incident.rec")
-        d = Daemon(tmp, g.ram, engine="record = %s\n" % recording if BACKEND == "cpu" else "")
+        d = Daemon(tmp, source(g), engine="record = %s\n" % recording if BACKEND == "cpu" else "")
         t_start = time.time()
         if d.p.poll() is not None:
             report(False, "windows: sentineld starts", d.text())

@@ -165,7 +165,7 @@ def scenario(tmp):
         spool = os.path.join(tmp, "spool")
         notify = ("alertmanager = http://127.0.0.1:%d\nwebhook = http://127.0.0.1:%d/direct\nresend = 5s\n"
                   "spool = %s\n" % (aport, rport, spool))
-        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         if d.p.poll() is not None:
             report(False, "notify: sentineld starts with the remote sinks", d.text())
             return
@@ -234,7 +234,7 @@ def scenario(tmp):
         report(rc == 0 and "Sanitizer" not in d.text(), "sentineld with the remote sinks stops cleanly (exit %s)" % rc,
                d.text()[-2000:])
         # ---- the spool: SIGKILL while it holds events, then a new sentineld ------------------------
-        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         n1 = len(recv.payloads("/direct"))
         recv.stop()
         ev0 = len(events(tmp))
@@ -253,7 +253,7 @@ def scenario(tmp):
                (len(files), st.get("spool_bytes")), "%s %s" % (st, files))
         recv.start()
         mport = free_port()
-        d = te.Daemon(tmp, g.ram, engine="", notify=notify, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport)
+        d = te.Daemon(tmp, te.source(g), engine="", notify=notify, extra="[metrics]\nlisten = 127.0.0.1:%d\n" % mport)
         got = wait(lambda: [x["status"] for x in recv.payloads("/direct")[n1:]] if
                    len(recv.payloads("/direct")) >= n1 + 2 else None, 60)
         left = wait(lambda: not [f for _, _, fs in os.walk(spool) for f in fs if f.endswith(".json")] or None, 30)
@@ -263,7 +263,7 @@ def scenario(tmp):
         te.scrape_check(g.ram, mport, d)
         d.stop()
         journal(g, tmp)
-        d = te.Daemon(tmp, g.ram, engine="", notify=notify)
+        d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         panic(g, am, tmp, d)
         d.stop()
     finally:
@@ -323,7 +323,7 @@ def journal(g, tmp):
     def env(log):
         st = os.fstat(log.fileno())
         return dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
-    d = te.Daemon(tmp, g.ram, engine="", env=env)
+    d = te.Daemon(tmp, te.source(g), engine="", env=env)
     try:
         g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
         fired = wait(lambda: [e for e in got if e.get("ALERT") == "TestHogs" and e.get("ALERT_STATE") == "firing"], 30)

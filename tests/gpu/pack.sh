@@ -25,8 +25,8 @@ mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$o
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
 make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/rulec $B/metrics.bundle
-make -s $B/procpoll $B/syncprobe $B/regprobe $B/guest-helpers.cpio.gz
-cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll $B/syncprobe $B/regprobe "$out/bin/"
+make -s $B/procpoll $B/syncprobe $B/regprobe $B/capprobe $B/guest-helpers.cpio.gz
+cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/procpoll $B/syncprobe $B/regprobe $B/capprobe "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl"
 # /metrics' libmicrohttpd, found through sentineld's RUNPATH ($ORIGIN/lib)
 mkdir -p "$out/bin/lib"

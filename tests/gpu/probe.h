@@ -1,5 +1,6 @@
-/* probe.h - what syncprobe.c and greenprobe.c share: a kernel that spins
- * on a flag in mapped host memory, a clock, and per-thread CPU accounting. */
+/* probe.h - what the GPU probes share: a kernel that spins on a flag in
+ * mapped host memory, one that copies 256 bytes, a clock, and per-thread
+ * CPU accounting. */
 #ifndef SENTINEL_PROBE_H
 #define SENTINEL_PROBE_H
 
@@ -16,7 +17,28 @@
 	"  ld.param.u64 %rd1, [flag];\n" \
 	"LOOP:\n  ld.volatile.global.u32 %r1, [%rd1];\n  setp.eq.u32 %p1, %r1, 0;\n  @%p1 bra LOOP;\n  ret;\n}\n"
 
-static double now_s(void)
+/* copy(src, dst): 32 u64 from src to dst, one thread each */
+#define PROBE_COPY_PTX \
+	".version 7.0\n.target sm_70\n.address_size 64\n" \
+	".visible .entry copy(.param .u64 src, .param .u64 dst)\n{\n" \
+	"  .reg .u64 %rd<6>;\n  .reg .u32 %r<2>;\n" \
+	"  ld.param.u64 %rd1, [src];\n  ld.param.u64 %rd2, [dst];\n" \
+	"  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd3, %r1, 8;\n" \
+	"  add.u64 %rd4, %rd1, %rd3;\n  add.u64 %rd5, %rd2, %rd3;\n" \
+	"  ld.volatile.global.u64 %rd1, [%rd4];\n  st.global.u64 [%rd5], %rd1;\n  ret;\n}\n"
+
+#ifdef SENTINEL_CUDADRV_H   /* probes that load libcuda through engine/cudadrv.h */
+/* A CUresult's name ("CUDA_ERROR_INVALID_VALUE"), or "?" */
+static inline const char *probe_cu_name(const CuDrv *drv, CUresult r)
+{
+	const char *s = NULL;
+	if (drv->GetErrorName)
+		drv->GetErrorName(r, &s);
+	return s ? s : "?";
+}
+#endif
+
+static inline double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -24,7 +46,7 @@ static double now_s(void)
 }
 
 /* Every thread of this process: CPU ns and times it ran, summed by name. */
-static void threads_sample(char names[8][32], unsigned long long ns[8], unsigned long long runs[8], int *n)
+static inline void threads_sample(char names[8][32], unsigned long long ns[8], unsigned long long runs[8], int *n)
 {
 	*n = 0;
 	DIR *dir = opendir("/proc/self/task");

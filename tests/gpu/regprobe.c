@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "cudadrv.h"
+#include "probe.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -36,23 +37,9 @@
 
 static CuDrv d;
 
-/* copy(src, dst): 32 u64 from src to dst, one thread each */
-static const char copy_ptx[] =
-	".version 7.0\n.target sm_70\n.address_size 64\n"
-	".visible .entry copy(.param .u64 src, .param .u64 dst)\n{\n"
-	"  .reg .u64 %rd<6>;\n  .reg .u32 %r<2>;\n"
-	"  ld.param.u64 %rd1, [src];\n  ld.param.u64 %rd2, [dst];\n"
-	"  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd3, %r1, 8;\n"
-	"  add.u64 %rd4, %rd1, %rd3;\n  add.u64 %rd5, %rd2, %rd3;\n"
-	"  ld.volatile.global.u64 %rd1, [%rd4];\n  st.global.u64 [%rd5], %rd1;\n  ret;\n}\n";
+static const char copy_ptx[] = PROBE_COPY_PTX;
 
-static const char *cu_name(CUresult r)
-{
-	const char *s = NULL;
-	if (d.GetErrorName)
-		d.GetErrorName(r, &s);
-	return s ? s : "?";
-}
+static const char *cu_name(CUresult r) { return probe_cu_name(&d, r); }
 
 static CUfunction copy_fn;
 static CUdeviceptr dbuf;

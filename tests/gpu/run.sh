@@ -2,7 +2,7 @@
 # The GPU tests, on a GPU machine, from what tests/gpu/pack.sh put in
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
-#   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|metrics|engine|demo|bench [N,N SECONDS]|
+#   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -33,6 +33,10 @@ fi
 if [ "$what" = regprobe ]; then
 	# does a VM_IO|VM_PFNMAP mapping of RAM register with the GPU (bare metal)
 	"$work/bin/regprobe" || rc=1
+fi
+if [ "$what" = capprobe ]; then
+	# libcuda's cap on registered memory and the lift; flags and chunks on a RAM file
+	"$work/bin/capprobe" ${2:+"$2"} || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = metrics ]; then
 	PYTHONUNBUFFERED=1 python3 tests/gpu/gpu_test.py "$work/bin/sentinel-inspect" "$work/bin" || rc=1

@@ -6,6 +6,11 @@
 # .cache/guest); a second run downloads nothing.
 #
 #   sh tests/guest/fetch.sh            -> prints one line per kernel: NAME DIR
+#   sh tests/guest/fetch.sh --headers NAME...
+#                                      -> each kernel's build tree, for building
+#                                         the sentinel_pmem module: NAME KDIR
+#                                         (the headers packages of its exact
+#                                         release, unpacked under the cache)
 set -eu
 PATH=$PATH:/sbin:/usr/sbin   # depmod
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -77,6 +82,51 @@ fetch_kernel() {
 	echo "$initramfs_sum" > "$dir/ready"
 	echo "$name $dir"
 }
+
+# fetch_headers NAME: the linux-headers packages of the release the cached
+# kernel NAME is (its -common and linux-kbuild too), unpacked into
+# NAME/headers; the build tree's Makefile points at the unpacked -common
+# one instead of /usr/src.  Prints "NAME KDIR".
+fetch_headers() {
+	name=$1
+	dir=$cache/$name
+	release=$(cat "$dir/release")
+	h=$dir/headers
+	kdir=$h/usr/src/linux-headers-$release
+	if [ -f "$h/ready" ] && [ "$(cat "$h/ready")" = "$release" ]; then
+		echo "$name $kdir"
+		return
+	fi
+	aptopts=
+	pkgs=$(apt-cache depends "linux-headers-$release" 2>/dev/null | sed -n 's/^ *|\{0,1\}Depends: \(linux-\(headers\|kbuild\)-[^ ]*\)$/\1/p' | sort -u)
+	if [ -z "$pkgs" ]; then
+		apt-get update -q >&2 || true
+		pkgs=$(apt-cache depends "linux-headers-$release" 2>/dev/null | sed -n 's/^ *|\{0,1\}Depends: \(linux-\(headers\|kbuild\)-[^ ]*\)$/\1/p' | sort -u)
+	fi
+	if [ -z "$pkgs" ]; then
+		echo "fetch: no linux-headers-$release in the package lists: the cached $name kernel is older than the" \
+			"archive's; delete $dir and fetch again" >&2
+		exit 1
+	fi
+	echo "fetch: $name: downloading linux-headers-$release" $pkgs >&2
+	rm -rf "$h" && mkdir -p "$h/deb"
+	(cd "$h/deb" && apt-get download "linux-headers-$release" $pkgs >&2 2>/dev/null ||
+		apt-get download "linux-headers-$release" $pkgs >&2)
+	for f in "$h"/deb/*.deb; do dpkg-deb -x "$f" "$h"; done
+	rm -rf "$h/deb"
+	sed -i "s|^include /usr/src/|include $h/usr/src/|" "$kdir/Makefile"
+	echo "$release" > "$h/ready"
+	echo "$name $kdir"
+}
+
+if [ "${1:-}" = --headers ]; then
+	shift
+	for name in "$@"; do
+		[ -f "$cache/$name/release" ] || { echo "fetch: no cached kernel $name: run sh tests/guest/fetch.sh first" >&2; exit 1; }
+		fetch_headers "$name"
+	done
+	exit 0
+fi
 
 need_tools
 initramfs_sum=$(cksum < "$top/tests/guest/mkinitramfs.sh" | cut -d' ' -f1)

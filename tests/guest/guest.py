@@ -52,8 +52,11 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append=""):
+                 append="", extra=()):
+        """extra: more initramfs archives (cpio, gzipped or not) appended
+        after the helpers: their files land in the guest's root."""
         self.kdir = kdir
+        self.extra = list(extra)
         self.mem_mb = mem_mb
         self.cpus = cpus
         self.kaslr = kaslr
@@ -109,11 +112,12 @@ class Guest:
 
     def _initrd(self):
         base = os.path.join(self.kdir, "initramfs.cpio.gz")
-        if not os.path.exists(HELPERS):
+        parts = [base] + ([HELPERS] if os.path.exists(HELPERS) else []) + self.extra
+        if len(parts) == 1:
             return base
         both = os.path.join(self.tmp, "initramfs.cpio.gz")
         with open(both, "wb") as out:
-            for part in (base, HELPERS):
+            for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out)
         return both
