@@ -75,12 +75,12 @@ RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
-	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz
+	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
 endif
 
-.PHONY: all check demo install uninstall clean distclean bench fuzz docs gpu-pack
+.PHONY: all check demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -216,6 +216,56 @@ $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
 	$(B)/procpoll $(B)/syncprobe $(B)/regprobe $(B)/capprobe
 	sh tests/gpu/pack.sh
+
+# The sentinel_pmem module (kernel-support/module/), built by the kernel's
+# own Kbuild against a kernel's build tree:
+#   make module [KDIR=...]   -> build/module/RELEASE/sentinel_pmem.ko (default: the running kernel)
+#   make module-install      that module for its kernel, the udev rule, depmod (root)
+#   make dkms-install        the source to /usr/src/sentinel-pmem-VERSION for DKMS, which builds it
+#                            for every kernel the distribution installs (root; docs/targets.md)
+KDIR ?= /lib/modules/$(shell uname -r)/build
+UDEVRULESDIR ?= /lib/udev/rules.d
+MODULE_FILES := kernel-support/module/Kbuild kernel-support/module/Makefile kernel-support/module/sentinel_pmem.c \
+	kernel-support/module/sentinel_pmem.h
+module:
+	@sh kernel-support/module/build.sh "$(KDIR)" $(B)/module
+
+module-install:
+	@ko=$$(sh kernel-support/module/build.sh "$(KDIR)" $(B)/module) || exit 1; rel=$$(basename $$(dirname $$ko)); \
+	install -D -m 644 $$ko $(DESTDIR)/lib/modules/$$rel/updates/sentinel_pmem.ko && \
+	install -D -m 644 kernel-support/module/60-sentinel-pmem.rules $(DESTDIR)$(UDEVRULESDIR)/60-sentinel-pmem.rules && \
+	if [ -z "$(DESTDIR)" ]; then PATH=$$PATH:/sbin:/usr/sbin depmod -a $$rel; fi && \
+	echo "module-install: /lib/modules/$$rel/updates/sentinel_pmem.ko; load it with: modprobe sentinel_pmem"
+
+dkms-install:
+	install -d $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)
+	install -m 644 $(MODULE_FILES) $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)/
+	sed 's/@VERSION@/$(VERSION)/' kernel-support/module/dkms.conf > $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)/dkms.conf
+	install -D -m 644 kernel-support/module/60-sentinel-pmem.rules $(DESTDIR)$(UDEVRULESDIR)/60-sentinel-pmem.rules
+	@if [ -z "$(DESTDIR)" ]; then \
+		command -v dkms >/dev/null || { echo "dkms-install: no dkms (apt-get install dkms), the source is in /usr/src/sentinel-pmem-$(VERSION)" >&2; exit 1; }; \
+		dkms add sentinel-pmem/$(VERSION) && dkms install sentinel-pmem/$(VERSION); fi
+
+# make static: sentinel-inspect and sentineld linked statically, glibc and
+# all: one file to copy onto a machine, or to run inside a test guest.  The
+# CPU backend only, no compiler (they take bundles rulec made elsewhere:
+# rulec/nocompile.c), and of the sinks the log and JSON lines
+# (notifier/static.c says why).
+STATIC_ENG_SRC := $(filter-out engine/gpucap.c,$(ENG_SRC))
+STATIC_OBJ := $(addprefix $(B)/static/obj/,$(RULEC_LIB_SRC:.c=.o) $(KS_SRC:.c=.o) $(STATIC_ENG_SRC:.c=.o) rulec/nocompile.o)
+STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -ljansson -linih -lyaml -lm -lpthread
+$(B)/static/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/static/sentinel-inspect: $(B)/static/obj/kernel-support/inspect.o $(STATIC_OBJ)
+	$(CC) -static -o $@ $^ $(STATIC_LIBS)
+
+$(B)/static/sentineld: $(B)/static/obj/engine/sentineld.o $(B)/static/obj/notifier/notify.o \
+		$(B)/static/obj/notifier/static.o $(STATIC_OBJ)
+	$(CC) -static -o $@ $^ $(STATIC_LIBS)
+
+static: $(B)/static/sentinel-inspect $(B)/static/sentineld
 
 # Every catalog metric, for the guest tests: one bundle for every kernel.
 $(B)/metrics.bundle: $(B)/rulec $(B)/librulec-backend.so $(RT_BC)

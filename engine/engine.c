@@ -178,6 +178,7 @@ int eng_tick(Engine *e, uint64_t now, char *err, size_t n)
 {
 	if (e->backend == ENG_CUDA)
 		return gpu_tick(e->gpu, now, err, n);
+	ms_refresh(e->t->src);                  /* kcore: read afresh */
 	cpu_tick(e->cpu, wd_world(e->block), now ? now : eng_clock(), 0);
 	return 0;
 }
@@ -286,6 +287,7 @@ static void *eng_cpu_thread(void *arg)
 		uint64_t t = eng_clock();
 		if (t - next > tick)
 			S->late++;
+		ms_refresh(e->t->src);
 		cpu_tick(e->cpu, w, t, CPU_THREADS_MIN_ROWS);
 		if (e->on_tick)
 			e->on_tick(e->on_tick_ctx, w);

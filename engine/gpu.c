@@ -108,6 +108,17 @@ static int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char
 
 #define CU(call, ...) do { CUresult _r = (call); if (_r != CUDA_SUCCESS) return gpu_err(g, _r, err, n, __VA_ARGS__); } while (0)
 
+#ifdef SENTINEL_STATIC
+/* The static build (make static) loads no driver: a static program cannot
+ * take libcuda. */
+static int gpu_load_driver(GpuCode *g, char *err, size_t n)
+{
+	(void)g;
+	snprintf(err, n, "this is the static build (make static), which has no CUDA backend: use the packaged "
+		 "sentineld for the GPU");
+	return -ENOTSUP;
+}
+#else
 /* Lift libcuda's cap on registered memory before it first asks sysinfo()
  * (at cuInit; engine/gpucap.h): by the machine's RAM, which is what the
  * targets Sentinel registers are made of, all of it on bare metal. */
@@ -139,6 +150,7 @@ static int gpu_load_driver(GpuCode *g, char *err, size_t n)
 	*(void **)&g->host_func = dlsym(g->d.lib, "cuLaunchHostFunc");
 	return 0;
 }
+#endif
 
 /* The PTX to load: the newest architecture the GPU runs natively, else the
  * oldest (the driver compiles PTX for newer GPUs). */

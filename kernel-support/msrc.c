@@ -420,7 +420,7 @@ static void ms_close_kcore(MemSource *s)
 	s->kcore = NULL;
 }
 
-void ms_refresh(MemSource *s)
+void ms_refresh(const MemSource *s)
 {
 	if (!s || s->kind != MS_KCORE || !s->kcore)
 		return;

@@ -63,7 +63,7 @@ void ms_close(MemSource *s);
 const char *ms_kind_name(MsKind k);
 /* Make the next reads of the source current (kcore: drop the pages read
  * so far); nothing for the others, whose mappings are the memory itself. */
-void ms_refresh(MemSource *s);
+void ms_refresh(const MemSource *s);
 /* 1 when the memory the source maps has changed shape since it was opened
  * (pmem: the device's ranges, after memory hotplug), 0 if not, -errno. */
 int ms_changed(const MemSource *s);

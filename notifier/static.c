@@ -3,8 +3,9 @@
  * A statically linked sentineld (one file an admin copies onto a machine,
  * or runs inside a test guest) links no libcurl, libmicrohttpd or
  * libsystemd: their static forms drag in TLS, Kerberos and LDAP.  It keeps
- * the log on stderr, JSON lines and the spool; this file stands in for the
- * rest, and a configuration that asks for them is refused at start with
+ * the log on stderr and JSON lines; this file stands in for the rest
+ * (Alertmanager, webhooks and their spool, /metrics, the journal's own
+ * fields), and a configuration that asks for them is refused at start with
  * what to do instead.  The packaged (dynamic) sentineld has them all.
  */
 #include "http.h"
@@ -19,9 +20,11 @@
 
 int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n)
 {
-	(void)c;
 	*out = NULL;
-	snprintf(err, n, NOT_HERE, "HTTP sinks (Alertmanager, webhooks)");
+	if (!c->alertmanager && !c->webhook && !c->spool)
+		return 0;                       /* nothing asked of it */
+	snprintf(err, n, NOT_HERE, c->spool && !c->alertmanager && !c->webhook ? "spool ([notify] spool)"
+		 : "HTTP sinks ([notify] alertmanager, webhook)");
 	return -ENOTSUP;
 }
 

@@ -14,5 +14,7 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
 	exit 0
 fi
 "$py" tests/guest/test_kernel_model.py "$inspect"
+# bare metal from inside: the sentinel_pmem module, the static tools on pmem and kcore
+"$py" tests/guest/test_baremetal.py build
 # the task set at real-host scale (5,000 and 50,000 tasks) under churn
 "$py" tests/guest/test_task_scale.py "$inspect" build/metrics.bundle cpu
