@@ -23,11 +23,12 @@
  * every 2 MiB subsection): holes and offline memory never map.
  *
  * Memory hotplug: memory coming online, or going offline, rebuilds the
- * ranges and bumps the generation.  Memory that any mapping of this device
- * covers cannot be taken offline: the offline is refused (the memory
- * notifier says EBUSY, with a line in the log) until the mappings are gone,
- * so a mapping never points at memory that left.  Memory going offline
- * while nothing maps it leaves the ranges at once, before any new mmap.
+ * ranges and bumps the generation (sentineld, seeing it, maps the ranges
+ * again).  While any mapping of this device exists, none of the memory it
+ * offers can be taken offline: the offline is refused (the memory notifier
+ * says EBUSY, with a line in the log) until the mappings are gone, so a
+ * mapping never points at memory that left.  Memory going offline while
+ * nothing maps the device leaves the ranges at once, before any new mmap.
  *
  * Unloading: every open file and mapping holds a reference on the module,
  * so rmmod says the module is in use until they are closed.

@@ -52,11 +52,13 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append="", extra=()):
-        """extra: more initramfs archives (cpio, gzipped or not) appended
-        after the helpers: their files land in the guest's root."""
+                 append="", extra=(), hotplug_mb=0):
+        """extra: more initramfs archives (gzipped cpio) appended after the
+        helpers: their files land in the guest's root.  hotplug_mb: room
+        for memory plugged in later (hmp object_add and device_add pc-dimm)."""
         self.kdir = kdir
         self.extra = list(extra)
+        self.hotplug_mb = hotplug_mb
         self.mem_mb = mem_mb
         self.cpus = cpus
         self.kaslr = kaslr
@@ -133,7 +135,8 @@ class Guest:
         cmd = [
             os.environ.get("SENTINEL_QEMU", "qemu-system-x86_64"), "-machine", "q35,memory-backend=ram", "-accel", "tcg",
             "-cpu", "max" if self.la57 else "qemu64",
-            "-smp", str(self.cpus), "-m", "%dM" % self.mem_mb,
+            "-smp", str(self.cpus),
+            "-m", "%dM" % self.mem_mb + (",slots=2,maxmem=%dM" % (self.mem_mb + self.hotplug_mb) if self.hotplug_mb else ""),
             "-object", "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
             "-kernel", os.path.join(self.kdir, "vmlinuz"),
             "-initrd", self._initrd(),

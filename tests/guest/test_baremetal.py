@@ -25,6 +25,11 @@ bundles in its initramfs.  In the guest:
   detect    sentineld (CPU backend, shipped rules) on pmem and then on
             kcore: two busy loops fire CpuOverload from inside, in its
             JSON lines
+  hotplug   128 MiB plugged in (QEMU pc-dimm, onlined movable): the ranges
+            take it in and the generation moves; while a mapping of the
+            device exists it cannot be taken offline (the kernel log says
+            why); once the mapping is gone it goes offline, and leaves the
+            ranges
   lockdown  raised to integrity at run time (securityfs), the device
             refuses every open and the kernel log names lockdown
 """
@@ -224,6 +229,64 @@ def detect(g, name, src):
     g.run("killall sentineld; sleep 1")
 
 
+def ranges_gen(g):
+    out = g.check("sentinel-pmemtest ranges").splitlines()
+    return int(out[0].split()[3]), out[1:]
+
+
+def hotplug(g, name):
+    """Memory plugged in under a running sentineld: the ranges take it in,
+    sentineld maps them again; offline is refused while mapped."""
+    gen0, r0 = ranges_gen(g)
+    g.check("(sentineld -c /etc/sentinel/pmem.conf > /tmp/hp.log 2>&1 &)")
+    if not wait_for(g, "cat /tmp/hp.log", "started:", 60):
+        report(False, "%s: sentineld starts on pmem before the memory is plugged in" % name, g.check("cat /tmp/hp.log"))
+        return
+    g.hmp("object_add memory-backend-ram,id=hp1,size=128M")
+    g.hmp("device_add pc-dimm,id=dimm1,memdev=hp1")
+    deadline, gen1, r1 = time.time() + 30, gen0, r0
+    while time.time() < deadline and len(r1) <= len(r0):
+        time.sleep(0.5)
+        gen1, r1 = ranges_gen(g)
+    new = [r for r in r1 if r not in r0]
+    report(gen1 > gen0 and len(new) == 1 and
+           int(new[0].split("-")[1], 16) - int(new[0].split("-")[0], 16) + 1 == 128 << 20,
+           "%s: 128 MiB plugged in joins the ranges (%s), generation %d -> %d" % (name, " ".join(new), gen0, gen1),
+           "before %s\nafter %s" % (r0, r1))
+    log = wait_for(g, "cat /tmp/hp.log", "target back", 30) or g.check("cat /tmp/hp.log")
+    report("RAM ranges changed" in log and "target back" in log,
+           "%s: sentineld sees the ranges change and maps them again (target error, then back)" % name, log[-1500:])
+    if len(new) != 1:
+        g.run("killall sentineld")
+        return
+    a, z = (int(x, 16) for x in new[0].split("-"))
+    bs = int(g.check("cat /sys/devices/system/memory/block_size_bytes"), 16)
+    blocks = " ".join("memory%d" % b for b in range(a // bs, (z + 1) // bs))
+    off = ("ok=1; for b in %s; do echo offline > /sys/devices/system/memory/$b/state 2>/dev/null || ok=0; done; "
+           "echo offline=$ok" % blocks)
+    out = g.check("%s; dmesg | grep 'sentinel_pmem: refusing' | tail -n 1" % off, timeout=120)
+    report("offline=0" in out and "refusing to take" in out,
+           "%s: while sentineld maps the device, the plugged memory cannot be taken offline (%s)" %
+           (name, out.splitlines()[-1][15:95] if out.splitlines() else ""), out)
+    g.run("killall sentineld; sleep 1")
+    out = g.check(off, timeout=120)
+    gen2, r2 = ranges_gen(g)
+    report("offline=1" in out and new[0] not in r2 and gen2 > gen1,
+           "%s: sentineld stopped, it goes offline and leaves the ranges (generation %d -> %d)" % (name, gen1, gen2),
+           "%s\nranges %s" % (out, r2))
+
+
+def wait_for(g, cmd, text, timeout):
+    """cmd's output once it holds text (within timeout seconds), or None."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = g.check(cmd)
+        if text in out:
+            return out
+        time.sleep(0.5)
+    return None
+
+
 def lockdown(g, name):
     out = g.check("mkdir -p /sys/kernel/security && mount -t securityfs none /sys/kernel/security; "
                   "echo integrity > /sys/kernel/security/lockdown; cat /sys/kernel/security/lockdown; "
@@ -258,12 +321,14 @@ def main():
                 continue
             report(True, "%s: the module builds against its headers package (%s)" % (name, os.path.relpath(ko, BUILD)))
             extra = payload(tmp, name, ko)
-            with guest.Guest(ks[name], name="bm", extra=[extra]) as g:
+            with guest.Guest(ks[name], name="bm", extra=[extra], hotplug_mb=128,
+                             append="memhp_default_state=online_movable") as g:
                 module_checks(g, name)
                 for src in ("pmem", "kcore"):
                     source_checks(g, name, src, lambda ok, what, detail="": report(ok, what, detail))
                 for src in ("pmem", "kcore"):
                     detect(g, name, src)
+                hotplug(g, name)
                 lockdown(g, name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

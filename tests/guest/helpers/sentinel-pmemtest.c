@@ -3,7 +3,8 @@
  *   sentinel-pmemtest ranges      the module's ranges (ioctl) and generation
  *   sentinel-pmemtest refusals    every refusal the module promises, one
  *                                 line each: "ok WHAT" or "FAIL WHAT"
- *   sentinel-pmemtest hold SECS   map the first range and sleep (for rmmod)
+ *   sentinel-pmemtest hold SECS [I]  map range I (default 0) and sleep (for
+ *                                 rmmod, and memory offlining)
  *
  * Static, no libc beyond what -static gives; built by make into the
  * guest-helpers archive (tests/guest/helpers).
@@ -146,7 +147,7 @@ static int refusals(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: sentinel-pmemtest ranges | refusals | hold SECONDS\n");
+		printf("usage: sentinel-pmemtest ranges | refusals | hold SECONDS [RANGE]\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "refusals"))
@@ -169,13 +170,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "hold") && argc > 2) {
-		void *p = mmap(NULL, (size_t)r[0].size, PROT_READ, MAP_SHARED, fd, (off_t)r[0].start);
+		unsigned i = argc > 3 ? (unsigned)atoi(argv[3]) : 0;
+		if (i >= q.count || i >= SENTINEL_PMEM_MAX_RANGES) {
+			fprintf(stderr, "sentinel-pmemtest: no range %u (%u ranges)\n", i, q.count);
+			return 1;
+		}
+		void *p = mmap(NULL, (size_t)r[i].size, PROT_READ, MAP_SHARED, fd, (off_t)r[i].start);
 		if (p == MAP_FAILED) {
 			perror("sentinel-pmemtest: mmap");
 			return 1;
 		}
 		close(fd);                          /* the mapping alone holds the module */
-		printf("mapped %#llx bytes\n", (unsigned long long)r[0].size);
+		printf("mapped %#llx bytes at %#llx\n", (unsigned long long)r[i].size, (unsigned long long)r[i].start);
 		fflush(stdout);
 		sleep((unsigned)atoi(argv[2]));
 		return 0;
