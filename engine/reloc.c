@@ -104,18 +104,32 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 	}
 }
 
+/* An object kind's entry point km_PREFIX_WHAT ("walk", "name", "stats"). */
+const char *rl_obj_fn(int ent, const char *what)
+{
+	static char buf[ENT__COUNT][3][32];
+	int i = !strcmp(what, "walk") ? 0 : !strcmp(what, "name") ? 1 : 2;
+	snprintf(buf[ent][i], sizeof buf[ent][i], "km_%s_%s", cat_entities[ent].prefix, what);
+	return buf[ent][i];
+}
+
 /* The entry points a metric runs through. */
 static void rl_metric_fns(MetricId m, const char *fns[4])
 {
 	static char buf[MET__COUNT][48];
+	int ent = cat_metrics[m].entity;
 	cg_metric_fn(m, buf[m], sizeof buf[m]);
 	memset(fns, 0, 4 * sizeof *fns);
-	switch (cat_metrics[m].entity) {
-	case ENT_HOST: fns[0] = buf[m]; break;
-	case ENT_CPU: fns[0] = buf[m]; fns[1] = "km_cpu_ids"; fns[2] = "km_cpu_online"; break;
-	case ENT_TASK: fns[0] = buf[m]; fns[1] = "km_task_walk"; break;
-	case ENT_DISK: fns[0] = buf[m]; fns[1] = "km_disk_walk"; fns[2] = "km_disk_name"; fns[3] = "km_disk_stats"; break;
-	default: break;
+	fns[0] = buf[m];
+	if (ent == ENT_CPU) {
+		fns[1] = "km_cpu_ids";
+		fns[2] = "km_cpu_online";
+	} else if (ent == ENT_TASK) {
+		fns[1] = "km_task_walk";
+	} else if (ent_is_obj(ent)) {
+		fns[1] = rl_obj_fn(ent, "walk");
+		fns[2] = rl_obj_fn(ent, "name");
+		fns[3] = rl_obj_fn(ent, "stats");
 	}
 }
 

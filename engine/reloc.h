@@ -34,6 +34,8 @@ void rl_free(RlResult *r);
 
 /* Whether every relocation entry point fn needs resolved. */
 bool rl_entry_ok(const Bundle *b, const RlResult *res, const char *fn);
+/* An object entity's entry point: km_PREFIX_walk, _name or _stats. */
+const char *rl_obj_fn(int ent, const char *what);
 
 /* Why rule r of b cannot run on this target (NULL: it can).  The string
  * lives in res. */

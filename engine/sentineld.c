@@ -741,7 +741,7 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 			NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st[i].value,
 				      .entity = on ? st[i].ev_entity : st[i].entity, .comm = on ? st[i].ev_comm : NULL};
 			const char *key[2];
-			char val[2][24];
+			char val[2][NT_LABEL_MAX];
 			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
 				json_object_set_new(o, key[k], k == 0 && !ent_is_obj(r->entity) ? json_integer(ev.entity)
 											 : json_string(val[k]));

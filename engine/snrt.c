@@ -87,9 +87,14 @@ static sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
 	return sn_one(s.t, s.v);
 }
 
+/* The metric library's "not applicable here" (a cgroup without the
+ * controller: KM_ABSENT in kmetric.c): unknown, but not a read error. */
+#define SN_ABSENT_BITS 0x7ff80000000005e1ull
+
 static void sn_count_error(sn_world *w, double v)
 {
-	if (sn_isnan(v))
+	union { double d; uint64_t u; } x = {.d = v};
+	if (sn_isnan(v) && x.u != SN_ABSENT_BITS)
 		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
 }
 
@@ -352,6 +357,7 @@ static int sn_obj_walk(uint32_t k, uint64_t *out, uint32_t cap)
 {
 	switch (k) {
 	case SN_OBJ_DISK: return km_disk_walk(out, cap);
+	case SN_OBJ_CGROUP: return km_cgroup_walk(out, cap);
 	default: return -22;                     /* KX_EINVAL */
 	}
 }
@@ -361,6 +367,8 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 	int r = -22;
 	if (k == SN_OBJ_DISK)
 		r = km_disk_name(key, out);
+	else if (k == SN_OBJ_CGROUP)
+		r = km_cgroup_name(key, out, SN_OBJ_NAME);
 	if (r < 0)
 		out[0] = 0;
 	out[SN_OBJ_NAME - 1] = 0;
@@ -704,7 +712,7 @@ static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, 
 	a->kind = kind;
 	a->value = value;
 	a->entity = st->ev_entity;
-	for (int i = 0; i < 16; i++)
+	for (uint32_t i = 0; i < SN_OBJ_NAME; i++)
 		a->comm[i] = st->ev_comm[i];
 	a->tick = w->tick;
 	sn_fence_system();
@@ -732,12 +740,12 @@ static int sn_mofn(sn_rstate *st, const sn_rdesc *d, int c)
 static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32_t row, int64_t entity)
 {
 	st->ev_entity = entity;
-	for (int i = 0; i < 16; i++)
+	for (uint32_t i = 0; i < SN_OBJ_NAME; i++)
 		st->ev_comm[i] = 0;
 	if (d->obj && entity >= 0) {             /* an object: its name */
 		uint32_t k = d->obj - 1;
 		if (k < SN_OBJ_KINDS && (uint64_t)entity < w->objs[k].cap)
-			for (int i = 0; i < 15; i++)
+			for (uint32_t i = 0; i + 1 < SN_OBJ_NAME && w->objs[k].name[entity][i]; i++)
 				st->ev_comm[i] = w->objs[k].name[entity][i];
 		return;
 	}

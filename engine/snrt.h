@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 7u
+#define SN_ABI_VERSION 8u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -42,6 +42,10 @@ typedef enum {
 /* One record: 64 bytes.  `seq` is written last (after a system fence): the
  * reader takes a record whose seq is its position + 1, and re-reads seq
  * after copying it to catch a record being overwritten. */
+/* An object's name (a disk's, a cgroup's path), NUL included; also the
+ * room for the entity's name in an alert record. */
+#define SN_OBJ_NAME 256u
+
 typedef struct sn_alert {
 	uint64_t seq;
 	uint64_t time_ns;     /* engine clock (GPU globaltimer or host monotonic) */
@@ -50,7 +54,7 @@ typedef struct sn_alert {
 	double value;         /* the rule's value when the event happened */
 	int64_t entity;       /* CPU number or PID the alert is about; -1: the host */
 	uint64_t tick;        /* tick number */
-	char comm[16];        /* the task's name when entity is a PID, else "" */
+	char comm[SN_OBJ_NAME]; /* the task's name when entity is a PID, the object's for an object, else "" */
 } sn_alert;
 
 typedef struct sn_ring {
@@ -111,7 +115,7 @@ typedef struct sn_rstate {
 	double cond;               /* last condition: 1, 0, or NaN (unknown) */
 	int64_t entity;            /* the entity that gave the last value (CPU, PID or -1) */
 	int64_t ev_entity;         /* the entity the pending or firing alert is about: its */
-	char ev_comm[16];          /* resolved/cancelled event names the same one */
+	char ev_comm[SN_OBJ_NAME]; /* resolved/cancelled event names the same one */
 	uint32_t mofn_pos, _pad;
 	uint64_t mofn[16];         /* the last n (<= 1024) ticks, one bit each */
 } sn_rstate;
@@ -206,9 +210,8 @@ typedef struct sn_tasks {
  * object that went away is given to the next new one with its histories
  * emptied.  Rules range over the slots present this tick, as over online
  * CPUs, and an alert names the object by its name. */
-#define SN_OBJ_KINDS 1u
-enum { SN_OBJ_DISK };
-#define SN_OBJ_NAME 32u
+#define SN_OBJ_KINDS 2u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
+enum { SN_OBJ_DISK, SN_OBJ_CGROUP };
 #define SN_OBJ_COLS 64u
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */
@@ -283,6 +286,8 @@ int km_task_walk(uint64_t *out, uint32_t cap);
  * name (NUL-terminated, SN_OBJ_NAME bytes). */
 int km_disk_walk(uint64_t *out, uint32_t cap);
 int km_disk_name(uint64_t disk, char *out32);
+int km_cgroup_walk(uint64_t *out, uint32_t cap);
+int km_cgroup_name(uint64_t cgroup, char *out, uint32_t size);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 

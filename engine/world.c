@@ -235,8 +235,8 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		if (J->kind == BD_JOB_HOST || J->kind == BD_JOB_CPU)
 			ok = res->avail[J->metric];
 		else if (J->kind == BD_JOB_OBJS)        /* its unavailable metrics: sn_objs.col_off */
-			ok = J->obj == SN_OBJ_DISK && rl_entry_ok(b, res, "km_disk_walk") &&
-			     rl_entry_ok(b, res, "km_disk_name");
+			ok = J->obj >= 0 && (unsigned)J->obj < SN_OBJ_KINDS && rl_entry_ok(b, res, rl_obj_fn(ENT_FIRST_OBJ + J->obj, "walk")) &&
+			     rl_entry_ok(b, res, rl_obj_fn(ENT_FIRST_OBJ + J->obj, "name"));
 		else if (J->kind == BD_JOB_TASKS)
 			ok = rl_entry_ok(b, res, "km_task_walk");   /* the tree is tried first, the list is the floor */
 		else

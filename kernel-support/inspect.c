@@ -266,6 +266,8 @@ static json_t *json_value(const Metric *m, double v)
 	}
 	if (m->type == MT_BOOL)
 		return json_boolean(v != 0);
+	if (isinf(v))                       /* JSON has no infinity: a limit of "max" */
+		return json_string(v > 0 ? "+Inf" : "-Inf");
 	return json_real(v);
 }
 
@@ -320,8 +322,11 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 				json_array_append_new(objs, o2);
 			}
 			json_object_set_new(j, cat_entities[ENT_FIRST_OBJ + k].plural, objs);
-			if (O->err)
-				json_object_set_new(j, "disk_walk_error", json_integer(O->err));
+			if (O->err) {
+				char key[48];
+				snprintf(key, sizeof key, "%s_walk_error", cat_entities[ENT_FIRST_OBJ + k].prefix);
+				json_object_set_new(j, key, json_integer(O->err));
+			}
 		}
 		if (w->tasks.err)
 			json_object_set_new(j, "task_walk_error", json_integer(w->tasks.err));

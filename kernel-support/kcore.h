@@ -211,6 +211,7 @@ struct pglist_data {
  * place); its rows' length (NR_PSI_STATES - 1) varies, so only row 0 is
  * read.  The state index is the target's enum psi_states. */
 struct psi_group {
+	struct psi_group *parent; /* 6.0+, when cgroup.psi became a pointer */
 	u64 total[2][8];          /* ns */
 	unsigned long avg[8][3];  /* percent in fixed point (FIXED_1 = 1 << 11): 10 s, 60 s, 300 s */
 };
@@ -276,6 +277,69 @@ struct super_block {
 	struct list_head s_inodes;
 };
 
+/* cgroup v2: the default hierarchy's cgroups, a tree of their `self`
+ * css (children / sibling lists); each controller's state hangs off
+ * `subsys[]` (NULL where the controller is not enabled for the cgroup);
+ * the name is the kernfs node's, the path its parents'. */
+typedef struct { s64 counter; } atomic64_t;
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+	struct list_head sibling;
+	struct list_head children;
+	unsigned int flags;           /* CSS_ONLINE 1 << 1, CSS_DYING 1 << 4 */
+	struct cgroup_subsys_state *parent;
+};
+struct kernfs_node {
+	struct kernfs_node *parent;
+	const char *name;
+};
+struct task_cputime {
+	u64 stime, utime, sum_exec_runtime;
+};
+struct cgroup_base_stat {
+	struct task_cputime cputime;
+};
+struct cgroup_rstat_cpu {             /* __percpu */
+	struct cgroup_base_stat bstat;
+	struct cgroup_base_stat last_bstat;
+};
+struct cgroup {
+	struct cgroup_subsys_state self;
+	struct kernfs_node *kn;
+	struct cgroup_subsys_state *subsys[16];   /* by enum cgroup_subsys_id */
+	struct cgroup_rstat_cpu *rstat_cpu;
+	struct cgroup_base_stat bstat;
+	struct psi_group *psi;        /* 6.1+: a pointer (before, embedded) */
+};
+struct cgroup_root {
+	struct cgroup cgrp;
+};
+struct page_counter {
+	atomic_long_t usage;          /* pages */
+	unsigned long high, max;      /* pages; PAGE_COUNTER_MAX: no limit */
+};
+struct mem_cgroup {
+	struct cgroup_subsys_state css;
+	struct page_counter memory;
+	atomic_long_t memory_events[16];  /* by enum memcg_memory_event: hierarchical */
+};
+struct pids_cgroup {
+	struct cgroup_subsys_state css;
+	atomic64_t counter;
+	atomic64_t limit;             /* PIDS_MAX (PID_MAX_LIMIT + 1): no limit */
+};
+struct cfs_bandwidth {
+	s64 period;                   /* ktime_t, ns */
+	u64 quota;                    /* ns a period; RUNTIME_INF (~0): no limit */
+	int nr_periods;
+	int nr_throttled;
+	u64 throttled_time;           /* ns */
+};
+struct task_group {
+	struct cgroup_subsys_state css;
+	struct cfs_bandwidth cfs_bandwidth;
+};
+
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;
@@ -304,6 +368,7 @@ extern unsigned long tainted_mask;
 extern atomic_t oops_count __kweak;                    /* 6.2, backported to 6.1.x */
 extern atomic_t warn_count __kweak;
 extern struct psi_group psi_system __kweak;             /* CONFIG_PSI */
+extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the v2 hierarchy */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;

@@ -963,3 +963,262 @@ double km_disk_io_time(u64 d, const u64 *blk)
 		ticks += now - stamp;
 	return (double)ticks / (double)blk[KD_HZ];
 }
+
+/* ---- cgroups: the v2 hierarchy, as /sys/fs/cgroup -----------------------------------------
+ *
+ * Every cgroup below the root of the default hierarchy (cgrp_dfl_root),
+ * found by a pre-order walk of each css's children list, and kept while it
+ * is online and not being removed (rmdir makes it dying at once, though a
+ * memory cgroup can linger offline long after).  The root is the host,
+ * whose metrics are host.*.  A controller's numbers come from its css in
+ * `subsys[]`, which is NULL where the controller is not enabled for the
+ * cgroup (its files are absent too): those metrics are then unknown, and
+ * not read errors (KM_ABSENT). */
+
+#define KM_MAX_CGROUP_STEPS (1u << 20)
+#define KM_MAX_CGROUP_DEPTH 64u
+#define KM_CSS_ONLINE (1u << 1)
+#define KM_CSS_DYING (1u << 4)
+/* unknown because the cgroup has no such controller, not a failed read
+ * (engine/snrt.c counts NaNs as read errors, but not this one) */
+#define KM_ABSENT __builtin_nan("0x5e1")
+
+enum { KG_CHILD, KG_SIB, KG_PARENT, KG_FLAGS, KG__N };
+
+/* Warp-collective: every lane gets the count, lane 0 writes out. */
+int km_cgroup_walk(u64 *out, u32 cap)
+{
+	if (!&cgrp_dfl_root)
+		return -2;                      /* KX_ENOENT: a kernel without cgroups */
+	struct cgroup_subsys_state *root = KP(cgrp_dfl_root.cgrp.self), *cur = root;
+	u32 depth = 0;
+	int n = 0;
+	for (u32 step = 0; step < KM_MAX_CGROUP_STEPS; step++) {
+		/* its first child, next sibling, parent and flags: one load for the warp */
+		u64 a[KG__N], v[KG__N];
+		a[KG_CHILD] = km_addr(KP(cur->children.next));
+		a[KG_SIB] = km_addr(KP(cur->sibling.next));
+		a[KG_PARENT] = km_addr(KP(cur->parent));
+		a[KG_FLAGS] = km_addr(KP(cur->flags));
+		km_gather(a, KG__N, v);
+		if (simt_any(__llview_failed()))
+			return -14;
+		if (cur != root && (v[KG_FLAGS] & KM_CSS_ONLINE) && !(v[KG_FLAGS] & KM_CSS_DYING)) {
+			if ((u32)n < cap && simt_lane() == 0)
+				out[n] = km_addr(kcontainer_of(cur, struct cgroup, self));
+			n++;
+		}
+		if (v[KG_CHILD] != km_addr(KP(cur->children)) && depth < KM_MAX_CGROUP_DEPTH) {
+			cur = kcontainer_of((struct list_head *)(unsigned long)v[KG_CHILD], struct cgroup_subsys_state, sibling);
+			depth++;
+			continue;
+		}
+		/* no children (or too deep): the next sibling, or the nearest
+		 * ancestor's; back at the root, the walk is done */
+		for (;;) {
+			if (cur == root)
+				return n;
+			struct cgroup_subsys_state *up = (struct cgroup_subsys_state *)(unsigned long)v[KG_PARENT];
+			if (v[KG_SIB] != km_addr(KP(up->children))) {
+				cur = kcontainer_of((struct list_head *)(unsigned long)v[KG_SIB], struct cgroup_subsys_state,
+						    sibling);
+				break;
+			}
+			cur = up;
+			if (depth == 0 || ++step >= KM_MAX_CGROUP_STEPS)
+				return -40;             /* KX_ELOOP: a corrupt or endless tree */
+			depth--;
+			u64 b[2] = {km_addr(KP(cur->sibling.next)), km_addr(KP(cur->parent))}, w[2];
+			km_gather(b, 2, w);
+			if (simt_any(__llview_failed()))
+				return -14;
+			v[KG_SIB] = w[0];
+			v[KG_PARENT] = w[1];
+		}
+	}
+	return -40;
+}
+
+/* The cgroup's path below the root ("system.slice/cron.service"): its
+ * kernfs node's name and its parents' up to the root's, a word at a time,
+ * at most size - 1 bytes (a longer one is cut).  One lane. */
+int km_cgroup_name(u64 c, char *out, u32 size)
+{
+	struct cgroup *cg = (struct cgroup *)(unsigned long)c;
+	struct kernfs_node *chain[KM_MAX_CGROUP_DEPTH];
+	struct kernfs_node *kn = KR(cg->kn);
+	u32 d = 0, o = 0;
+	while (kn && d < KM_MAX_CGROUP_DEPTH && !__llview_failed()) {
+		chain[d++] = kn;
+		kn = KR(kn->parent);
+	}
+	/* chain[d - 1] is the hierarchy's root (no name); the path starts below it */
+	for (u32 i = d > 0 ? d - 1 : 0; i-- > 0 && o + 1 < size && !__llview_failed();) {
+		const char *s = KR(chain[i]->name);
+		if (o)
+			out[o++] = '/';
+		int end = 0;
+		for (u32 k = 0; !end && o + 1 < size && k < 256 && !__llview_failed(); k += 8) {
+			u64 w = *(const u64 *)(s + k);
+			for (u32 b = 0; b < 8 && !end && o + 1 < size; b++) {
+				char ch = (char)(w >> (8 * b));
+				end = ch == 0;
+				if (!end)
+					out[o++] = ch;
+			}
+		}
+	}
+	for (u32 i = o; i < size; i++)
+		out[i] = 0;
+	return __llview_failed() ? -14 : 0;
+}
+
+/* A cgroup's numbers, read once a tick into a block (km_cgroup_stats: the
+ * cgroup's fields one gather, its controllers' one more, its own CPUs'
+ * unflushed CPU time km_pcpu_sums); the metrics read the block. */
+enum {
+	KC_MEM_USAGE, KC_MEM_MAX, KC_MEM_HIGH, KC_EV_MAX, KC_EV_OOM, KC_EV_OOM_KILL,
+	KC_PIDS_CUR, KC_PIDS_MAX,
+	KC_CFS_PERIODS, KC_CFS_THROTTLED, KC_CFS_THR_TIME, KC_CFS_QUOTA, KC_CFS_PERIOD,
+	KC_PSI_TOTAL, KC_PSI_AVG10 = KC_PSI_TOTAL + 6,       /* cpu some, cpu full, memory some/full, io some/full */
+	KC_GATHER = KC_PSI_AVG10 + 6,                        /* the controllers' words, one gather */
+	KC_USAGE = KC_GATHER, KC_UNFLUSHED,                  /* bstat's sum_exec_runtime; this CPU's deltas */
+	KC_ABSENT, KC_FAILED, KC__COUNT
+};
+_Static_assert(KC__COUNT <= 64, "the block rulec gives km_cgroup_stats (CG_OBJ_BLOCK)");
+/* KC_ABSENT's bits: which controllers the cgroup lacks */
+enum { KC_NO_MEM = 1, KC_NO_PIDS = 2, KC_NO_CPU = 4, KC_NO_PSI = 8 };
+enum { KF_MEM, KF_PIDS, KF_CPU, KF_PSI, KF_USAGE, KF_RSTAT, KF__N };
+
+KM_INLINE u64 km_dummy_addr(void) { return km_addr(&jiffies_64); }
+
+int km_cgroup_stats(u64 c, u64 *blk)
+{
+	struct cgroup *cg = (struct cgroup *)(unsigned long)c;
+	u64 a[KC_GATHER], f[KF__N];
+	a[KF_MEM] = km_addr(KP(cg->subsys[KENUM(cgroup_subsys_id, memory_cgrp_id)]));
+	a[KF_PIDS] = km_addr(KP(cg->subsys[KENUM(cgroup_subsys_id, pids_cgrp_id)]));
+	a[KF_CPU] = km_addr(KP(cg->subsys[KENUM(cgroup_subsys_id, cpu_cgrp_id)]));
+	a[KF_PSI] = km_addr(KP(cg->psi));
+	a[KF_USAGE] = km_addr(KP(cg->bstat.cputime.sum_exec_runtime));
+	a[KF_RSTAT] = km_addr(KP(cg->rstat_cpu));
+	km_gather(a, KF__N, f);
+	struct mem_cgroup *mem = kcontainer_of((struct cgroup_subsys_state *)(unsigned long)f[KF_MEM], struct mem_cgroup, css);
+	struct pids_cgroup *pids = kcontainer_of((struct cgroup_subsys_state *)(unsigned long)f[KF_PIDS], struct pids_cgroup, css);
+	struct task_group *tg = kcontainer_of((struct cgroup_subsys_state *)(unsigned long)f[KF_CPU], struct task_group, css);
+	struct psi_group *pg = (struct psi_group *)(unsigned long)f[KF_PSI];
+	/* cgroup.psi is a pointer from 6.0 (when psi_group got its parent);
+	 * before, the group was embedded, and is not read */
+	int psi = KFIELD_EXISTS(psi_group, parent) && f[KF_PSI] && km_psi_on();
+	u64 absent = (f[KF_MEM] ? 0 : KC_NO_MEM) | (f[KF_PIDS] ? 0 : KC_NO_PIDS) | (f[KF_CPU] ? 0 : KC_NO_CPU) |
+		     (psi ? 0 : KC_NO_PSI);
+	u64 d = km_dummy_addr();
+	/* an absent controller's words are read from somewhere harmless */
+	a[KC_MEM_USAGE] = f[KF_MEM] ? km_addr(KP(mem->memory.usage.counter)) : d;
+	a[KC_MEM_MAX] = f[KF_MEM] ? km_addr(KP(mem->memory.max)) : d;
+	a[KC_MEM_HIGH] = f[KF_MEM] ? km_addr(KP(mem->memory.high)) : d;
+	a[KC_EV_MAX] = f[KF_MEM] ? km_addr(KP(mem->memory_events[KENUM(memcg_memory_event, MEMCG_MAX)])) : d;
+	a[KC_EV_OOM] = f[KF_MEM] ? km_addr(KP(mem->memory_events[KENUM(memcg_memory_event, MEMCG_OOM)])) : d;
+	a[KC_EV_OOM_KILL] = f[KF_MEM] ? km_addr(KP(mem->memory_events[KENUM(memcg_memory_event, MEMCG_OOM_KILL)])) : d;
+	a[KC_PIDS_CUR] = f[KF_PIDS] ? km_addr(KP(pids->counter.counter)) : d;
+	a[KC_PIDS_MAX] = f[KF_PIDS] ? km_addr(KP(pids->limit.counter)) : d;
+	a[KC_CFS_PERIODS] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.nr_periods)) : d;
+	a[KC_CFS_THROTTLED] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.nr_throttled)) : d;
+	a[KC_CFS_THR_TIME] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.throttled_time)) : d;
+	a[KC_CFS_QUOTA] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.quota)) : d;
+	a[KC_CFS_PERIOD] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.period)) : d;
+	long st[6] = {KENUM(psi_states, PSI_CPU_SOME), KENUM(psi_states, PSI_CPU_FULL),
+		      KENUM(psi_states, PSI_MEM_SOME), KENUM(psi_states, PSI_MEM_FULL),
+		      KENUM(psi_states, PSI_IO_SOME), KENUM(psi_states, PSI_IO_FULL)};
+	for (int i = 0; i < 6; i++) {
+		const u64 *t = (const u64 *)KP(pg->total);
+		const unsigned long *av = (const unsigned long *)KP(pg->avg);
+		int have = !(absent & KC_NO_PSI) && st[i] >= 0 && st[i] < 8;
+		a[KC_PSI_TOTAL + i] = have ? km_addr(&t[st[i]]) : d;
+		a[KC_PSI_AVG10 + i] = have ? km_addr(&av[st[i] * 3]) : d;
+	}
+	km_gather(a, KC_GATHER, blk);
+	/* the two ints: km_word gives the word from the field up */
+	blk[KC_CFS_PERIODS] &= 0xffffffffu;
+	blk[KC_CFS_THROTTLED] &= 0xffffffffu;
+	/* this cgroup's own tasks' CPU time not yet flushed into bstat */
+	struct cgroup_rstat_cpu *rc = (struct cgroup_rstat_cpu *)(unsigned long)f[KF_RSTAT];
+	u64 off[2] = {km_addr(KP(rc->bstat.cputime.sum_exec_runtime)) - km_addr(rc),
+		      km_addr(KP(rc->last_bstat.cputime.sum_exec_runtime)) - km_addr(rc)}, sums[2] = {0, 0};
+	if (f[KF_RSTAT])
+		km_pcpu_sums(km_addr(rc), off, 2, sums);
+	blk[KC_USAGE] = f[KF_USAGE];
+	blk[KC_UNFLUSHED] = f[KF_RSTAT] && sums[0] > sums[1] ? sums[0] - sums[1] : 0;
+	blk[KC_ABSENT] = absent;
+	blk[KC_FAILED] = (u64)simt_any(__llview_failed());
+	return 0;
+}
+
+/* block item i of a controller, times scale: KM_ABSENT without the
+ * controller (returned as is: arithmetic on the GPU does not keep a NaN's
+ * payload), NaN when the block could not be read */
+KM_INLINE double km_cg(const u64 *blk, int i, u64 need, double scale)
+{
+	return blk[KC_FAILED] ? KM_NAN : (blk[KC_ABSENT] & need) ? KM_ABSENT : (double)blk[i] * scale;
+}
+
+#define KM_PAGE_COUNTER_MAX (0x7fffffffffffffffull / 4096)
+#define KM_PIDS_MAX 4194305ull           /* PID_MAX_LIMIT + 1 (x86-64): "max" */
+
+/* a limit: +Inf at the kernel's "max" */
+KM_INLINE double km_cg_limit(const u64 *blk, int i, u64 need, u64 max, double scale)
+{
+	double v = km_cg(blk, i, need, scale);
+	return v == v && blk[i] >= max ? __builtin_inf() : v;
+}
+
+double km_cgroup_memory_current(u64 c, const u64 *blk) { return km_cg(blk, KC_MEM_USAGE, KC_NO_MEM, KM_PAGE_SIZE); }
+double km_cgroup_memory_max(u64 c, const u64 *blk)
+{
+	return km_cg_limit(blk, KC_MEM_MAX, KC_NO_MEM, KM_PAGE_COUNTER_MAX, KM_PAGE_SIZE);
+}
+double km_cgroup_memory_high(u64 c, const u64 *blk)
+{
+	return km_cg_limit(blk, KC_MEM_HIGH, KC_NO_MEM, KM_PAGE_COUNTER_MAX, KM_PAGE_SIZE);
+}
+double km_cgroup_memory_max_events(u64 c, const u64 *blk) { return km_cg(blk, KC_EV_MAX, KC_NO_MEM, 1); }
+double km_cgroup_ooms(u64 c, const u64 *blk) { return km_cg(blk, KC_EV_OOM, KC_NO_MEM, 1); }
+double km_cgroup_oom_kills(u64 c, const u64 *blk) { return km_cg(blk, KC_EV_OOM_KILL, KC_NO_MEM, 1); }
+double km_cgroup_pids_current(u64 c, const u64 *blk) { return km_cg(blk, KC_PIDS_CUR, KC_NO_PIDS, 1); }
+double km_cgroup_pids_max(u64 c, const u64 *blk) { return km_cg_limit(blk, KC_PIDS_MAX, KC_NO_PIDS, KM_PIDS_MAX, 1); }
+
+/* cpu.stat's usage: the flushed sum plus this cgroup's own unflushed part
+ * (descendants' arrive at the kernel's next flush: any read of cpu.stat,
+ * and every 2 s with the memory controller) */
+double km_cgroup_cpu_usage_time(u64 c, const u64 *blk)
+{
+	return blk[KC_FAILED] ? KM_NAN : (double)(blk[KC_USAGE] + blk[KC_UNFLUSHED]) * NSEC;
+}
+
+double km_cgroup_cpu_periods(u64 c, const u64 *blk) { return km_cg(blk, KC_CFS_PERIODS, KC_NO_CPU, 1); }
+double km_cgroup_cpu_throttled_periods(u64 c, const u64 *blk) { return km_cg(blk, KC_CFS_THROTTLED, KC_NO_CPU, 1); }
+double km_cgroup_cpu_throttled_time(u64 c, const u64 *blk) { return km_cg(blk, KC_CFS_THR_TIME, KC_NO_CPU, NSEC); }
+
+/* cpu.max as CPUs: quota / period, +Inf for "max" (RUNTIME_INF) */
+double km_cgroup_cpu_max(u64 c, const u64 *blk)
+{
+	double q = km_cg(blk, KC_CFS_QUOTA, KC_NO_CPU, 1);
+	if (q != q)
+		return q;
+	if (blk[KC_CFS_QUOTA] == ~0ull || !blk[KC_CFS_PERIOD])
+		return __builtin_inf();
+	return (double)blk[KC_CFS_QUOTA] / (double)blk[KC_CFS_PERIOD];
+}
+
+#define KM_CG_PSI(name, i)                                                                                      \
+	double km_cgroup_pressure_##name##_time(u64 c, const u64 *blk)                                          \
+	{ return km_cg(blk, KC_PSI_TOTAL + i, KC_NO_PSI, NSEC); }                                                \
+	double km_cgroup_pressure_##name##_avg10(u64 c, const u64 *blk)                                         \
+	{ return km_cg(blk, KC_PSI_AVG10 + i, KC_NO_PSI, 1.0 / 2048.0 / 100.0); }
+KM_CG_PSI(cpu_some, 0)
+KM_CG_PSI(cpu_full, 1)
+KM_CG_PSI(memory_some, 2)
+KM_CG_PSI(memory_full, 3)
+KM_CG_PSI(io_some, 4)
+KM_CG_PSI(io_full, 5)
+#undef KM_CG_PSI

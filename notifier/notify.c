@@ -88,7 +88,7 @@ static int nt_priority(const char *severity)
 static void nt_entity(const NtEvent *e, char *buf, size_t n)
 {
 	const char *key[2];
-	char val[2][24];
+	char val[2][NT_LABEL_MAX];
 	int k = nt_entity_labels(e, key, val);
 	if (k == 0)
 		buf[0] = 0;
@@ -104,7 +104,7 @@ static void nt_remote(Notifier *nt, const NtEvent *e);
 static json_t *nt_labels(const NtEvent *e, json_t *o)
 {
 	const char *key[2];
-	char val[2][24];
+	char val[2][NT_LABEL_MAX];
 	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
 		json_object_set_new(o, key[i], json_string(val[i]));
 	for (size_t i = 0; i < e->rule->nlabels; i++)
@@ -154,7 +154,7 @@ static int nt_journal_event(Notifier *nt, const NtEvent *e, const char *msg, con
 {
 	const BdRule *r = e->rule;
 	const char *key[2];
-	char ev[2][24], file[512];
+	char ev[2][NT_LABEL_MAX], file[512];
 	int k = nt_entity_labels(e, key, ev);
 	snprintf(file, sizeof file, "%s:%u", r->file, r->line);
 	NjField f[12];
@@ -181,7 +181,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 	if (nt->c.log && (!quiet || nt->c.log_pending)) {
 		const char *sum = nt_annotation(r, "summary");
 		char *text = sum ? nt_render(sum, e, nt->target) : NULL;
-		char ent[64], val[64], msg[1024];
+		char ent[2 * NT_LABEL_MAX + 16], val[64], msg[1024];
 		nt_entity(e, ent, sizeof ent);
 		tp_format(e->value, TPF_NONE, val, sizeof val);
 		snprintf(msg, sizeof msg, "%s %s (%s) value %s%s%s%s",
@@ -205,7 +205,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 				      nt->target, "rule", r->file);
 		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
 		const char *ek[2];
-		char ev[2][24];
+		char ev[2][NT_LABEL_MAX];
 		if (nt_entity_labels(e, ek, ev) > 0)
 			json_object_set_new(o, ek[0], ent_is_obj(r->entity) ? json_string(ev[0]) : json_integer(e->entity));
 		json_object_set_new(o, "labels", nt_labels(e, json_object()));

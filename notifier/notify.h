@@ -77,9 +77,11 @@ void nt_delivery(Notifier *nt, struct NhStats *out);
 void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 const char *nt_kind_name(SnEventKind k);
-/* The entity's labels of event e: cpu="N", or pid="N" and comm="NAME";
- * returns how many (0 to 2) it wrote to key[] and val[] (val: 24 bytes each). */
-int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24]);
+/* The entity's labels of event e: cpu="N", pid="N" and comm="NAME", or an
+ * object's name (disk="vda", cgroup="system.slice/cron.service");
+ * returns how many (0 to 2) it wrote to key[] and val[]. */
+#define NT_LABEL_MAX SN_OBJ_NAME
+int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_MAX]);
 /* Whether events of rule r carry the target's kernel log: it is critical,
  * or one of its templates names $kernel_log. */
 bool nt_wants_kernel_log(const BdRule *r);

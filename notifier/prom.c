@@ -63,7 +63,9 @@ static void px_label(StrBuf *b, const char *key, const char *v, size_t len)
 
 static void px_value(StrBuf *b, double v)
 {
-	if (v == floor(v) && fabs(v) < 1e15)
+	if (isinf(v))                        /* a limit of "max": the format's own spelling */
+		sb_printf(b, " %s\n", v > 0 ? "+Inf" : "-Inf");
+	else if (v == floor(v) && fabs(v) < 1e15)
 		sb_printf(b, " %.0f\n", v);
 	else
 		sb_printf(b, " %.17g\n", v);

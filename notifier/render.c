@@ -20,7 +20,7 @@ const char *nt_kind_name(SnEventKind k)
 	}
 }
 
-int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24])
+int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_MAX])
 {
 	if (e->entity < 0 || e->rule->entity < 0)
 		return 0;
@@ -28,15 +28,15 @@ int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][24])
 		if (!e->comm || !*e->comm)
 			return 0;
 		key[0] = cat_entities[e->rule->entity].label;
-		snprintf(val[0], 24, "%s", e->comm);
+		snprintf(val[0], NT_LABEL_MAX, "%s", e->comm);
 		return 1;
 	}
 	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
-	snprintf(val[0], 24, "%lld", (long long)e->entity);
+	snprintf(val[0], NT_LABEL_MAX, "%lld", (long long)e->entity);
 	if (e->rule->entity == ENT_CPU)
 		return 1;
 	key[1] = "comm";
-	snprintf(val[1], 24, "%s", e->comm ? e->comm : "");
+	snprintf(val[1], NT_LABEL_MAX, "%s", e->comm ? e->comm : "");
 	return 2;
 }
 
@@ -51,7 +51,7 @@ static void nt_label(StrBuf *b, const NtEvent *e, const char *name, size_t len)
 			return;
 		}
 	const char *key[2];
-	char val[2][24];
+	char val[2][NT_LABEL_MAX];
 	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
 		if (strlen(key[i]) == len && !memcmp(key[i], name, len))
 			sb_puts(b, val[i]);

@@ -8,6 +8,7 @@
 #define CPU ENT_CPU
 #define TASK ENT_TASK
 #define DISK ENT_DISK
+#define CGROUP ENT_CGROUP
 #define GAUGE MK_GAUGE
 #define COUNTER MK_COUNTER
 #define NUM MT_NUM

@@ -16,7 +16,7 @@ typedef enum {
 #define ENT_FIRST_OBJ ENT_DISK
 #define ENT_NOBJ (ENT__COUNT - ENT_FIRST_OBJ)
 /* An object's name (disk.name) keeps this many characters. */
-#define CAT_OBJ_NAME_MAX 31
+#define CAT_OBJ_NAME_MAX 255
 static inline bool ent_is_obj(int e) { return e >= ENT_FIRST_OBJ && e < ENT__COUNT; }
 
 typedef struct EntityInfo {

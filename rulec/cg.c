@@ -45,7 +45,7 @@ typedef struct Cg {
 } Cg;
 
 /* Words of an object's counter block (km_disk_stats) */
-#define CG_OBJ_BLOCK 32
+#define CG_OBJ_BLOCK 64
 /* Values of one object, a column each (SN_OBJ_COLS) */
 #define CG_OBJ_COLS SN_OBJ_COLS
 

@@ -238,20 +238,25 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 					 !memcmp(r->labels[i].key, s + p.label_off, p.label_len);
 			/* the entity's labels: which task (any()/all() over tasks) or CPU */
 			int ent = r->expr ? cg_value_entity(r->expr) : -1;
-#define LBL(x) (p.label_len == sizeof x - 1 && !memcmp(s + p.label_off, x, sizeof x - 1))
-			found |= ent == ENT_TASK && (LBL("pid") || LBL("comm"));
-			found |= ent == ENT_CPU && LBL("cpu");
-			found |= ent == ENT_DISK && LBL("disk");
-			if (!found && (LBL("pid") || LBL("comm") || LBL("cpu") || LBL("disk")))
+#define LBL(x) (p.label_len == strlen(x) && !memcmp(s + p.label_off, x, p.label_len))
+			/* the entity the label names (a task's: pid and comm), or -1 */
+			int lent = LBL("comm") ? ENT_TASK : -1;
+			for (int e = ENT_CPU; e < ENT__COUNT && lent < 0; e++)
+				if (LBL(cat_entities[e].label))
+					lent = e;
+			found |= lent >= 0 && lent == ent;
+			char names[96];
+			if (ent > ENT_HOST && ent < ENT__COUNT)
+				snprintf(names, sizeof names, "this rule's alerts name a %s ($labels.%s%s)", cat_entities[ent].noun,
+					 cat_entities[ent].label, ent == ENT_TASK ? ", $labels.comm" : "");
+			else
+				snprintf(names, sizeof names, "this rule's alerts name no entity");
+			if (!found && lent >= 0)
 				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
 					    "label '%.*s' names the %s an alert is about, for rules whose value comes from "
 					    "any() or all() over %s; %s, so it will print empty",
-					    (int)p.label_len, s + p.label_off, LBL("cpu") ? "CPU" : LBL("disk") ? "disk" : "task",
-					    LBL("cpu") ? "CPUs" : LBL("disk") ? "disks" : "tasks",
-					    ent == ENT_CPU ? "this rule's alerts name a CPU ($labels.cpu)" :
-					    ent == ENT_DISK ? "this rule's alerts name a disk ($labels.disk)" :
-					    ent == ENT_TASK ? "this rule's alerts name a task ($labels.pid, $labels.comm)" :
-					    "this rule's alerts name no entity");
+					    (int)p.label_len, s + p.label_off, cat_entities[lent].noun, cat_entities[lent].plural,
+					    names);
 			else if (!found)
 				diag_report(C->d, yt_scalar_loc(n, p.var_off, (unsigned)p.var_len), DIAG_TEMPLATE_LABEL,
 					    "template names label '%.*s', which this rule does not set; it will print empty",

@@ -258,6 +258,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					    ent == ENT_CPU ? "CPU series take cpu=\"N\"" :
 					    ent == ENT_TASK ? "task series take pid=\"N\" and comm=\"NAME\"" :
 					    ent == ENT_DISK ? "disk series take disk=\"NAME\"" :
+					    ent == ENT_CGROUP ? "cgroup series take cgroup=\"PATH\"" :
 					    "host series take no labels");
 				return false;
 			}

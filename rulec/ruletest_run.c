@@ -31,7 +31,7 @@ typedef struct UtAlert {
 	uint32_t kind;            /* SnEventKind of its last event; 0 none */
 	double value;
 	int64_t entity;
-	char comm[16];
+	char comm[SN_OBJ_NAME];
 } UtAlert;
 
 typedef struct UtRun {
@@ -52,7 +52,7 @@ static void ut_event(void *ctx, const sn_alert *a)
 	A->value = a->value;
 	A->entity = a->entity;
 	memcpy(A->comm, a->comm, sizeof A->comm);
-	A->comm[15] = 0;
+	A->comm[sizeof A->comm - 1] = 0;
 }
 
 /* The value of series S at time t (seconds), or NAN when it has none. */
@@ -89,7 +89,7 @@ static void ut_labels(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *wa
 {
 	const char *key[2 + 64];
 	const char *val[2 + 64];
-	char ev[2][24];
+	char ev[2][NT_LABEL_MAX];
 	size_t n = 0;
 	key[n] = "severity", val[n++] = r->severity;
 	for (size_t i = 0; i < r->nlabels && n < 64; i++)
@@ -518,7 +518,7 @@ static void ut_replay_event(void *ctx, const sn_alert *a)
 	NtEvent e = {.rule = r, .kind = (SnEventKind)a->kind, .value = a->value, .entity = a->entity, .comm = a->comm};
 	char val[64], labels[96] = "";
 	const char *key[2];
-	char ev[2][24];
+	char ev[2][NT_LABEL_MAX];
 	tp_format(a->value, TPF_NONE, val, sizeof val);
 	for (int i = 0, k = nt_entity_labels(&e, key, ev), l = 0; i < k; i++)
 		l += snprintf(labels + l, sizeof labels - (size_t)l, " %s=%s", key[i], ev[i]);

@@ -48,6 +48,10 @@ class GuestError(Exception):
     pass
 
 
+# seconds without an answer after which run() sends a lone newline
+NUDGE_S = 5.0
+
+
 class Guest:
     """One QEMU guest.  Use as a context manager."""
 
@@ -200,7 +204,14 @@ class Guest:
 
         The guest checks each line's length.  A line it received garbled (a
         signal can interrupt its `read` mid-line) is answered with status 254
-        under whatever ID it parsed; the command is then sent again."""
+        under whatever ID it parsed; the command is then sent again.  Under
+        TCG with every vCPU busy the UART can drop bytes, the line's newline
+        among them: then the guest waits for the rest of the line forever.
+        So when nothing comes back for NUDGE_S, a lone newline goes after
+        it: it ends a line the guest was still reading (which then runs, or
+        is answered 254 and sent again), and a guest that was busy running
+        the command reads it later as an empty line, whose answer has no ID
+        and is ignored."""
         if "\n" in cmd:
             raise GuestError("commands are one line: %r" % cmd)
         deadline = time.time() + timeout
@@ -208,10 +219,20 @@ class Guest:
             self.seq += 1
             self.sock.sendall(("%d %d %s\n" % (self.seq, len(cmd.encode()), cmd)).encode())
             out = b""
+            nudged = False
             while True:
-                out += self._wait_for(b"@@END ", deadline)
+                try:
+                    out += self._wait_for(b"@@END ", deadline if nudged else min(deadline, time.time() + NUDGE_S))
+                except GuestError:
+                    if nudged or time.time() >= deadline or self.proc.poll() is not None:
+                        raise
+                    nudged = True
+                    self.sock.sendall(b"\n")
+                    continue
                 rest = self._wait_for(b"\n", deadline).split()
-                rid, status = (rest + [b"", b""])[:2]
+                if len(rest) != 2:
+                    continue                  # an empty line's answer (the nudge): no ID
+                rid, status = rest
                 if rid == str(self.seq).encode() and status != b"254":
                     return int(status or b"0"), out.decode(errors="replace").replace("\r\n", "\n").strip("\n")
                 if status == b"254":

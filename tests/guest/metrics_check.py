@@ -60,6 +60,13 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @diskstats; while read -r l; do echo \"$l\"; done < /proc/diskstats; "
          "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
          "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
+         "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
+         "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
+         "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
+         "[ -r $d$f ] && read -r v w < $d$f && echo \"C $p $f $v $w\"; done; "
+         "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; done; "
+         "for r in cpu memory io; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
+         "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
@@ -104,6 +111,10 @@ def parse_truth(out):
             t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
         elif sec == "kernel":
             t.setdefault("kernel", {})[f[0]] = int(f[1])
+        elif sec == "cgroups" and f[0] == "C" and len(f) >= 4:
+            # "C PATH FILE VALUE [MORE]": memory.max "max", cpu.max "QUOTA PERIOD",
+            # "cpu.pressure.some avg10=.. avg60=.. avg300=.. total=.."
+            t.setdefault("cgroups", {}).setdefault(f[1], {})[f[2]] = f[3:]
         elif sec == "tasks":
             if f[0] == "S":
                 rest = l[2:]
@@ -222,6 +233,8 @@ def compare(b, a, m, ncpus, release=None):
                 tol=1, counter=False, unit=" ns" if cb["nano"] else " us")
     # disks, as /proc/diskstats and /sys/class/block show them
     compare_disks(b, a, m, out, between, release)
+    # cgroups, as /sys/fs/cgroup shows them
+    compare_cgroups(b, a, m, out, between)
     # kernel health: a guest under test neither panics nor taints itself
     kb, ka = b.get("kernel", {}), a.get("kernel", {})
     between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
@@ -337,6 +350,83 @@ def compare_disks(b, a, m, out, between, release):
                 v = o.get(metric)
                 between("%s{disk=%s}" % (metric, name), None if v is None else int(v), sb[key], sa[key],
                         counter=False)
+
+
+def _cg_num(v, scale=1.0):
+    """A cgroup file's value: "max" is +Inf."""
+    return float("inf") if v == "max" else int(v) * scale
+
+
+def compare_cgroups(b, a, m, out, between):
+    """Each cgroup in both truths against ours: memory, pids, CPU and its
+    throttling, pressure.  cpu.stat's usage is flushed by the truth's own
+    read, so ours (the flushed sum plus the cgroup's own unflushed time)
+    lies between the two reads."""
+    cb, ca = b.get("cgroups", {}), a.get("cgroups", {})
+    ours = {c.get("cgroup.name"): c for c in m.get("cgroups", [])}
+    stable = set(cb) & set(ca)
+    out.append((stable <= set(ours) and set(ours) <= set(cb) | set(ca),
+                "cgroups: %d, the ones /sys/fs/cgroup lists (%s)" % (len(ours), " ".join(sorted(ours)) or "none"),
+                "ours %s, /sys/fs/cgroup %s then %s" % (sorted(ours), sorted(cb), sorted(ca))))
+    inf = float("inf")
+    for p in sorted(stable & set(ours)):
+        # JSON has no infinity: sentinel-inspect writes a limit of "max" as "+Inf"
+        o = {k: inf if v == "+Inf" else v for k, v in ours[p].items()}
+        fb, fa = cb[p], ca[p]
+
+        def gauge(metric, key, scale=1.0, tol=0):
+            if key not in fb or key not in fa:
+                v = o.get(metric)
+                out.append((v is None, "%s{cgroup=%s}: unknown, as it has no %s" % (metric, p, key), repr(v)))
+                return
+            lo, hi = _cg_num(fb[key][0], scale), _cg_num(fa[key][0], scale)
+            v = o.get(metric)
+            if v is None:
+                out.append((False, "%s{cgroup=%s}: read error" % (metric, p), ""))
+            elif lo == hi == inf:
+                out.append((v == inf, "%s{cgroup=%s} %s, /sys/fs/cgroup says max" % (metric, p, v), repr(v)))
+            else:
+                between("%s{cgroup=%s}" % (metric, p), v, min(lo, hi), max(lo, hi), tol=tol)
+
+        def counter(metric, key, scale=1.0, tol=0):
+            if key not in fb or key not in fa:
+                v = o.get(metric)
+                out.append((v is None, "%s{cgroup=%s}: unknown, as it has no %s" % (metric, p, key), repr(v)))
+                return
+            v = o.get(metric)
+            between("%s{cgroup=%s}" % (metric, p), None if v is None else v / scale, int(fb[key][0]),
+                    int(fa[key][0]), tol=tol)
+        gauge("cgroup.memory_current", "memory.current")
+        gauge("cgroup.memory_max", "memory.max")
+        gauge("cgroup.memory_high", "memory.high")
+        counter("cgroup.memory_max_events", "memory.events.max")
+        counter("cgroup.ooms", "memory.events.oom")
+        counter("cgroup.oom_kills", "memory.events.oom_kill")
+        gauge("cgroup.pids_current", "pids.current")
+        gauge("cgroup.pids_max", "pids.max")
+        counter("cgroup.cpu_usage_time", "cpu.stat.usage_usec", 1e-6, tol=1)
+        counter("cgroup.cpu_periods", "cpu.stat.nr_periods")
+        counter("cgroup.cpu_throttled_periods", "cpu.stat.nr_throttled")
+        counter("cgroup.cpu_throttled_time", "cpu.stat.throttled_usec", 1e-6, tol=1)
+        if "cpu.max" in fb and "cpu.max" in fa:
+            q = [inf if x[0] == "max" else int(x[0]) / int(x[1]) for x in (fb["cpu.max"], fa["cpu.max"])]
+            v = o.get("cgroup.cpu_max")
+            out.append((v is not None and (v == q[0] or v == q[1] or (v != inf and abs(v - q[0]) < 1e-9)),
+                        "cgroup.cpu_max{cgroup=%s} %s, cpu.max says %s" % (p, v, " ".join(fb["cpu.max"])), repr(v)))
+        for res in ("cpu", "memory", "io"):
+            for kind in ("some", "full"):
+                key = "%s.pressure.%s" % (res, kind)
+                name = "cgroup.pressure_%s_%s" % (res, kind)
+                if key not in fb or key not in fa:
+                    continue
+                pb = dict(x.split("=") for x in fb[key])
+                pa = dict(x.split("=") for x in fa[key])
+                v = o.get(name + "_time")
+                between("%s_time{cgroup=%s}" % (name, p), None if v is None else v * 1e6, int(pb["total"]),
+                        int(pa["total"]) + 1, unit=" us")
+                v = o.get(name + "_avg10")
+                between("%s_avg10{cgroup=%s}" % (name, p), None if v is None else v * 100, float(pb["avg10"]),
+                        float(pa["avg10"]), tol=0.01, counter=False, unit="%")
 
 
 def fmt(x):

@@ -386,6 +386,27 @@ def kernel_log(g, name, wrap):
         g.check("echo 640 > /proc/sys/kernel/tainted")
 
 
+def cgroups(g):
+    """A cgroup v2 hierarchy for the cgroup metrics, compared in every phase:
+    controllers enabled two levels down, limits (memory.max and .high,
+    pids.max, cpu.max), a task in work/b, and an OOM kill in /oom (dd's
+    64 MiB buffer in a 16 MiB cgroup without swap)."""
+    cg = "/sys/fs/cgroup"
+    g.check("mkdir -p %s && mount -t cgroup2 none %s && echo '+cpu +memory +pids' > %s/cgroup.subtree_control && "
+            "mkdir -p %s/work/a/deep %s/work/b %s/oom && echo '+cpu +memory +pids' > %s/work/cgroup.subtree_control && "
+            "echo '+cpu +memory +pids' > %s/work/a/cgroup.subtree_control && echo 300M > %s/work/memory.max && "
+            "echo 100M > %s/work/b/memory.high && echo 64 > %s/work/a/pids.max && "
+            "echo '50000 100000' > %s/work/a/cpu.max && echo 16M > %s/oom/memory.max && "
+            "echo 0 > %s/oom/memory.swap.max" % ((cg,) * 14))
+    # in subshells with their output discarded: the shell's notice of the
+    # killed dd would otherwise land in a later command's output
+    g.run("(sh -c 'echo $$ > %s/oom/cgroup.procs; exec dd if=/dev/zero of=/dev/null bs=64M count=1') "
+          ">/dev/null 2>&1; true" % cg)
+    g.check("(sh -c 'echo $$ > %s/work/b/cgroup.procs; exec sleep 100000' &) >/dev/null 2>&1" % cg)
+    out = g.check("read -r l < %s/oom/memory.events; cat %s/oom/memory.events" % (cg, cg))
+    report("oom_kill 1" in out, "cgroups: the hierarchy is up, and /oom saw an OOM kill", out)
+
+
 def metrics(g, name, select=None):
     metrics_check.window(g, name + " metrics", [INSPECT] + INSPECT_OPTS, BUNDLE, report, select=select)
 
@@ -492,6 +513,7 @@ def main():
                        (name, boot, rel, info.get("paging", "?").split(",")[0].strip()), out + err)
                 if not ok:
                     continue
+                cgroups(g)
                 window(g, name + " idle")
                 tasks(g, name + " idle")
                 kernel_log(g, name + " idle", wrap=kaslr and not la57)
@@ -504,12 +526,13 @@ def main():
                 # and a phase offset for the PLL (host.clock_*) from here on
                 g.check("sentinel-adjtimex set 2000 500 300000")
                 # CPU load: one busy loop per CPU
-                g.check("(while :; do :; done) & h1=$!; (while :; do :; done) & h2=$!")
+                g.check("(while :; do :; done) & h1=$!; (while :; do :; done) & h2=$!; "
+                        "sh -c 'echo $$ > /sys/fs/cgroup/work/a/deep/cgroup.procs; while :; do :; done' & h3=$!")
                 time.sleep(1.5)
                 window(g, name + " cpu-load")
                 tasks(g, name + " cpu-load")
                 metrics(g, name + " cpu-load")
-                g.check("kill $h1 $h2; wait $h1 $h2 2>/dev/null; true")   # reap now, not mid-read
+                g.check("kill $h1 $h2 $h3; wait $h1 $h2 $h3 2>/dev/null; true")   # reap now, not mid-read
                 # disk load: a writer that syncs to the virtio disk, a reader
                 # of what it wrote (the disk metrics against /proc/diskstats)
                 # (a bounded loop, waited for: only the disk metrics are

@@ -81,6 +81,14 @@ int km_disk_name(uint64_t disk, char *out32)
 	return 0;
 }
 
+/* the cgroup walk: none (the tests here are about disks) */
+int km_cgroup_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+int km_cgroup_name(uint64_t cgroup, char *out, uint32_t size)
+{
+	snprintf(out, size, "cg%llx", (unsigned long long)cgroup);
+	return 0;
+}
+
 /* A world with one host history of `window` seconds at tick tick_ns. */
 typedef struct TW {
 	Bundle b;
@@ -624,6 +632,18 @@ static void test_objects(void)
 	CHECK("objects: more disks than slots is a full table (err %d, found %u) that holds %u",
 	      O->err == -34 && O->found == WD_OBJ_CAP + 10 && O->hi == WD_OBJ_CAP && dk_slot(&t, 0xb0) == 1,
 	      O->err, O->found, O->hi);
+	/* a value the object does not have (a cgroup without the controller:
+	 * the metric library's KM_ABSENT NaN) is unknown, not a read error;
+	 * any other NaN is one */
+	union { uint64_t u; double d; } absent = {.u = 0x7ff80000000005e1ull};
+	uint64_t e0 = t.stats.read_errors;
+	sn_put_objs(t.w, SN_OBJ_DISK, 1, &absent.d);
+	uint64_t e1 = t.stats.read_errors;
+	double nan = NAN;
+	sn_put_objs(t.w, SN_OBJ_DISK, 1, &nan);
+	CHECK("objects: an absent value is unknown (%g) and no read error (%llu more), a failed read is one (%llu more)",
+	      isnan(sn_obj(t.w, SN_OBJ_DISK, 0, 1)) && e1 == e0 && t.stats.read_errors == e1 + 1,
+	      sn_obj(t.w, SN_OBJ_DISK, 0, 1), (unsigned long long)(e1 - e0), (unsigned long long)(t.stats.read_errors - e1));
 	free(t.block);
 }
 
