@@ -15,3 +15,18 @@ fi
 pass() { printf 'PASS %s\n' "$1"; echo pass >> "$RESULTS"; }
 fail() { printf 'FAIL %s\n' "$1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/     /'; echo fail >> "$RESULTS"; }
 skip() { printf 'SKIP %s (%s)\n' "$1" "$2"; echo skip >> "$RESULTS"; }
+
+# py_suite NAME SCRIPT ARGS...: run a Python test suite (it reports its own
+# PASS/FAIL lines into $RESULTS).  A suite that dies of an uncaught
+# exception has not run the checks after it: that is one more failure,
+# never a quiet stop.
+py_suite() {
+	name=$1
+	shift
+	out=$SENTINEL_TEST_TMP/py-suite.$$.out
+	"${PYTHON:-python3}" "$@" 2>&1 | tee "$out"
+	if grep -q '^Traceback (most recent call last)' "$out"; then
+		fail "$name/ran-to-the-end" "$(grep -A1 '^[A-Za-z.]*Error\|^Traceback' "$out" | tail -n 3)"
+	fi
+	rm -f "$out"
+}

@@ -13,8 +13,8 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
 	skip "guest/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
 	exit 0
 fi
-"$py" tests/guest/test_kernel_model.py "$inspect"
+py_suite guest/kernel-model tests/guest/test_kernel_model.py "$inspect"
 # bare metal from inside: the sentinel_pmem module, the static tools on pmem and kcore
-"$py" tests/guest/test_baremetal.py build
+py_suite guest/baremetal tests/guest/test_baremetal.py build
 # the task set at real-host scale (5,000 and 50,000 tasks) under churn
-"$py" tests/guest/test_task_scale.py "$inspect" build/metrics.bundle cpu
+py_suite guest/task-scale tests/guest/test_task_scale.py "$inspect" build/metrics.bundle cpu
