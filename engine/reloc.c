@@ -30,6 +30,30 @@ static char *rl_fmt(const char *fmt, ...)
 	return strdup(buf);
 }
 
+/* Struct or union NAME: the kernel's own, else one a loaded module
+ * defines (searched among the module's own types only, past the kernel's);
+ * *b is the BTF it is in. */
+static int rl_type(const KTarget *t, const char *name, const struct btf **b)
+{
+	*b = t->btf;
+	int id = kb_composite(t->btf, name);
+	if (id >= 0)
+		return id;
+	uint32_t base = btf__type_cnt(t->btf);
+	for (size_t i = 0; i < t->nmod; i++) {
+		const struct btf *mb = t->mod_btf[i];
+		uint32_t n = btf__type_cnt(mb);
+		for (uint32_t k = base; k < n; k++) {
+			const struct btf_type *ty = btf__type_by_id(mb, k);
+			if (ty && btf_is_composite(ty) && !strcmp(btf__name_by_offset(mb, ty->name_off), name)) {
+				*b = mb;
+				return (int)k;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 /* One relocation: its value, or false and why. */
 static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 {
@@ -47,10 +71,10 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 		*why = rl_fmt("the kernel has no symbol %s", x->a);
 		return false;
 	case RELO_TYPE:
-		*v = kb_composite(b, name) >= 0;
+		*v = rl_type(t, name, &b) >= 0;
 		return true;
 	case RELO_SIZE: {
-		int id = kb_composite(b, name);
+		int id = rl_type(t, name, &b);
 		int64_t sz = id >= 0 ? btf__resolve_size(b, (uint32_t)id) : -1;
 		if (sz <= 0) {
 			*why = rl_fmt("the kernel has no struct %s", name);
@@ -70,7 +94,7 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 	}
 	case RELO_FIELD:
 	case RELO_EXISTS: {
-		int id = kb_composite(b, name);
+		int id = rl_type(t, name, &b);
 		uint32_t bit, mt, bs;
 		bool has = id >= 0 && kb_member(b, (uint32_t)id, x->b, &bit, &mt, &bs);
 		if (x->kind == RELO_EXISTS) {

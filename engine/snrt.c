@@ -358,6 +358,7 @@ static int sn_obj_walk(uint32_t k, uint64_t *out, uint32_t cap)
 	switch (k) {
 	case SN_OBJ_DISK: return km_disk_walk(out, cap);
 	case SN_OBJ_CGROUP: return km_cgroup_walk(out, cap);
+	case SN_OBJ_NET: return km_net_walk(out, cap);
 	default: return -22;                     /* KX_EINVAL */
 	}
 }
@@ -369,6 +370,8 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 		r = km_disk_name(key, out);
 	else if (k == SN_OBJ_CGROUP)
 		r = km_cgroup_name(key, out, SN_OBJ_NAME);
+	else if (k == SN_OBJ_NET)
+		r = km_net_name(key, out, SN_OBJ_NAME);
 	if (r < 0)
 		out[0] = 0;
 	out[SN_OBJ_NAME - 1] = 0;

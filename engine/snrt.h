@@ -210,8 +210,8 @@ typedef struct sn_tasks {
  * object that went away is given to the next new one with its histories
  * emptied.  Rules range over the slots present this tick, as over online
  * CPUs, and an alert names the object by its name. */
-#define SN_OBJ_KINDS 2u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
-enum { SN_OBJ_DISK, SN_OBJ_CGROUP };
+#define SN_OBJ_KINDS 3u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
+enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET };
 #define SN_OBJ_COLS 64u
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */
@@ -288,6 +288,8 @@ int km_disk_walk(uint64_t *out, uint32_t cap);
 int km_disk_name(uint64_t disk, char *out32);
 int km_cgroup_walk(uint64_t *out, uint32_t cap);
 int km_cgroup_name(uint64_t cgroup, char *out, uint32_t size);
+int km_net_walk(uint64_t *out, uint32_t cap);
+int km_net_name(uint64_t dev, char *out, uint32_t size);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 

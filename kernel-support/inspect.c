@@ -108,6 +108,12 @@ static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 	printf("symbols:         %zu from %s%s\n", t->nsyms, t->sym_origin,
 	       t->sym_slid ? " (link addresses, moved by the KASLR slide)" : "");
 	printf("types:           BTF from %s%s\n", t->btf_origin, t->btf_size ? "" : "");
+	if (t->nmod) {
+		printf("module types:    BTF of %zu loaded module%s:", t->nmod, t->nmod == 1 ? "" : "s");
+		for (size_t i = 0; i < t->nmod; i++)
+			printf(" %s", t->mod_name[i]);
+		putchar('\n');
+	}
 	printf("VMCOREINFO:      phys 0x%llx\n", (unsigned long long)t->vmcoreinfo_pa);
 	printf("discovery:       %.1f ms\n", secs * 1e3);
 	return 0;

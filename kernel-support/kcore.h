@@ -228,8 +228,13 @@ struct static_key_false {
 struct kobject {
 	const char *name;
 };
+struct device_driver {
+	const char *name;
+};
 struct device {
 	struct kobject kobj;
+	struct device *parent;
+	struct device_driver *driver;
 };
 struct disk_stats {
 	u64 nsecs[4];                 /* by enum stat_group: read, write, discard, flush */
@@ -340,6 +345,63 @@ struct task_group {
 	struct cfs_bandwidth cfs_bandwidth;
 };
 
+/* network devices: every net_device of the initial namespace is on
+ * init_net.dev_base_head.  Where the counters are depends on the driver
+ * (docs/kernel-sources.md): loopback's per-CPU lstats, virtio_net's
+ * per-queue stats in its private area (module types: virtio_net's BTF),
+ * dev->stats for drivers without a stats callback; the core's drop counts
+ * per CPU in core_stats (6.0+; before, atomics in net_device). */
+struct net_device_stats {
+	unsigned long rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped;
+	unsigned long rx_length_errors, rx_frame_errors, rx_missed_errors, tx_fifo_errors;
+};
+struct net_device_core_stats {        /* __percpu */
+	unsigned long rx_dropped, tx_dropped, rx_nohandler;
+};
+struct pcpu_lstats {                  /* __percpu */
+	u64 packets, bytes;           /* u64_stats_t */
+};
+struct net_device_ops {
+	void *ndo_get_stats64;
+	void *ndo_get_stats;
+};
+struct net_device {
+	char name[16];
+	struct list_head dev_list;
+	unsigned int flags;           /* IFF_UP 1, IFF_LOOPBACK 8 */
+	unsigned long state;          /* bit __LINK_STATE_NOCARRIER */
+	const struct net_device_ops *netdev_ops;
+	struct net_device_stats stats;
+	struct net_device_core_stats *core_stats;   /* 6.0+; NULL until a drop */
+	struct pcpu_lstats *lstats;
+	struct device dev;
+	unsigned char priv[1];        /* 6.12: the driver's private area; before, after the struct */
+};
+struct net_device___510 {             /* before 6.0: the core's drop counts */
+	atomic_long_t rx_dropped, tx_dropped;
+};
+struct net {
+	struct list_head dev_base_head;
+};
+/* virtio_net (module types, from its BTF) */
+struct virtnet_sq_stats {
+	u64 packets, bytes, tx_timeouts;  /* u64_stats_t from 6.7 */
+};
+struct virtnet_rq_stats {
+	u64 packets, bytes, drops;
+};
+struct send_queue {
+	struct virtnet_sq_stats stats;
+};
+struct receive_queue {
+	struct virtnet_rq_stats stats;
+};
+struct virtnet_info {
+	struct send_queue *sq;
+	struct receive_queue *rq;
+	u16 max_queue_pairs;
+};
+
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;
@@ -369,6 +431,7 @@ extern atomic_t oops_count __kweak;                    /* 6.2, backported to 6.1
 extern atomic_t warn_count __kweak;
 extern struct psi_group psi_system __kweak;             /* CONFIG_PSI */
 extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the v2 hierarchy */
+extern struct net init_net __kweak;                      /* CONFIG_NET */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;

@@ -1222,3 +1222,241 @@ KM_CG_PSI(memory_full, 3)
 KM_CG_PSI(io_some, 4)
 KM_CG_PSI(io_full, 5)
 #undef KM_CG_PSI
+
+/* ---- network devices: the initial namespace's, as /proc/net/dev ---------------------------
+ *
+ * Every net_device on init_net.dev_base_head (registered and not yet
+ * unregistered; other namespaces' devices, a container's veth ends, are
+ * not read yet).  /proc/net/dev prints dev_get_stats(): the driver's
+ * ndo_get_stats64 when it has one, else dev->stats, plus the core's drop
+ * counts.  From outside there is no calling the driver, so the counters
+ * are read where each driver keeps them: loopback's per-CPU lstats,
+ * virtio_net's per-queue stats (its types come from the module's BTF),
+ * dev->stats for a driver without a stats callback.  Any other driver's
+ * counters are unknown (KM_ABSENT), never a guess. */
+
+#define KM_MAX_NETDEVS 65536u
+#define KM_IFF_UP 0x1u
+#define KM_IFF_LOOPBACK 0x8u
+
+/* Warp-collective: every lane gets the count, lane 0 writes out. */
+int km_net_walk(u64 *out, u32 cap)
+{
+	if (!&init_net)
+		return -2;                      /* KX_ENOENT: a kernel without networking */
+	struct list_head *head = KP(init_net.dev_base_head), *cur = head, *next = KR(head->next);
+	int n = 0;
+	for (u32 seen = 0;; seen++) {
+		if (next == head || simt_any(__llview_failed()))
+			break;
+		u64 a[2] = {km_addr(&next->next), km_addr(&next->prev)}, v[2];
+		km_gather(a, 2, v);
+		if (seen >= KM_MAX_NETDEVS || v[1] != km_addr(cur))
+			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		if ((u32)n < cap && simt_lane() == 0)
+			out[n] = km_addr(kcontainer_of(next, struct net_device, dev_list));
+		n++;
+		cur = next;
+		next = (struct list_head *)(unsigned long)v[0];
+	}
+	return simt_any(__llview_failed()) ? -14 : n;
+}
+
+/* The interface's name ("eth0"): IFNAMSIZ bytes inline.  One lane. */
+int km_net_name(u64 d, char *out, u32 size)
+{
+	const u64 *p = (const u64 *)KP(((struct net_device *)(unsigned long)d)->name);
+	u64 w[2] = {p[0], p[1]};
+	u32 i = 0;
+	for (; i < 16 && i + 1 < size; i++) {
+		char c = (char)(w[i / 8] >> (8 * (i % 8)));
+		if (!c)
+			break;
+		out[i] = c;
+	}
+	for (; i < size; i++)
+		out[i] = 0;
+	return __llview_failed() ? -14 : 0;
+}
+
+/* A device's counters, read once a tick into a block (km_net_stats: its
+ * fields one gather, its driver's name two more, the core's drops and
+ * loopback's counters km_pcpu_sums, virtio_net's queues a (queue, field)
+ * pair a lane); the metrics read the block. */
+enum {
+	KN_RX_PACKETS, KN_TX_PACKETS, KN_RX_BYTES, KN_TX_BYTES, KN_RX_ERRORS, KN_TX_ERRORS, KN_RX_DROPPED,
+	KN_TX_DROPPED, KN_RX_MISSED,                             /* dev->stats */
+	KN_FLAGS, KN_STATE, KN_OPS, KN_CORE, KN_LSTATS, KN_PARENT,
+	KN_G1,                                                   /* the device's words, one gather */
+	KN_CORE_RXD = KN_G1, KN_CORE_TXD,                        /* the core's drops, summed over CPUs */
+	KN_LO_PACKETS, KN_LO_BYTES,                              /* loopback */
+	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* virtio_net's queues, summed */
+	KN_KIND, KN_FAILED, KN__COUNT
+};
+_Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOCK)");
+enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_UNKNOWN };
+
+/* virtio_net's types are the module's: present only while it is loaded */
+KM_INLINE int km_virtio_types(void)
+{
+	return KTYPE_EXISTS(virtnet_info) && KTYPE_EXISTS(receive_queue) && KTYPE_EXISTS(send_queue) &&
+	       KTYPE_EXISTS(virtnet_rq_stats) && KTYPE_EXISTS(virtnet_sq_stats);
+}
+
+/* virtio_net: each queue pair's counters, as virtnet_stats sums them */
+KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
+{
+	u64 priv = KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
+						   : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
+	struct virtnet_info *vi = (struct virtnet_info *)(unsigned long)priv;
+	u64 a[3] = {km_addr(KP(vi->sq)), km_addr(KP(vi->rq)), km_addr(KP(vi->max_queue_pairs))}, v[3];
+	km_gather(a, 3, v);
+	struct send_queue *sq = (struct send_queue *)(unsigned long)v[0];
+	struct receive_queue *rq = (struct receive_queue *)(unsigned long)v[1];
+	u32 nq = (u32)(v[2] & 0xffff), lane = simt_lane(), nl = simt_nlanes();
+	if (nq > 1024)
+		nq = 1024;
+	u64 base[6] = {km_addr(KP(rq->stats.packets)), km_addr(KP(rq->stats.bytes)), km_addr(KP(rq->stats.drops)),
+		       km_addr(KP(sq->stats.packets)), km_addr(KP(sq->stats.bytes)), km_addr(KP(sq->stats.tx_timeouts))};
+	u64 stride[6] = {KSIZEOF(receive_queue), KSIZEOF(receive_queue), KSIZEOF(receive_queue),
+			 KSIZEOF(send_queue), KSIZEOF(send_queue), KSIZEOF(send_queue)};
+	u64 acc[6] = {0, 0, 0, 0, 0, 0};
+	for (u32 j = lane; j < nq * 6; j += nl) {
+		u32 q = j / 6, f = j % 6;
+		acc[f] += km_word(base[f] + (u64)q * stride[f]);
+	}
+	for (u32 f = 0; f < 6; f++)
+		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
+}
+
+int km_net_stats(u64 d, u64 *blk)
+{
+	struct net_device *dev = (struct net_device *)(unsigned long)d;
+	u64 a[KN_G1];
+	a[KN_RX_PACKETS] = km_addr(KP(dev->stats.rx_packets));
+	a[KN_TX_PACKETS] = km_addr(KP(dev->stats.tx_packets));
+	a[KN_RX_BYTES] = km_addr(KP(dev->stats.rx_bytes));
+	a[KN_TX_BYTES] = km_addr(KP(dev->stats.tx_bytes));
+	a[KN_RX_ERRORS] = km_addr(KP(dev->stats.rx_errors));
+	a[KN_TX_ERRORS] = km_addr(KP(dev->stats.tx_errors));
+	a[KN_RX_DROPPED] = km_addr(KP(dev->stats.rx_dropped));
+	a[KN_TX_DROPPED] = km_addr(KP(dev->stats.tx_dropped));
+	a[KN_RX_MISSED] = km_addr(KP(dev->stats.rx_missed_errors));
+	a[KN_FLAGS] = km_addr(KP(dev->flags));
+	a[KN_STATE] = km_addr(KP(dev->state));
+	a[KN_OPS] = km_addr(KP(dev->netdev_ops));
+	a[KN_CORE] = KFIELD_EXISTS(net_device, core_stats) ? km_addr(KP(dev->core_stats)) : km_dummy_addr();
+	a[KN_LSTATS] = km_addr(KP(dev->lstats));
+	a[KN_PARENT] = km_addr(KP(dev->dev.parent));
+	km_gather(a, KN_G1, blk);
+	blk[KN_FLAGS] &= 0xffffffffu;
+	if (!KFIELD_EXISTS(net_device, core_stats))
+		blk[KN_CORE] = 0;
+	/* the driver: its stats callbacks, and its name through the parent device */
+	const struct net_device_ops *ops = (const struct net_device_ops *)(unsigned long)blk[KN_OPS];
+	struct device *parent = (struct device *)(unsigned long)blk[KN_PARENT];
+	u64 dm = km_dummy_addr(), b[3], w[3];
+	b[0] = ops ? km_addr(KP(ops->ndo_get_stats64)) : dm;
+	b[1] = ops ? km_addr(KP(ops->ndo_get_stats)) : dm;
+	b[2] = parent ? km_addr(KP(parent->driver)) : dm;
+	km_gather(b, 3, w);
+	u64 get64 = ops ? w[0] : 0, get = ops ? w[1] : 0;
+	struct device_driver *drv = (struct device_driver *)(unsigned long)(parent ? w[2] : 0);
+	u64 nm[2] = {0, 0};
+	if (drv) {
+		/* its first 11 bytes ("virtio_net" and the NUL): a string at any
+		 * alignment, so the aligned words that hold them and no more */
+		u64 na = km_addr(KP(drv->name)), np;
+		km_gather(&na, 1, &np);
+		u64 al = np & ~7ul, sh = (np & 7) * 8, sa[3], ww[3] = {0, 0, 0};
+		u32 cnt = (u32)(((np & 7) + 11 + 7) / 8);
+		for (u32 i = 0; i < 3; i++)
+			sa[i] = np && i < cnt ? al + 8 * i : dm;
+		km_gather(sa, 3, ww);
+		nm[0] = sh ? (ww[0] >> sh) | (ww[1] << (64 - sh)) : ww[0];
+		nm[1] = sh ? (ww[1] >> sh) | (ww[2] << (64 - sh)) : ww[1];
+	}
+	/* "virtio_net\0", little-endian */
+	int virtio = drv && nm[0] == 0x6e5f6f6974726976ull && (nm[1] & 0xffffff) == 0x7465ull;
+	u64 kind = (blk[KN_FLAGS] & KM_IFF_LOOPBACK) ? KN_LOOPBACK : virtio && km_virtio_types() ? KN_VIRTIO
+		   : !get64 && !get ? KN_GENERIC : KN_UNKNOWN;
+	/* the core's drops: per CPU (6.0+), else two atomics in the device */
+	u64 core = blk[KN_CORE];
+	if (core) {
+		struct net_device_core_stats *cs = (struct net_device_core_stats *)(unsigned long)core;
+		u64 off[2] = {km_addr(KP(cs->rx_dropped)) - core, km_addr(KP(cs->tx_dropped)) - core}, s[2];
+		km_pcpu_sums(core, off, 2, s);
+		blk[KN_CORE_RXD] = s[0];
+		blk[KN_CORE_TXD] = s[1];
+	} else if (KFIELD_EXISTS(net_device___510, rx_dropped)) {
+		struct net_device___510 *old = (struct net_device___510 *)dev;
+		u64 oa[2] = {km_addr(KP(old->rx_dropped)), km_addr(KP(old->tx_dropped))}, ov[2];
+		km_gather(oa, 2, ov);
+		blk[KN_CORE_RXD] = ov[0];
+		blk[KN_CORE_TXD] = ov[1];
+	} else {
+		blk[KN_CORE_RXD] = blk[KN_CORE_TXD] = 0;
+	}
+	blk[KN_LO_PACKETS] = blk[KN_LO_BYTES] = 0;
+	if (kind == KN_LOOPBACK && blk[KN_LSTATS]) {
+		struct pcpu_lstats *ls = (struct pcpu_lstats *)(unsigned long)blk[KN_LSTATS];
+		u64 off[2] = {km_addr(KP(ls->packets)) - km_addr(ls), km_addr(KP(ls->bytes)) - km_addr(ls)}, s[2];
+		km_pcpu_sums(km_addr(ls), off, 2, s);
+		blk[KN_LO_PACKETS] = s[0];
+		blk[KN_LO_BYTES] = s[1];
+	}
+	for (u32 f = 0; f < 6; f++)
+		blk[KN_V_RXP + f] = 0;
+	if (kind == KN_VIRTIO && km_virtio_types())
+		km_virtio_queues(dev, blk);
+	blk[KN_KIND] = kind;
+	blk[KN_FAILED] = (u64)simt_any(__llview_failed());
+	return 0;
+}
+
+/* a counter: by the driver's kind; KM_ABSENT for a driver whose counters
+ * are not read, NaN when the block could not be read */
+KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic)
+{
+	if (blk[KN_FAILED])
+		return KM_NAN;
+	switch (blk[KN_KIND]) {
+	case KN_LOOPBACK: return (double)lo;
+	case KN_VIRTIO: return (double)virtio;
+	case KN_GENERIC: return (double)generic;
+	default: return KM_ABSENT;
+	}
+}
+
+/* up: administratively up (IFF_UP) with a carrier, what `ip link` shows as UP,LOWER_UP */
+double km_net_up(u64 d, const u64 *blk)
+{
+	if (blk[KN_FAILED])
+		return KM_NAN;
+	long nocarrier = KENUM(netdev_state_t, __LINK_STATE_NOCARRIER);
+	return (blk[KN_FLAGS] & KM_IFF_UP) && !((blk[KN_STATE] >> nocarrier) & 1);
+}
+
+double km_net_rx_packets(u64 d, const u64 *blk)
+{
+	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_RXP], blk[KN_RX_PACKETS]);
+}
+double km_net_tx_packets(u64 d, const u64 *blk)
+{
+	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_TXP], blk[KN_TX_PACKETS]);
+}
+double km_net_rx_bytes(u64 d, const u64 *blk) { return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_RXB], blk[KN_RX_BYTES]); }
+double km_net_tx_bytes(u64 d, const u64 *blk) { return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_TXB], blk[KN_TX_BYTES]); }
+double km_net_rx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, 0, blk[KN_RX_ERRORS]); }
+double km_net_tx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, blk[KN_V_TXE], blk[KN_TX_ERRORS]); }
+/* /proc/net/dev's receive "drop": rx_dropped + rx_missed_errors */
+double km_net_rx_dropped(u64 d, const u64 *blk)
+{
+	u64 core = blk[KN_CORE_RXD];
+	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED]);
+}
+double km_net_tx_dropped(u64 d, const u64 *blk)
+{
+	u64 core = blk[KN_CORE_TXD];
+	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED]);
+}

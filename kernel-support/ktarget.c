@@ -4,11 +4,14 @@
 #include "kbtf.h"
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define VMCOREINFO_MAX 8192
 #define KALLSYMS_MAX_SYMS 2000000u
@@ -514,6 +517,79 @@ static void kt_setup_kaslr(KTarget *t)
 	t->kaslr = (flags & 0x2) != 0;     /* KASLR_FLAG, arch/x86/include/uapi/asm/bootparam.h */
 }
 
+/* Loaded modules' BTF (CONFIG_DEBUG_INFO_BTF_MODULES).  A module's .BTF
+ * section is freed once it is loaded, but the kernel keeps its parse on
+ * btf_modules (kernel/bpf/btf.c): a btf_module per module, whose struct btf
+ * holds the raw split BTF (data, data_size) and the module's name.  Each is
+ * read and parsed on top of the kernel's own.  Optional: a kernel without
+ * them (or a module without BTF) leaves the metrics that need a module's
+ * types unavailable, each saying which type. */
+#define KT_MAX_MODULES 4096
+#define KT_MODULE_BTF_MAX (16u << 20)
+
+/* Split BTF from bytes: libbpf 1.1 (Debian 12) declares btf__new_split
+ * but does not have it, so through a memfd and btf__parse_raw_split. */
+static struct btf *kt_btf_split(const void *data, uint32_t size, struct btf *base)
+{
+	int fd = memfd_create("sentinel-btf", MFD_CLOEXEC);
+	struct btf *b = NULL;
+	if (fd < 0)
+		return NULL;
+	if (write(fd, data, size) == (ssize_t)size) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		b = btf__parse_raw_split(path, base);
+		if (!b || libbpf_get_error(b))
+			b = NULL;
+	}
+	close(fd);
+	return b;
+}
+
+static void kt_setup_module_btf(KTarget *t)
+{
+	uint64_t head, node;
+	uint32_t o_list, o_btf, o_data, o_size, o_name, sz_size, sz_name;
+	if (kt_sym(t, "btf_modules", &head) || kb_field_offset(t->btf, "btf_module", "list", &o_list, NULL) ||
+	    kb_field_offset(t->btf, "btf_module", "btf", &o_btf, NULL) ||
+	    kb_field_offset(t->btf, "btf", "data", &o_data, NULL) ||
+	    kb_field_offset(t->btf, "btf", "data_size", &o_size, &sz_size) ||
+	    kb_field_offset(t->btf, "btf", "name", &o_name, &sz_name) || sz_size != 4)
+		return;
+	kx_list_iter it;
+	kx_list_begin(&it, head, KT_MAX_MODULES);
+	while (kx_list_next(&t->mem, &it, &node) > 0) {
+		uint64_t bm = node - o_list, b, data;
+		uint32_t size;
+		char name[64] = "";
+		if (kx_read64(&t->mem, bm + o_btf, &b) || kx_read64(&t->mem, b + o_data, &data) ||
+		    kx_read32(&t->mem, b + o_size, &size) ||
+		    kx_read(&t->mem, b + o_name, name, sz_name < sizeof name ? sz_name : sizeof name - 1))
+			continue;
+		name[sizeof name - 1] = 0;
+		if (!size || size > KT_MODULE_BTF_MAX)
+			continue;
+		void *buf = malloc(size);
+		struct btf **mb = realloc(t->mod_btf, (t->nmod + 1) * sizeof *mb);
+		char (*mn)[64] = realloc(t->mod_name, (t->nmod + 1) * sizeof *mn);
+		if (mb)
+			t->mod_btf = mb;
+		if (mn)
+			t->mod_name = mn;
+		if (!buf || !mb || !mn || kx_read(&t->mem, data, buf, size)) {
+			free(buf);
+			continue;
+		}
+		struct btf *split = kt_btf_split(buf, size, t->btf);
+		free(buf);
+		if (!split)
+			continue;
+		t->mod_btf[t->nmod] = split;
+		memcpy(t->mod_name[t->nmod], name, sizeof name);
+		t->nmod++;
+	}
+}
+
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
 {
 	KtOptions none = {0};
@@ -551,6 +627,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	if ((e = kt_setup_direct_map(t, err, n)) || (e = kt_setup_cpus(t, err, n)) ||
 	    (e = kt_setup_btf(t, o->btf_file, err, n)))
 		goto fail;
+	kt_setup_module_btf(t);
 	kt_setup_kaslr(t);
 	*out = t;
 	return 0;
@@ -567,6 +644,10 @@ void kt_close(KTarget *t)
 	free(t->syms);
 	free(t->sym_hash);
 	free(t->sym_pool);
+	for (size_t i = 0; i < t->nmod; i++)
+		btf__free(t->mod_btf[i]);
+	free(t->mod_btf);
+	free(t->mod_name);
 	if (t->btf)
 		btf__free(t->btf);
 	free(t);

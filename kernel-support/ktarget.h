@@ -47,6 +47,11 @@ typedef struct KTarget {
 	const char *sym_origin;     /* "memory" or the file name */
 	bool sym_slid;              /* the file was at link addresses: moved by the slide */
 	struct btf *btf;
+	/* loaded modules' BTF (split on btf), for types a module defines:
+	 * virtio_net's virtnet_info; names as the modules' */
+	struct btf **mod_btf;
+	char (*mod_name)[64];
+	size_t nmod;
 	uint32_t btf_size;
 	const char *btf_origin;
 } KTarget;

@@ -9,6 +9,7 @@
 #define TASK ENT_TASK
 #define DISK ENT_DISK
 #define CGROUP ENT_CGROUP
+#define NET ENT_NET
 #define GAUGE MK_GAUGE
 #define COUNTER MK_COUNTER
 #define NUM MT_NUM

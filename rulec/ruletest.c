@@ -259,6 +259,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					    ent == ENT_TASK ? "task series take pid=\"N\" and comm=\"NAME\"" :
 					    ent == ENT_DISK ? "disk series take disk=\"NAME\"" :
 					    ent == ENT_CGROUP ? "cgroup series take cgroup=\"PATH\"" :
+					    ent == ENT_NET ? "interface series take interface=\"NAME\"" :
 					    "host series take no labels");
 				return false;
 			}

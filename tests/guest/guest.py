@@ -145,7 +145,9 @@ class Guest:
             "-kernel", os.path.join(self.kdir, "vmlinuz"),
             "-initrd", self._initrd(),
             "-append", append,
-            "-display", "none", "-nic", "none", "-no-reboot",
+            # a virtio NIC on QEMU's user-mode network (no host interface needed):
+            # eth0, the network metrics' device, gateway 10.0.2.2
+            "-display", "none", "-nic", "user,model=virtio-net-pci", "-no-reboot",
             # a 64 MiB virtio disk (sparse): /dev/vda, ext2 on /vda (the init script)
             "-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(),
             "-serial", "file:" + self.console,

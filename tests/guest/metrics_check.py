@@ -60,6 +60,9 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @diskstats; while read -r l; do echo \"$l\"; done < /proc/diskstats; "
          "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
          "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
+         "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
+         "for d in /sys/class/net/*; do read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
+         "echo \"N ${d##*/} $f $c\"; done; "
          "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
          "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
@@ -111,6 +114,12 @@ def parse_truth(out):
             t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
         elif sec == "kernel":
             t.setdefault("kernel", {})[f[0]] = int(f[1])
+        elif sec == "netdev" and ":" in l:
+            # "  eth0: RXBYTES RXPKTS ERRS DROP FIFO FRAME COMPR MCAST TXBYTES TXPKTS ERRS DROP ..."
+            name, rest = l.split(":", 1)
+            t.setdefault("netdev", {})[name.strip()] = [int(x) for x in rest.split()]
+        elif sec == "netdev" and f[0] == "N" and len(f) == 4:
+            t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3]}
         elif sec == "cgroups" and f[0] == "C" and len(f) >= 4:
             # "C PATH FILE VALUE [MORE]": memory.max "max", cpu.max "QUOTA PERIOD",
             # "cpu.pressure.some avg10=.. avg60=.. avg300=.. total=.."
@@ -235,6 +244,8 @@ def compare(b, a, m, ncpus, release=None):
     compare_disks(b, a, m, out, between, release)
     # cgroups, as /sys/fs/cgroup shows them
     compare_cgroups(b, a, m, out, between)
+    # network interfaces, as /proc/net/dev and /sys/class/net show them
+    compare_nets(b, a, m, out, between, release)
     # kernel health: a guest under test neither panics nor taints itself
     kb, ka = b.get("kernel", {}), a.get("kernel", {})
     between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
@@ -350,6 +361,39 @@ def compare_disks(b, a, m, out, between, release):
                 v = o.get(metric)
                 between("%s{disk=%s}" % (metric, name), None if v is None else int(v), sb[key], sa[key],
                         counter=False)
+
+
+# /proc/net/dev fields -> our metric
+NET_COUNTERS = (("net.rx_bytes", 0), ("net.rx_packets", 1), ("net.rx_errors", 2), ("net.rx_dropped", 3),
+                ("net.tx_bytes", 8), ("net.tx_packets", 9), ("net.tx_errors", 10), ("net.tx_dropped", 11))
+
+
+def compare_nets(b, a, m, out, between, release=None):
+    """Each interface's counters against /proc/net/dev, up against
+    /sys/class/net.  Before 5.11 the kernel keeps no module BTF, so
+    virtio_net's counters (its private types) must be unknown there."""
+    ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
+    nb, na = b.get("netdev", {}), a.get("netdev", {})
+    ours = {d.get("net.name"): d for d in m.get("interfaces", [])}
+    stable = set(nb) & set(na)
+    out.append((stable <= set(ours) and set(ours) <= set(nb) | set(na),
+                "interfaces: %d, the ones /proc/net/dev lists (%s)" % (len(ours), " ".join(sorted(ours))),
+                "ours %s, /proc/net/dev %s then %s" % (sorted(ours), sorted(nb), sorted(na))))
+    for name in sorted(stable & set(ours)):
+        o = ours[name]
+        if ver and ver < (5, 11) and name != "lo":
+            vals = [o.get(metric) for metric, _ in NET_COUNTERS]
+            out.append((all(v is None for v in vals), "net.*{interface=%s}: unknown on %s (virtio_net's types: "
+                        "no module BTF before 5.11)" % (name, release), repr(vals)))
+            continue
+        for metric, i in NET_COUNTERS:
+            between("%s{interface=%s}" % (metric, name), o.get(metric), nb[name][i], na[name][i])
+        sb, sa = b.get("netsys", {}).get(name), a.get("netsys", {}).get(name)
+        if sb and sa:
+            up = [s["flags"] & 1 == 1 and s["carrier"] == "1" for s in (sb, sa)]
+            v = o.get("net.up")
+            out.append((v is not None and v in up, "net.up{interface=%s} %s, /sys/class/net says %s" %
+                        (name, v, " then ".join("up" if u else "down" for u in up)), repr(v)))
 
 
 def _cg_num(v, scale=1.0):

@@ -407,6 +407,13 @@ def cgroups(g):
     report("oom_kill 1" in out, "cgroups: the hierarchy is up, and /oom saw an OOM kill", out)
 
 
+def network(g):
+    """Traffic for the network metrics: loopback and eth0 (virtio_net on
+    QEMU's user network) up, pings both ways, done before the windows."""
+    g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
+            "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; true", timeout=60)
+
+
 def metrics(g, name, select=None):
     metrics_check.window(g, name + " metrics", [INSPECT] + INSPECT_OPTS, BUNDLE, report, select=select)
 
@@ -514,6 +521,7 @@ def main():
                 if not ok:
                     continue
                 cgroups(g)
+                network(g)
                 window(g, name + " idle")
                 tasks(g, name + " idle")
                 kernel_log(g, name + " idle", wrap=kaslr and not la57)

@@ -89,6 +89,13 @@ int km_cgroup_name(uint64_t cgroup, char *out, uint32_t size)
 	return 0;
 }
 
+int km_net_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+int km_net_name(uint64_t dev, char *out, uint32_t size)
+{
+	snprintf(out, size, "if%llx", (unsigned long long)dev);
+	return 0;
+}
+
 /* A world with one host history of `window` seconds at tick tick_ns. */
 typedef struct TW {
 	Bundle b;
