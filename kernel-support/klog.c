@@ -32,6 +32,7 @@ typedef struct KlLayout {
 
 struct KlLog {
 	const KTarget *t;
+	uint32_t syslog_max;  /* bytes one formatted record may take in syslog(2) (kl_print) */
 	uint64_t prb_ptr;   /* address of the variable `prb` (a pointer) */
 	KlLayout L;
 	unsigned char *descs, *descs2, *infos, *data;
@@ -100,6 +101,11 @@ int kl_open(const KTarget *t, KlLog **out, char *err, size_t n)
 	if (!l)
 		return ks_fail(err, n, -ENOMEM, "out of memory");
 	l->t = t;
+	/* syslog(2) formats each record into a buffer of CONSOLE_LOG_MAX (1024)
+	 * up to 6.1, PRINTK_MESSAGE_MAX (2048) from 6.2 (kernel/printk) */
+	unsigned maj = 0, min = 0;
+	sscanf(t->release, "%u.%u", &maj, &min);
+	l->syslog_max = maj > 6 || (maj == 6 && min >= 2) ? 2048 : 1024;
 	int r = kl_layout(t->btf, &l->L, err, n);
 	if (r)
 		goto out;
@@ -260,6 +266,7 @@ int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *e
 			goto next_id;
 		rec.text = (const char *)text;
 		rec.text_len = tl;
+		rec.syslog_max = l->syslog_max;
 		rec.ts_ns = kl_u64(info + L->ts_nsec);
 		memcpy(&rec.caller_id, info + L->caller_id, 4);
 		rec.facility = info[L->facility];
@@ -278,16 +285,45 @@ int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *e
 	return nrec;
 }
 
+/* One record as dmesg prints it: a line for each of its lines, each with
+ * the time.  syslog(2), which dmesg reads, formats a record into a buffer
+ * of syslog_max bytes with the prefix "<PRI>[TIME] " before every line,
+ * and drops the lines that do not fit (kernel/printk's record_print_text,
+ * followed step by step); dmesg then strips "<PRI>". */
 void kl_print(const KlRecord *r, FILE *out)
 {
 	unsigned long long s = r->ts_ns / 1000000000ull, us = r->ts_ns % 1000000000ull / 1000;
-	const char *p = r->text, *end = r->text + r->text_len;
-	do {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *e = nl ? nl : end;
-		fprintf(out, "[%5llu.%06llu] %.*s\n", s, us, (int)(e - p), p);
-		p = nl ? nl + 1 : end;
-	} while (p < end);
+	char prefix[64];
+	size_t plen = (size_t)snprintf(prefix, sizeof prefix, "<%u>[%5llu.%06llu] ", (unsigned)(r->facility << 3 | r->level),
+				       s, us);
+	size_t text_len = r->text_len, B = r->syslog_max, len = 0;
+	const char *text = r->text;
+	bool truncated = false;
+	if (B && text_len > B)
+		text_len = B;
+	for (;;) {
+		const char *nl = memchr(text, '\n', text_len);
+		size_t line_len;
+		if (nl) {
+			line_len = (size_t)(nl - text);
+		} else {
+			if (truncated)
+				break;                  /* the cut line is dropped */
+			line_len = text_len;
+		}
+		if (B && len + plen + text_len + 2 > B) {
+			if (len + plen + line_len + 2 > B)
+				break;                  /* not even this line fits */
+			text_len = B - len - plen - 2;
+			truncated = true;
+		}
+		fprintf(out, "[%5llu.%06llu] %.*s\n", s, us, (int)line_len, text);
+		len += plen + line_len + 1;
+		if (text_len == line_len)
+			break;
+		text += line_len + 1;
+		text_len -= line_len + 1;
+	}
 }
 
 void kl_print_kmsg(const KlRecord *r, FILE *out)

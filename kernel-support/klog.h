@@ -36,6 +36,7 @@ typedef struct KlRecord {
 	uint8_t flags;       /* LOG_NEWLINE 2, LOG_CONT 8 */
 	const char *text;    /* text_len bytes, not NUL-terminated */
 	size_t text_len;
+	uint32_t syslog_max; /* the kernel's buffer for one record in syslog(2)'s output (dmesg), 0: none */
 } KlRecord;
 
 typedef struct KlLog KlLog;

@@ -56,13 +56,14 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append="", extra=(), hotplug_mb=0):
+                 append="", extra=(), hotplug_mb=0, disks=1, nics=1):
         """extra: more initramfs archives (gzipped cpio) appended after the
         helpers: their files land in the guest's root.  hotplug_mb: room
         for memory plugged in later (hmp object_add and device_add pc-dimm)."""
         self.kdir = kdir
         self.extra = list(extra)
         self.hotplug_mb = hotplug_mb
+        self.ndisks, self.nics = disks, nics
         self.mem_mb = mem_mb
         self.cpus = cpus
         self.kaslr = kaslr
@@ -109,8 +110,8 @@ class Guest:
                         os.unlink(f)
                 self.buf = b""
 
-    def _disk(self):
-        path = os.path.join(self.tmp, "vda.img")
+    def _disk(self, i=0):
+        path = os.path.join(self.tmp, "vd%s.img" % "abcdefghijklmnop"[i])
         if not os.path.exists(path):
             with open(path, "wb") as f:
                 f.truncate(64 << 20)
@@ -145,15 +146,18 @@ class Guest:
             "-kernel", os.path.join(self.kdir, "vmlinuz"),
             "-initrd", self._initrd(),
             "-append", append,
-            # a virtio NIC on QEMU's user-mode network (no host interface needed):
-            # eth0, the network metrics' device, gateway 10.0.2.2
-            "-display", "none", "-nic", "user,model=virtio-net-pci", "-no-reboot",
-            # a 64 MiB virtio disk (sparse): /dev/vda, ext2 on /vda (the init script)
-            "-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(),
+            "-display", "none", "-no-reboot",
             "-serial", "file:" + self.console,
             "-serial", "unix:%s,server=on,wait=off" % self.ctl,
             "-monitor", "unix:%s,server=on,wait=off" % self.monitor,
         ]
+        # virtio NICs on QEMU's user-mode network (no host interface needed):
+        # eth0, the network metrics' device, gateway 10.0.2.2
+        for i in range(self.nics):
+            cmd += ["-nic", "user,model=virtio-net-pci"]
+        # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
+        for i in range(self.ndisks):
+            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]
         if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
             cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
         # a carried QEMU (tests/gpu/pack.sh): its libraries for it alone
