@@ -77,6 +77,7 @@ typedef struct ElLink {
 } ElLink;
 
 #define EL_STUB 16u
+#define EL_MAX_SECTION (1ull << 30)       /* no section of rulec's code comes near */
 
 static int el_fail(ElLink *L, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int el_fail(ElLink *L, int code, const char *fmt, ...)
@@ -116,6 +117,8 @@ static int el_parse(ElLink *L)
 		const Elf64_Shdr *s = &L->sh[i];
 		if (s->sh_type != SHT_NOBITS && (s->sh_offset > L->len || s->sh_size > L->len - s->sh_offset))
 			return el_fail(L, -ENOEXEC, "section %u lies outside it", i);
+		if (el_loaded(s) && s->sh_size > EL_MAX_SECTION)
+			return el_fail(L, -ENOEXEC, "section %u is %llu bytes", i, (unsigned long long)s->sh_size);
 		if (s->sh_addralign > 4096)
 			return el_fail(L, -ENOEXEC, "section %u wants %llu-byte alignment", i,
 				       (unsigned long long)s->sh_addralign);
@@ -170,8 +173,11 @@ static int el_count(ElLink *L)
 			if ((type == R_X86_64_GOTPCREL || type == R_X86_64_GOTPCRELX || type == R_X86_64_REX_GOTPCRELX) &&
 			    !L->got[si])
 				L->got[si] = ++L->ngot;
+			/* a call stub for a function outside (not for a weak one
+			 * that is absent: its address stays 0, and does not reach) */
 			if ((type == R_X86_64_PLT32 || type == R_X86_64_PC32) && L->sym[si].st_shndx == SHN_UNDEF &&
-			    L->sym[si].st_name && !L->stub[si])
+			    L->sym[si].st_name && !L->stub[si] && el_name(L, L->sym[si].st_name) &&
+			    el_extern(el_name(L, L->sym[si].st_name)))
 				L->stub[si] = ++L->nstub;
 		}
 	}
@@ -235,7 +241,13 @@ static int el_symbols(ElLink *L)
 			return el_fail(L, -ENOEXEC, "symbol %s is in a section kind the loader does not place (%#x)", name,
 				       y->st_shndx);
 		} else if (y->st_shndx < L->nsh && L->sec[y->st_shndx]) {
+			const Elf64_Shdr *s = &L->sh[y->st_shndx];
+			if (y->st_value > s->sh_size || y->st_size > s->sh_size - y->st_value)
+				return el_fail(L, -ENOEXEC, "symbol %s lies outside its section", name);
 			L->addr[i] = L->sec[y->st_shndx] + y->st_value;
+		} else if (y->st_shndx < L->nsh && ELF64_ST_TYPE(y->st_info) != STT_SECTION) {
+			/* in a section that is not loaded: usable by nothing that runs */
+			L->addr[i] = 0;
 		}
 	}
 	for (size_t i = 1; i < L->nsym; i++) {

@@ -1382,7 +1382,7 @@ int km_net_stats(u64 d, u64 *blk)
 		   : !get64 && !get ? KN_GENERIC : KN_UNKNOWN;
 	/* the core's drops: per CPU (6.0+), else two atomics in the device */
 	u64 core = blk[KN_CORE];
-	if (core) {
+	if (core && KTYPE_EXISTS(net_device_core_stats)) {     /* 6.0+ (5.10 has no such type) */
 		struct net_device_core_stats *cs = (struct net_device_core_stats *)(unsigned long)core;
 		u64 off[2] = {km_addr(KP(cs->rx_dropped)) - core, km_addr(KP(cs->tx_dropped)) - core}, s[2];
 		km_pcpu_sums(core, off, 2, s);

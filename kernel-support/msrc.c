@@ -288,12 +288,18 @@ static void *ms_kcore_thread(void *arg)
 	struct pollfd pf[2] = {{.fd = k->uffd, .events = POLLIN}, {.fd = k->stop, .events = POLLIN}};
 	for (;;) {
 		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
+			/* never leave while faults may wait on us: they would hang */
+			if (errno != EINTR)
+				usleep(1000);
+			continue;
 		}
 		if (pf[1].revents)
 			break;
+		if (pf[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			k->errors++;
+			usleep(1000);
+			continue;
+		}
 		struct uffd_msg m;
 		ssize_t got = read(k->uffd, &m, sizeof m);
 		if (got != (ssize_t)sizeof m || m.event != UFFD_EVENT_PAGEFAULT)
@@ -307,15 +313,23 @@ static void *ms_kcore_thread(void *arg)
 			continue;
 		ssize_t r = pread(s->fd, k->buf, k->page, (off_t)(k->off[i] + (a - s->r[i].ptr)));
 		k->faults++;
+		int e;
 		if (r != (ssize_t)k->page) {
 			/* a page the kernel would not give (offline, poisoned): zeros, counted */
 			k->errors++;
 			struct uffdio_zeropage z = {.range = {.start = a, .len = k->page}};
-			ioctl(k->uffd, UFFDIO_ZEROPAGE, &z);
-			continue;
+			e = ioctl(k->uffd, UFFDIO_ZEROPAGE, &z) ? errno : 0;
+		} else {
+			struct uffdio_copy c = {.dst = a, .src = (uint64_t)(uintptr_t)k->buf, .len = k->page};
+			e = ioctl(k->uffd, UFFDIO_COPY, &c) ? errno : 0;
 		}
-		struct uffdio_copy c = {.dst = a, .src = (uint64_t)(uintptr_t)k->buf, .len = k->page};
-		ioctl(k->uffd, UFFDIO_COPY, &c);      /* EEXIST: another fault filled it */
+		if (e && e != EEXIST) {
+			/* not filled (EEXIST: another fault filled it): wake the
+			 * faulting thread, which faults again */
+			struct uffdio_range w = {.start = a, .len = k->page};
+			ioctl(k->uffd, UFFDIO_WAKE, &w);
+			k->errors++;
+		}
 	}
 	return NULL;
 }
@@ -355,6 +369,14 @@ static int ms_open_kcore(MemSource *s, char *err, size_t n)
 		if (ph[i].p_type != PT_LOAD || ph[i].p_paddr == (Elf64_Addr)-1 || ph[i].p_vaddr >= KX_START_KERNEL_MAP ||
 		    !ph[i].p_memsz)
 			continue;
+		/* one segment a memory block (hot-added, virtio-mem): merge
+		 * those that follow each other in memory and in the file */
+		kx_range *last = s->nranges ? &s->r[s->nranges - 1] : NULL;
+		if (last && last->phys + last->size == ph[i].p_paddr &&
+		    k->off[s->nranges - 1] + last->size == ph[i].p_offset) {
+			last->size += ph[i].p_memsz;
+			continue;
+		}
 		if (s->nranges == KX_MAX_RANGES) {
 			e = ks_fail(err, n, -E2BIG, "%s: more than %d RAM segments", s->path, KX_MAX_RANGES);
 			break;

@@ -24,10 +24,10 @@
  *
  * Memory hotplug: memory coming online, or going offline, rebuilds the
  * ranges and bumps the generation (sentineld, seeing it, maps the ranges
- * again).  While any mapping of this device exists, none of the memory it
- * offers can be taken offline: the offline is refused (the memory notifier
- * says EBUSY, with a line in the log) until the mappings are gone, so a
- * mapping never points at memory that left.  Memory going offline while
+ * again).  While any mapping of this device exists, no memory can be taken
+ * offline: the offline is refused (the memory notifier says EBUSY, with a
+ * line in the log) until the mappings are gone, so a mapping never points
+ * at memory that left.  Memory going offline while
  * nothing maps the device leaves the ranges at once, before any new mmap.
  *
  * Unloading: every open file and mapping holds a reference on the module,
@@ -235,14 +235,15 @@ static int sp_memory_event(struct notifier_block *nb, unsigned long action, void
 	switch (action) {
 	case MEM_GOING_OFFLINE:
 		maps = atomic_read(&sp_mappings);
-		if (maps > 0 && sp_overlaps(start, end)) {
-			pr_warn("refusing to take %#llx-%#llx offline: %d mapping%s of /dev/sentinel_pmem may cover it; "
+		if (maps > 0) {
+			pr_warn("refusing to take %#llx-%#llx offline: %d mapping%s of /dev/sentinel_pmem exist; "
 				"stop sentineld (or whatever maps the device) first\n", start, end - 1, maps,
 				maps == 1 ? "" : "s");
 			rc = notifier_from_errno(-EBUSY);
 			break;
 		}
-		sp_remove(start, end);
+		if (sp_overlaps(start, end))
+			sp_remove(start, end);
 		break;
 	case MEM_ONLINE:
 	case MEM_OFFLINE:
@@ -333,6 +334,7 @@ out:
 static long sp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct sentinel_pmem_ranges q;
+	struct sentinel_pmem_range *copy;
 	long rc = 0;
 	u32 n;
 
@@ -340,16 +342,23 @@ static long sp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return -ENOTTY;
 	if (copy_from_user(&q, (void __user *)arg, sizeof(q)))
 		return -EFAULT;
+	/* copied under the lock, handed out after it: a fault on the user's
+	 * buffer takes mmap_lock, which sp_mmap holds when it takes sp_lock */
+	copy = kvcalloc(SP_MAX, sizeof(*copy), GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
 	mutex_lock(&sp_lock);
 	n = min(q.count, sp_nranges);
-	if (n && copy_to_user(u64_to_user_ptr(q.ranges), sp_ranges, n * sizeof(*sp_ranges)))
-		rc = -EFAULT;
+	memcpy(copy, sp_ranges, n * sizeof(*copy));
 	q.abi = SENTINEL_PMEM_ABI;
 	q.count = sp_nranges;
 	q.generation = sp_generation;
 	mutex_unlock(&sp_lock);
+	if (n && copy_to_user(u64_to_user_ptr(q.ranges), copy, n * sizeof(*copy)))
+		rc = -EFAULT;
 	if (!rc && copy_to_user((void __user *)arg, &q, sizeof(q)))
 		rc = -EFAULT;
+	kvfree(copy);
 	return rc;
 }
 
@@ -368,9 +377,16 @@ static ssize_t ranges_show(struct device *dev, struct device_attribute *attr, ch
 	u32 i;
 
 	mutex_lock(&sp_lock);
-	for (i = 0; i < sp_nranges; i++)
+	for (i = 0; i < sp_nranges; i++) {
+		/* whole lines only: the ioctl gives the rest of a long list */
+		if (len + 2 * 18 + 2 + 32 > PAGE_SIZE) {
+			len += sysfs_emit_at(buf, len, "... %u more: SENTINEL_PMEM_IOC_RANGES lists them\n",
+					     sp_nranges - i);
+			break;
+		}
 		len += sysfs_emit_at(buf, len, "%#llx-%#llx\n", sp_ranges[i].start,
 				     sp_ranges[i].start + sp_ranges[i].size - 1);
+	}
 	mutex_unlock(&sp_lock);
 	return len;
 }
@@ -411,17 +427,18 @@ static int __init sp_init(void)
 	sp_ranges = kvcalloc(SP_MAX, sizeof(*sp_ranges), GFP_KERNEL);
 	if (!sp_ranges)
 		return -ENOMEM;
+	/* the notifier first: memory going offline while the ranges are
+	 * built is seen by one or the other */
+	rc = register_memory_notifier(&sp_memory_nb);
+	if (rc)
+		goto fail;
 	mutex_lock(&sp_lock);
 	rc = sp_rebuild();
 	for (i = 0; i < sp_nranges; i++)
 		total += sp_ranges[i].size;
 	mutex_unlock(&sp_lock);
-	if (rc)
-		goto fail;
-	rc = register_memory_notifier(&sp_memory_nb);
-	if (rc)
-		goto fail;
-	rc = misc_register(&sp_dev);
+	if (!rc)
+		rc = misc_register(&sp_dev);
 	if (rc) {
 		unregister_memory_notifier(&sp_memory_nb);
 		goto fail;
