@@ -688,7 +688,8 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "task_table", json_integer(eng_task_cap(D->e)));
 		if (eng_backend(D->e) == ENG_CUDA)           /* the GPU times its tick's phases */
 			json_object_set_new(o, "tick_phases_us",
-					    json_pack("{s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
+					    json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
+						      "objects", (int)S.phase_us[SN_PH_OBJS],
 						      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
 						      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
 						      "rules", (int)S.phase_us[SN_PH_RULES]));

@@ -359,6 +359,7 @@ static int sn_obj_walk(uint32_t k, uint64_t *out, uint32_t cap)
 	case SN_OBJ_DISK: return km_disk_walk(out, cap);
 	case SN_OBJ_CGROUP: return km_cgroup_walk(out, cap);
 	case SN_OBJ_NET: return km_net_walk(out, cap);
+	case SN_OBJ_FS: return km_fs_walk(out, cap);
 	default: return -22;                     /* KX_EINVAL */
 	}
 }
@@ -372,6 +373,8 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 		r = km_cgroup_name(key, out, SN_OBJ_NAME);
 	else if (k == SN_OBJ_NET)
 		r = km_net_name(key, out, SN_OBJ_NAME);
+	else if (k == SN_OBJ_FS)
+		r = km_fs_name(key, out, SN_OBJ_NAME);
 	if (r < 0)
 		out[0] = 0;
 	out[SN_OBJ_NAME - 1] = 0;
@@ -847,6 +850,33 @@ static void sn_collect_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 			rules_collect(w, j);
 }
 
+#ifdef __NVPTX__
+/* Whether the bundle collects any object kind (the same answer everywhere:
+ * the capacities are the configuration's). */
+static int sn_has_objs(const sn_world *w)
+{
+	for (uint32_t k = 0; k < SN_OBJ_KINDS; k++)
+		if (w->objs[k].cap)
+			return 1;
+	return 0;
+}
+#endif
+
+/* The objects' rows, once the jobs found them: every (kind, slot) below
+ * each kind's hi, numbered one after the other, row i on warp i % nwarps
+ * (rules_obj_row skips a slot not present).  One warp doing them all made
+ * 200 cgroups cost 5 ms on the H100, a chain of dependent reads. */
+static void sn_obj_rows(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	uint32_t base = 0;
+	for (uint32_t k = 0; k < SN_OBJ_KINDS; k++) {
+		uint32_t hi = w->objs[k].cap ? sn_load_volatile32(&w->objs[k].hi) : 0;
+		for (uint32_t s = (warp + nwarps - base % nwarps) % nwarps; s < hi; s += nwarps)
+			rules_obj_row(w, k, s);
+		base += hi;
+	}
+}
+
 static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
 	for (uint32_t r = warp; r < w->nrules; r += nwarps)
@@ -879,6 +909,8 @@ void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t n
 		sn_emit_begin(w);
 	} else if (step == SN_STEP_JOBS) {
 		sn_collect_all(w, t, T);
+	} else if (step == SN_STEP_OBJS) {
+		sn_obj_rows(w, t, T);
 	} else if (step >= SN_STEP_SCAN && step <= SN_STEP_ROWS) {
 		if (w->has_tasks)
 			sn_task_steps[step - SN_STEP_SCAN](w, t, T);
@@ -1236,6 +1268,11 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 		sn_collect_timed(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
 		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
+		if (sn_has_objs(w)) {
+			sn_obj_rows(w, warp, nwarps);
+			sn_grid_sync(w, nwarps);
+		}
+		sn_phase(w, warp * 32 + simt_lane(), SN_PH_OBJS, &t);
 		sn_tasks_grid(w, warp, nwarps, &t);
 		sn_eval_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);

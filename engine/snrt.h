@@ -97,7 +97,8 @@ typedef struct sn_stats {
 
 /* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
  * slots, the rows' slots, the rows' task metrics, the rules */
-enum { SN_PH_JOBS, SN_PH_SCAN, SN_PH_SLOTS, SN_PH_FIELDS, SN_PH_RULES, SN_PH__COUNT };
+enum { SN_PH_JOBS, SN_PH_SCAN, SN_PH_SLOTS, SN_PH_FIELDS, SN_PH_RULES, SN_PH_OBJS, SN_PH__COUNT };
+_Static_assert(SN_PH__COUNT <= 6, "sn_stats.phase_us");
 
 /* ---- alert state of one rule ----------------------------------------------- */
 
@@ -210,8 +211,8 @@ typedef struct sn_tasks {
  * object that went away is given to the next new one with its histories
  * emptied.  Rules range over the slots present this tick, as over online
  * CPUs, and an alert names the object by its name. */
-#define SN_OBJ_KINDS 3u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
-enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET };
+#define SN_OBJ_KINDS 4u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
+enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET, SN_OBJ_FS };
 #define SN_OBJ_COLS 64u
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */
@@ -273,6 +274,11 @@ void rules_eval(sn_world *w, uint32_t rule);
  * the task slots after the metrics. */
 void rules_task_row(sn_world *w, uint32_t row);
 void rules_task_derive(sn_world *w, uint32_t row);
+/* Every metric the rules read of object `slot` of kind `kind` (a disk, a
+ * cgroup, an interface) present this tick, for a warp (its reads are
+ * warp-collective); after the jobs found the objects, the objects' rows
+ * are spread over every warp (sn_obj_rows). */
+void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot);
 /* From the metric library (kernel-support/kmetric.c): the name of the task
  * at kernel address task, read now; < 0 on a read error. */
 int km_task_comm(uint64_t task, char *out16);
@@ -290,6 +296,8 @@ int km_cgroup_walk(uint64_t *out, uint32_t cap);
 int km_cgroup_name(uint64_t cgroup, char *out, uint32_t size);
 int km_net_walk(uint64_t *out, uint32_t cap);
 int km_net_name(uint64_t dev, char *out, uint32_t size);
+int km_fs_walk(uint64_t *out, uint32_t cap);
+int km_fs_name(uint64_t mount, char *out, uint32_t size);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 
@@ -368,7 +376,7 @@ void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);
 /* The same tick in steps, for T host threads with a barrier after each
  * step: every thread t of T runs step 0, all meet, step 1, ... (the CPU
  * backend with [engine] threads; sn_tick runs them on one). */
-enum { SN_STEP_BEGIN, SN_STEP_JOBS, SN_STEP_SCAN, SN_STEP_CLAIM, SN_STEP_RELEASE, SN_STEP_ALLOC, SN_STEP_COMMIT,
+enum { SN_STEP_BEGIN, SN_STEP_JOBS, SN_STEP_OBJS, SN_STEP_SCAN, SN_STEP_CLAIM, SN_STEP_RELEASE, SN_STEP_ALLOC, SN_STEP_COMMIT,
        SN_STEP_ROWS, SN_STEP_RULES, SN_STEP_END, SN_STEPS };
 void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t now);
 

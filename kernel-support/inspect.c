@@ -262,6 +262,16 @@ static json_t *inspect_self(void)
 			 "threads", (json_int_t)threads);
 }
 
+/* The string metric that names an object of entity e ("disk.name",
+ * "fs.mountpoint"): the key of its name in the JSON. */
+static const char *obj_name_metric(Entity e)
+{
+	for (unsigned m = 0; m < MET__COUNT; m++)
+		if (cat_metrics[m].entity == e && cat_metrics[m].type == MT_STR)
+			return cat_metrics[m].name;
+	return "name";
+}
+
 static json_t *json_value(const Metric *m, double v)
 {
 	if (isnan(v))
@@ -319,9 +329,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 			for (uint32_t s = 0; s < O->hi; s++) {
 				if (!O->on[s])
 					continue;
-				char key[48];
-				snprintf(key, sizeof key, "%s.name", cat_entities[ENT_FIRST_OBJ + k].prefix);
-				json_t *o2 = json_pack("{s:s%}", key, O->name[s], strnlen(O->name[s], SN_OBJ_NAME));
+				json_t *o2 = json_pack("{s:s%}", obj_name_metric(ENT_FIRST_OBJ + k), O->name[s],
+						       strnlen(O->name[s], SN_OBJ_NAME));
 				for (unsigned i = 0; i < b->nobj[k]; i++)
 					json_object_set_new(o2, cat_metrics[b->obj_m[k][i]].name,
 							    json_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s]));

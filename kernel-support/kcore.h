@@ -402,6 +402,105 @@ struct virtnet_info {
 	u16 max_queue_pairs;
 };
 
+/* Filesystems: the mounts of the initial mount namespace, a list (up to
+ * 6.7) or a tree keyed by mount ID (6.8+); each mount's superblock and,
+ * by its magic, the filesystem's own counters (ext4 and tmpfs: what their
+ * statfs() adds up).  A separate struct for each field that changed type
+ * between versions, so that no view declares a field the wrong way. */
+struct rb_node {
+	unsigned long __rb_parent_color;
+	struct rb_node *rb_right;
+	struct rb_node *rb_left;
+};
+struct qstr {
+	u64 hash_len;                 /* len in the high half (little-endian) */
+	const unsigned char *name;
+};
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+};
+struct file_system_type {
+	const char *name;
+};
+struct super_block___fs {
+	unsigned long s_flags;        /* SB_RDONLY 1 */
+	unsigned long s_magic;
+	unsigned long s_blocksize;
+	void *s_fs_info;
+};
+struct vfsmount {
+	struct dentry *mnt_root;
+	struct super_block___fs *mnt_sb;
+	int mnt_flags;                /* MNT_READONLY 0x40; 6.1: MNT_CURSOR 0x10000000 */
+};
+/* (a field only some versions have is in a flavour: rulec then treats
+ * it as optional, not as one whose absence makes the metrics unavailable.
+ * A flavour read through the same pointer as its plain struct puts its
+ * field at an index the plain struct's fields do not use, behind unread
+ * padding: two accesses with the same base and the same indices are one
+ * to LLVM, whatever their types (see struct inode)) */
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+};
+/* field order: the two container_of offsets must differ (see struct inode) */
+struct mount___list {
+	struct list_head mnt_list;    /* up to 6.7: on mnt_namespace.list */
+	struct rb_node mnt_node;      /* 6.8+: in mnt_namespace.mounts */
+};
+struct mnt_namespace;
+struct mnt_namespace___list {     /* up to 6.7 */
+	long pad0_, pad1_;            /* (an array would be one field) */
+	struct list_head list;
+};
+struct mnt_namespace___rb {       /* 6.8+ (`mounts` was the count before) */
+	struct rb_root___fs { struct rb_node *rb_node; } mounts;
+	unsigned int nr_mounts;
+};
+struct nsproxy {
+	struct mnt_namespace *mnt_ns;
+};
+struct task_struct___ns {
+	struct nsproxy *nsproxy;
+};
+/* ext4 (a module: its types come from its BTF); the on-disk superblock
+ * is little-endian, as x86-64 */
+struct ext4_super_block {
+	u32 s_inodes_count;
+	u32 s_blocks_count_lo;
+	u32 s_r_blocks_count_lo;
+	u32 s_feature_incompat;       /* INCOMPAT_64BIT 0x80: the _hi halves count */
+	u32 s_blocks_count_hi;
+	u32 s_r_blocks_count_hi;
+};
+struct ext4_sb_info {
+	struct ext4_super_block *s_es;
+	unsigned long s_overhead;     /* clusters */
+	unsigned int s_cluster_bits;
+	unsigned int s_mount_opt;     /* EXT4_MOUNT_MINIX_DF 0x80 */
+	atomic64_t s_resv_clusters;
+	struct percpu_counter s_freeclusters_counter;
+	struct percpu_counter s_dirtyclusters_counter;
+	struct percpu_counter s_freeinodes_counter;
+	struct super_block___fs *s_sb;
+};
+/* tmpfs */
+struct shmem_sb_info {
+	unsigned long max_blocks;     /* 0: no limit */
+	struct percpu_counter used_blocks;
+	unsigned long max_inodes;     /* 0: no limit */
+};
+struct shmem_sb_info___inodes {   /* up to 6.5 */
+	long pad0_, pad1_, pad2_, pad3_, pad4_;
+	unsigned long free_inodes;
+};
+struct shmem_sb_info___ispace {   /* 6.6+: free inode space, BOGO_INODE_SIZE a file */
+	long pad0_, pad1_, pad2_, pad3_;
+	unsigned long free_ispace;
+};
+
 /* ---- kernel symbols -------------------------------------------------- */
 
 extern struct task_struct init_task;

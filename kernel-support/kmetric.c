@@ -101,14 +101,16 @@ KM_INLINE void km_gather(const u64 *a, u32 n, u64 *out)
 	}
 }
 
-/* A per-CPU object's words summed over the possible CPUs: sum[f] is the
- * sum of the u64 at p + offset(cpu) + off[f], f < nw.  Lanes read a block
+/* Per-CPU words summed over the possible CPUs: sum[f] is the sum of the
+ * u64 (half: the s32) at base[f] + offset(cpu), f < nw (a
+ * base of 0 adds nothing); km_pcpu_sums: a per-CPU object's words, at
+ * p + off[f].  Lanes read a block
  * of CPUs' offsets (one load), then (CPU, word) pairs a pair a lane: a
  * 19-word object on 4 CPUs is 4 loads for the warp, not 20 a lane. */
 #define KM_PCPU_WORDS 24
 #define KM_NOCPU (~0ul)
 
-KM_INLINE void km_pcpu_sums(u64 p, const u64 *off, u32 nw, u64 *sum)
+KM_INLINE void km_pcpu_add(const u64 *base, u32 nw, int half, u64 *sum)
 {
 	u32 lane = simt_lane(), nl = simt_nlanes(), n = km_nr_cpu_ids();
 	u64 acc[KM_PCPU_WORDS];
@@ -125,14 +127,22 @@ KM_INLINE void km_pcpu_sums(u64 p, const u64 *off, u32 nw, u64 *sum)
 		for (u32 j0 = 0; j0 < m * nw; j0 += nl) {
 			u32 j = j0 + lane, in = j < m * nw, f = in ? j % nw : 0;
 			u64 oc = simt_shfl_u64(o, in ? j / nw : 0);
-			int on = in && oc != KM_NOCPU;
-			u64 v = km_word(on ? p + oc + off[f] : km_addr(&jiffies_64));
+			int on = in && oc != KM_NOCPU && base[f];
+			u64 v = km_word(on ? base[f] + oc : km_addr(&jiffies_64));
 			if (on)
-				acc[f] += v;
+				acc[f] += half ? (u64)(s64)(s32)(u32)v : v;
 		}
 	}
 	for (u32 f = 0; f < nw; f++)
 		sum[f] = simt_sum_u64(acc[f]);
+}
+
+KM_INLINE void km_pcpu_sums(u64 p, const u64 *off, u32 nw, u64 *sum)
+{
+	u64 base[KM_PCPU_WORDS];
+	for (u32 f = 0; f < nw; f++)
+		base[f] = p + off[f];
+	km_pcpu_add(base, nw, 0, sum);
 }
 
 KM_INLINE u64 km_cpustat(u32 cpu, long item)
@@ -1459,4 +1469,296 @@ double km_net_tx_dropped(u64 d, const u64 *blk)
 {
 	u64 core = blk[KN_CORE_TXD];
 	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED]);
+}
+
+/* ---- filesystems: the initial mount namespace's mounts, as /proc/mounts ------------------
+ *
+ * Every mount of init's mount namespace (`init_task.nsproxy->mnt_ns`: a
+ * list up to 6.7, a tree keyed by mount ID from 6.8) whose superblock is
+ * ext2/3/4 (ext4's driver), tmpfs, xfs or btrfs, in mount order; the name
+ * is the mount point, built as d_path does (each dentry's name up to the
+ * mount's root, then on from where it is mounted).  What statfs() reports
+ * is what each filesystem's statfs adds up from its superblock's counters,
+ * so each is read where it keeps them: ext4's per-CPU cluster and inode
+ * counters and its on-disk superblock (ext4_statfs), tmpfs's block counter
+ * and limits (shmem_statfs).  xfs and btrfs are listed with their
+ * read-only state; their sizes are unknown (KM_ABSENT) until read. */
+
+#define KM_MAX_MOUNTS 65536u
+#define KM_MAX_PATH_DEPTH 64u
+#define KM_MNT_READONLY 0x40u
+#define KM_MNT_CURSOR 0x10000000u        /* up to 6.7: a /proc/mounts reader's place in the list */
+#define KM_SB_RDONLY 1u
+#define KM_EXT4_MAGIC 0xef53ul
+#define KM_TMPFS_MAGIC 0x01021994ul
+#define KM_XFS_MAGIC 0x58465342ul
+#define KM_BTRFS_MAGIC 0x9123683eul
+#define KM_EXT4_64BIT 0x80u              /* s_feature_incompat */
+#define KM_EXT4_MINIX_DF 0x80u           /* s_mount_opt: no overhead subtracted */
+#define KM_BOGO_INODE_SIZE 1024ul        /* tmpfs 6.6+: free_ispace per inode */
+
+/* n (the walk's count so far) plus one when mount m is listed: lane 0
+ * writes its address */
+KM_INLINE int km_fs_keep(struct mount *m, u64 sb, u64 flags, u32 skip, u64 *out, u32 cap, int n)
+{
+	if (!sb || ((u32)flags & skip))
+		return n;
+	u64 magic = KR(((struct super_block___fs *)(unsigned long)sb)->s_magic);
+	if (magic != KM_EXT4_MAGIC && magic != KM_TMPFS_MAGIC && magic != KM_XFS_MAGIC && magic != KM_BTRFS_MAGIC)
+		return n;
+	if ((u32)n < cap && simt_lane() == 0)
+		out[n] = km_addr(m);
+	return n + 1;
+}
+
+/* up to 6.7: mnt_namespace.list, skipping readers' cursors */
+static int km_mnt_list(struct mnt_namespace___list *ns, u64 *out, u32 cap)
+{
+	struct list_head *head = KP(ns->list), *cur = head, *next = KR(head->next);
+	int n = 0;
+	for (u32 seen = 0;; seen++) {
+		if (next == head || simt_any(__llview_failed()))
+			break;
+		struct mount *m = (struct mount *)kcontainer_of(next, struct mount___list, mnt_list);
+		u64 a[4] = {km_addr(&next->next), km_addr(&next->prev), km_addr(KP(m->mnt.mnt_sb)),
+			    km_addr(KP(m->mnt.mnt_flags))}, v[4];
+		km_gather(a, 4, v);
+		if (seen >= KM_MAX_MOUNTS || v[1] != km_addr(cur))
+			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		n = km_fs_keep(m, v[2], v[3], KM_MNT_CURSOR, out, cap, n);
+		cur = next;
+		next = (struct list_head *)(unsigned long)v[0];
+	}
+	return simt_any(__llview_failed()) ? -14 : n;
+}
+
+/* 6.8+: mnt_namespace.mounts, in order (rb_next through parent pointers) */
+static int km_mnt_tree(struct mnt_namespace___rb *ns, u64 *out, u32 cap)
+{
+	struct rb_node *node = KR(ns->mounts.rb_node), *l;
+	u32 steps = 0;
+	int n = 0;
+	while (node && (l = KR(node->rb_left)) && steps++ < KM_MAX_MOUNTS)
+		node = l;
+	while (node) {
+		if (simt_any(__llview_failed()))
+			return -14;
+		if (++steps > 4 * KM_MAX_MOUNTS)
+			return -40;
+		struct mount *m = (struct mount *)kcontainer_of(node, struct mount___list, mnt_node);
+		u64 a[4] = {km_addr(KP(node->rb_right)), km_addr(KP(node->__rb_parent_color)),
+			    km_addr(KP(m->mnt.mnt_sb)), km_addr(KP(m->mnt.mnt_flags))}, v[4];
+		km_gather(a, 4, v);
+		n = km_fs_keep(m, v[2], v[3], 0, out, cap, n);
+		struct rb_node *r = (struct rb_node *)(unsigned long)v[0];
+		if (r) {
+			node = r;
+			while ((l = KR(node->rb_left)) && steps++ < 4 * KM_MAX_MOUNTS && !__llview_failed())
+				node = l;
+			continue;
+		}
+		struct rb_node *p = (struct rb_node *)(unsigned long)(v[1] & ~3ul);
+		while (p && node == KR(p->rb_right) && steps++ < 4 * KM_MAX_MOUNTS && !__llview_failed()) {
+			node = p;
+			p = (struct rb_node *)(unsigned long)(KR(p->__rb_parent_color) & ~3ul);
+		}
+		node = p;
+	}
+	return simt_any(__llview_failed()) ? -14 : n;
+}
+
+/* Warp-collective: every lane gets the count, lane 0 writes out. */
+int km_fs_walk(u64 *out, u32 cap)
+{
+	struct task_struct___ns *it = (struct task_struct___ns *)&init_task;
+	struct nsproxy *np = KR(it->nsproxy);
+	if (simt_any(__llview_failed()))
+		return -14;
+	if (!np)
+		return -2;                      /* KX_ENOENT */
+	/* (no `np ? ... : 0`: a pointer that may be the kernel's or null is
+	 * one LLView refuses to read through) */
+	struct mnt_namespace *ns = KR(np->mnt_ns);
+	if (simt_any(__llview_failed()))
+		return -14;
+	if (!ns)
+		return -2;
+	if (KFIELD_EXISTS(mnt_namespace___rb, nr_mounts))
+		return km_mnt_tree((struct mnt_namespace___rb *)ns, out, cap);
+	return km_mnt_list((struct mnt_namespace___list *)ns, out, cap);
+}
+
+/* The mount point ("/", "/var/lib"), as d_path builds it from the
+ * namespace's root: the dentries' names up to each mount's root, then on
+ * from the dentry it is mounted on; at most size - 1 bytes.  One lane. */
+int km_fs_name(u64 key, char *out, u32 size)
+{
+	struct mount *mnt = (struct mount *)(unsigned long)key;
+	struct dentry *d = KR(mnt->mnt.mnt_root);
+	const unsigned char *nm[KM_MAX_PATH_DEPTH];
+	u32 len[KM_MAX_PATH_DEPTH], depth = 0;
+	for (u32 step = 0; step < 4 * KM_MAX_PATH_DEPTH && !__llview_failed(); step++) {
+		if (d == KR(mnt->mnt.mnt_root)) {
+			struct mount *p = KR(mnt->mnt_parent);
+			if (!p || p == mnt)
+				break;          /* the namespace's root */
+			d = KR(mnt->mnt_mountpoint);
+			mnt = p;
+			continue;
+		}
+		struct dentry *up = KR(d->d_parent);
+		if (!up || up == d || depth == KM_MAX_PATH_DEPTH)
+			break;
+		nm[depth] = KR(d->d_name.name);
+		len[depth] = (u32)(KR(d->d_name.hash_len) >> 32);
+		depth++;
+		d = up;
+	}
+	u32 o = 0;
+	if (!depth && size > 1)
+		out[o++] = '/';
+	for (u32 i = depth; i-- > 0 && o + 1 < size && !__llview_failed();) {
+		out[o++] = '/';
+		u64 a = km_addr(nm[i]), w = 0;
+		for (u32 k = 0; k < len[i] && k < 255 && o + 1 < size; k++) {
+			u64 at = a + k;
+			if (k == 0 || (at & 7) == 0)
+				w = *(const u64 *)(unsigned long)(at & ~7ul);
+			out[o++] = (char)(w >> ((at & 7) * 8));
+		}
+	}
+	for (u32 i = o; i < size; i++)
+		out[i] = 0;
+	return __llview_failed() ? -14 : 0;
+}
+
+/* percpu_counter_sum() of nc counters (nc <= 4): each one's count plus
+ * its CPUs' s32 deltas, over the possible CPUs (a CPU that went offline
+ * had its delta folded into the count).  Warp-collective, as km_pcpu_sums. */
+KM_INLINE void km_pcpu_counters(const u64 *count, const u64 *pcpu, u32 nc, s64 *sum)
+{
+	u64 d[4];
+	km_pcpu_add(pcpu, nc, 1, d);
+	for (u32 f = 0; f < nc; f++)
+		sum[f] = (s64)(count[f] + d[f]);
+}
+
+/* A mount's statfs numbers, read once a tick into a block (km_fs_stats:
+ * the mount's words, its superblock's, its filesystem's, then the per-CPU
+ * counters); the metrics read the block. */
+enum {
+	KV_MNT_FLAGS, KV_SB_FLAGS, KV_BSIZE, KV_BLOCKS, KV_BFREE, KV_BAVAIL, KV_FILES, KV_FFREE,
+	KV_KIND, KV_FAILED, KV__COUNT
+};
+_Static_assert(KV__COUNT <= 64, "the block rulec gives km_fs_stats (CG_OBJ_BLOCK)");
+enum { KV_OTHER, KV_EXT4, KV_TMPFS };
+
+KM_INLINE s64 km_pos(s64 v) { return v < 0 ? 0 : v; }
+
+/* ext4_statfs */
+KM_INLINE void km_ext4_statfs(u64 sbp, struct ext4_sb_info *sbi, u64 *blk)
+{
+	enum { E_ES, E_OVH, E_CB, E_OPT, E_RESV, E_FREE, E_FREEP, E_DIRTY, E_DIRTYP, E_INO, E_INOP, E_SB, E__N };
+	u64 a[E__N], v[E__N];
+	a[E_ES] = km_addr(KP(sbi->s_es));
+	a[E_OVH] = km_addr(KP(sbi->s_overhead));
+	a[E_CB] = km_addr(KP(sbi->s_cluster_bits));
+	a[E_OPT] = km_addr(KP(sbi->s_mount_opt));
+	a[E_RESV] = km_addr(KP(sbi->s_resv_clusters.counter));
+	a[E_FREE] = km_addr(KP(sbi->s_freeclusters_counter.count));
+	a[E_FREEP] = km_addr(KP(sbi->s_freeclusters_counter.counters));
+	a[E_DIRTY] = km_addr(KP(sbi->s_dirtyclusters_counter.count));
+	a[E_DIRTYP] = km_addr(KP(sbi->s_dirtyclusters_counter.counters));
+	a[E_INO] = km_addr(KP(sbi->s_freeinodes_counter.count));
+	a[E_INOP] = km_addr(KP(sbi->s_freeinodes_counter.counters));
+	a[E_SB] = km_addr(KP(sbi->s_sb));
+	km_gather(a, E__N, v);
+	if (v[E_SB] != sbp || !v[E_ES])
+		return;                         /* not ext4's: ext2's own driver, say */
+	struct ext4_super_block *es = (struct ext4_super_block *)(unsigned long)v[E_ES];
+	u64 b[6] = {km_addr(KP(es->s_inodes_count)), km_addr(KP(es->s_blocks_count_lo)),
+		    km_addr(KP(es->s_r_blocks_count_lo)), km_addr(KP(es->s_feature_incompat)),
+		    km_addr(KP(es->s_blocks_count_hi)), km_addr(KP(es->s_r_blocks_count_hi))}, w[6];
+	km_gather(b, 6, w);
+	u64 cnt[3] = {v[E_FREE], v[E_DIRTY], v[E_INO]}, pc[3] = {v[E_FREEP], v[E_DIRTYP], v[E_INOP]};
+	s64 s[3];
+	km_pcpu_counters(cnt, pc, 3, s);
+	u32 cb = (u32)v[E_CB] & 63;
+	int big = ((u32)w[3] & KM_EXT4_64BIT) != 0;
+	u64 blocks = (w[1] & 0xffffffffu) | (big ? (w[4] & 0xffffffffu) << 32 : 0);
+	u64 r = (w[2] & 0xffffffffu) | (big ? (w[5] & 0xffffffffu) << 32 : 0);
+	u64 ovh = ((u32)v[E_OPT] & KM_EXT4_MINIX_DF) ? 0 : v[E_OVH];
+	u64 resv = v[E_RESV] << cb;
+	s64 bfree = km_pos(s[0]) - km_pos(s[1]);
+	blk[KV_BLOCKS] = blocks - (ovh << cb);
+	blk[KV_BFREE] = (u64)km_pos(bfree) << cb;
+	blk[KV_BAVAIL] = blk[KV_BFREE] < r + resv ? 0 : blk[KV_BFREE] - (r + resv);
+	blk[KV_FILES] = w[0] & 0xffffffffu;
+	blk[KV_FFREE] = (u64)km_pos(s[2]);
+	blk[KV_KIND] = KV_EXT4;
+}
+
+/* shmem_statfs: a limit of 0 (none) reports 0, as df shows */
+KM_INLINE void km_tmpfs_statfs(struct shmem_sb_info *sbi, u64 *blk)
+{
+	int ispace = KFIELD_EXISTS(shmem_sb_info___ispace, free_ispace);
+	struct shmem_sb_info___ispace *six = (struct shmem_sb_info___ispace *)sbi;
+	struct shmem_sb_info___inodes *sin = (struct shmem_sb_info___inodes *)sbi;
+	u64 a[5] = {km_addr(KP(sbi->max_blocks)), km_addr(KP(sbi->used_blocks.count)),
+		    km_addr(KP(sbi->used_blocks.counters)), km_addr(KP(sbi->max_inodes)),
+		    ispace ? km_addr(KP(six->free_ispace)) : km_addr(KP(sin->free_inodes))}, v[5];
+	km_gather(a, 5, v);
+	s64 used;
+	km_pcpu_counters(&v[1], &v[2], 1, &used);
+	blk[KV_BLOCKS] = v[0];
+	blk[KV_BFREE] = blk[KV_BAVAIL] = v[0] ? v[0] - (u64)used : 0;
+	blk[KV_FILES] = v[3];
+	blk[KV_FFREE] = !v[3] ? 0 : ispace ? v[4] / KM_BOGO_INODE_SIZE : v[4];
+	blk[KV_KIND] = KV_TMPFS;
+}
+
+int km_fs_stats(u64 key, u64 *blk)
+{
+	struct mount *m = (struct mount *)(unsigned long)key;
+	u64 a[2] = {km_addr(KP(m->mnt.mnt_sb)), km_addr(KP(m->mnt.mnt_flags))}, v[2];
+	km_gather(a, 2, v);
+	struct super_block___fs *sb = (struct super_block___fs *)(unsigned long)v[0];
+	u64 d = km_dummy_addr(), b[4], w[4];
+	b[0] = sb ? km_addr(KP(sb->s_flags)) : d;
+	b[1] = sb ? km_addr(KP(sb->s_magic)) : d;
+	b[2] = sb ? km_addr(KP(sb->s_blocksize)) : d;
+	b[3] = sb ? km_addr(KP(sb->s_fs_info)) : d;
+	km_gather(b, 4, w);
+	for (u32 i = KV_BLOCKS; i <= KV_FFREE; i++)
+		blk[i] = 0;
+	blk[KV_MNT_FLAGS] = v[1] & 0xffffffffu;
+	blk[KV_SB_FLAGS] = w[0];
+	blk[KV_BSIZE] = w[2];
+	blk[KV_KIND] = KV_OTHER;
+	if (sb && w[3] && w[1] == KM_EXT4_MAGIC && KTYPE_EXISTS(ext4_sb_info) && KTYPE_EXISTS(ext4_super_block))
+		km_ext4_statfs(v[0], (struct ext4_sb_info *)(unsigned long)w[3], blk);
+	else if (sb && w[3] && w[1] == KM_TMPFS_MAGIC)
+		km_tmpfs_statfs((struct shmem_sb_info *)(unsigned long)w[3], blk);
+	blk[KV_FAILED] = (u64)simt_any(__llview_failed()) || !sb;
+	return 0;
+}
+
+/* a count of blocks in bytes, or a count: unknown for a filesystem whose
+ * counters are not read, NaN when the block could not be read */
+KM_INLINE double km_fsv(const u64 *blk, u64 v, double scale)
+{
+	return blk[KV_FAILED] ? KM_NAN : blk[KV_KIND] == KV_OTHER ? KM_ABSENT : (double)v * scale;
+}
+
+double km_fs_size_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BLOCKS], (double)blk[KV_BSIZE]); }
+double km_fs_free_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BFREE], (double)blk[KV_BSIZE]); }
+double km_fs_avail_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BAVAIL], (double)blk[KV_BSIZE]); }
+double km_fs_files(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FILES], 1); }
+double km_fs_files_free(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FFREE], 1); }
+/* read-only as /proc/mounts says "ro": the mount's flag or the superblock's */
+double km_fs_readonly(u64 k, const u64 *blk)
+{
+	if (blk[KV_FAILED])
+		return KM_NAN;
+	return (blk[KV_MNT_FLAGS] & KM_MNT_READONLY) || (blk[KV_SB_FLAGS] & KM_SB_RDONLY);
 }

@@ -10,6 +10,7 @@
 #define DISK ENT_DISK
 #define CGROUP ENT_CGROUP
 #define NET ENT_NET
+#define FS ENT_FS
 #define GAUGE MK_GAUGE
 #define COUNTER MK_COUNTER
 #define NUM MT_NUM

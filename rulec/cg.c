@@ -747,33 +747,9 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		cg_call(C, "sn_tasks_find", &C->w, 1);
 		break;
 	case JOB_OBJS: {
-		/* the warp finds them; then object by object, each metric the
-		 * rules read (a warp-collective read: lanes split the CPUs of
-		 * a per-CPU counter) */
-		LLVMValueRef a[6] = {C->w, cg_u32(C, (unsigned)J->obj)};
-		LLVMValueRef blk = LLVMBuildAlloca(C->b, LLVMArrayType(C->i64, CG_OBJ_BLOCK), "blk");
-		LLVMValueRef vals = LLVMBuildAlloca(C->b, LLVMArrayType(C->dbl, CG_OBJ_COLS), "vals");
+		/* the warp finds them; their rows follow (rules_obj_row) */
+		LLVMValueRef a[2] = {C->w, cg_u32(C, (unsigned)J->obj)};
 		cg_call(C, "sn_objs_find", a, 2);
-		cg_loop_begin(C, &L, cg_u32(C, 0), cg_call(C, "sn_nobjs", a, 2), cg_u32(C, 1));
-		a[2] = L.iv;
-		LLVMValueRef on = cg_call(C, "sn_obj_on", a, 3);
-		cg_loop_continue_unless(C, &L, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""));
-		LLVMValueRef key = cg_call(C, "sn_obj_key", a, 3);
-		/* the object's counters, summed over CPUs once (km_PREFIX_stats),
-		 * then each metric from that block */
-		snprintf(fn, sizeof fn, "km_%s_stats", cat_entities[ENT_FIRST_OBJ + J->obj].prefix);
-		LLVMValueRef ka[2] = {key, blk};
-		cg_call(C, fn, ka, 2);
-		LLVMTypeRef vt = LLVMArrayType(C->dbl, CG_OBJ_COLS);
-		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
-			MetricId m = C->p->obj_m[J->obj][i];
-			cg_metric_fn(m, fn, sizeof fn);
-			LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, (unsigned)C->p->slot[m])};
-			LLVMBuildStore(C->b, cg_call(C, fn, ka, 2), LLVMBuildInBoundsGEP2(C->b, vt, vals, idx, 2, ""));
-		}
-		LLVMValueRef pa[4] = {C->w, a[1], L.iv, vals};
-		cg_call(C, "sn_put_objs", pa, 4);
-		cg_loop_end(C, &L);
 		break;
 	}
 	}
@@ -820,6 +796,60 @@ static void cg_task_row(Cg *C)
 		LLVMValueRef da[2] = {C->w, row};
 		cg_call(C, "rules_task_derive", da, 2);
 	}
+	LLVMBuildRetVoid(C->b);
+}
+
+/* rules_obj_row(w, kind, slot): every metric the rules read of one object
+ * of a kind a job finds, for a warp (its reads are warp-collective: lanes
+ * split the CPUs of a per-CPU counter).  Its counters, summed over CPUs
+ * once (km_PREFIX_stats), into a block; then each metric from that block. */
+static void cg_obj_row(Cg *C)
+{
+	LLVMTypeRef pt[3] = {C->ptr, C->i32, C->i32};
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_obj_row");
+	if (!f)
+		f = LLVMAddFunction(C->m, "rules_obj_row", LLVMFunctionType(C->vd, pt, 3, 0));
+	LLVMGlobalClearMetadata(f);
+	C->fn = f;
+	C->w = LLVMGetParam(f, 0);
+	LLVMValueRef kind = LLVMGetParam(f, 1), slot = LLVMGetParam(f, 2);
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, f, "entry");
+	LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(C->ctx, f, "out");
+	LLVMPositionBuilderAtEnd(C->b, entry);
+	LLVMTypeRef vt = LLVMArrayType(C->dbl, CG_OBJ_COLS);
+	LLVMValueRef blk = LLVMBuildAlloca(C->b, LLVMArrayType(C->i64, CG_OBJ_BLOCK), "blk");
+	LLVMValueRef vals = LLVMBuildAlloca(C->b, vt, "vals");
+	LLVMValueRef sw = LLVMBuildSwitch(C->b, kind, out, SN_OBJ_KINDS);
+	bool done[SN_OBJ_KINDS] = {false};
+	char fn[64];
+	for (unsigned j = 0; j < C->p->njobs; j++) {
+		const CgJob *J = &C->p->jobs[j];
+		if (J->kind != JOB_OBJS || (unsigned)J->obj >= SN_OBJ_KINDS || done[J->obj])
+			continue;
+		done[J->obj] = true;
+		LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(C->ctx, f, "kind");
+		LLVMBasicBlockRef on_bb = LLVMAppendBasicBlockInContext(C->ctx, f, "present");
+		LLVMAddCase(sw, cg_u32(C, (unsigned)J->obj), bb);
+		LLVMPositionBuilderAtEnd(C->b, bb);
+		LLVMValueRef a[4] = {C->w, cg_u32(C, (unsigned)J->obj), slot};
+		LLVMValueRef on = cg_call(C, "sn_obj_on", a, 3);
+		LLVMBuildCondBr(C->b, LLVMBuildICmp(C->b, LLVMIntNE, on, cg_s32(C, 0), ""), on_bb, out);
+		LLVMPositionBuilderAtEnd(C->b, on_bb);
+		LLVMValueRef key = cg_call(C, "sn_obj_key", a, 3);
+		snprintf(fn, sizeof fn, "km_%s_stats", cat_entities[ENT_FIRST_OBJ + J->obj].prefix);
+		LLVMValueRef ka[2] = {key, blk};
+		cg_call(C, fn, ka, 2);
+		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
+			MetricId m = C->p->obj_m[J->obj][i];
+			cg_metric_fn(m, fn, sizeof fn);
+			LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, (unsigned)C->p->slot[m])};
+			LLVMBuildStore(C->b, cg_call(C, fn, ka, 2), LLVMBuildInBoundsGEP2(C->b, vt, vals, idx, 2, ""));
+		}
+		a[3] = vals;
+		cg_call(C, "sn_put_objs", a, 4);
+		LLVMBuildBr(C->b, out);
+	}
+	LLVMPositionBuilderAtEnd(C->b, out);
 	LLVMBuildRetVoid(C->b);
 }
 
@@ -939,6 +969,8 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 		cg_task_derive(&C);          /* first: rules_task_row calls it */
 	if (!C.nerr)
 		cg_task_row(&C);
+	if (!C.nerr)
+		cg_obj_row(&C);
 	for (size_t i = 0; i < nrules && !C.nerr; i++)
 		fns[i] = cg_rule(&C, i);
 	if (!C.nerr)

@@ -411,7 +411,8 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 			"a window of %s holds fewer than two samples at a %s tick; make it at least %s",
 			unit_fmt_duration(w, w1, sizeof w1), unit_fmt_duration(C->o->tick, w2, sizeof w2),
 			unit_fmt_duration(2 * C->o->tick, b, sizeof b));
-	if (m->type != MT_NUM) {
+	/* changes() also counts a condition's flips (it is 0 or 1 in a history) */
+	if (m->type != MT_NUM && !(m->type == MT_BOOL && e->u.call.id == B_CHANGES)) {
 		c_error(C, c_loc(C, x), DIAG_TYPE_MISMATCH, "%s() takes a number; %s is a %s",
 			bi->name, m->name, m->type == MT_BOOL ? "condition" : m->type == MT_STR ? "string" : "task state");
 		return ty_err;
@@ -447,7 +448,7 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 			t.lo = -INFINITY;
 		break;
 	case B_CHANGES:
-		t.dim = (Dim){0, 0};
+		t = ty_num((Dim){0, 0}, 0, INFINITY);   /* a count, of a number's or a condition's changes */
 		break;
 	case B_DERIV:
 		t.dim.time--;

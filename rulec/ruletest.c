@@ -260,6 +260,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					    ent == ENT_DISK ? "disk series take disk=\"NAME\"" :
 					    ent == ENT_CGROUP ? "cgroup series take cgroup=\"PATH\"" :
 					    ent == ENT_NET ? "interface series take interface=\"NAME\"" :
+					    ent == ENT_FS ? "filesystem series take mountpoint=\"PATH\"" :
 					    "host series take no labels");
 				return false;
 			}

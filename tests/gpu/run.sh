@@ -3,7 +3,8 @@
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
-#                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]]
+#                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
+#                        families [BACKENDS SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -53,6 +54,10 @@ fi
 if [ "$what" = taskbench ]; then
 	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py)
 	PYTHONUNBUFFERED=1 python3 bench/task_scale.py "$work/bin" "${2:-cuda,cpu}" "${3:-60,5000,50000}" "${4:-10}" || rc=1
+fi
+if [ "$what" = families ]; then
+	# tick time with every object family: 8 disks, 8 interfaces, 200 cgroups (bench/families.py)
+	PYTHONUNBUFFERED=1 python3 bench/families.py "$work/bin" "${2:-cuda,cpu}" "${3:-10}" || rc=1
 fi
 if [ "$what" = demo ]; then
 	# the main job (make demo) on the GPU

@@ -153,8 +153,10 @@ class Guest:
         ]
         # virtio NICs on QEMU's user-mode network (no host interface needed):
         # eth0, the network metrics' device, gateway 10.0.2.2
+        # (no option ROM: nothing boots from them, and a carried QEMU's
+        # firmware folder holds only what -kernel needs)
         for i in range(self.nics):
-            cmd += ["-nic", "user,model=virtio-net-pci"]
+            cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=" % i]
         # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
         for i in range(self.ndisks):
             cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]
@@ -194,6 +196,9 @@ class Guest:
             self.sock.settimeout(min(left, 1.0))
             try:
                 chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                self.proc.wait(timeout=5)
+                raise GuestError("qemu closed the control channel: %s" % self.proc.stdout.read().decode(errors="replace"))
             except socket.timeout:
                 if self.proc.poll() is not None:
                     raise GuestError("guest died; console tail:\n%s" % self.console_tail())

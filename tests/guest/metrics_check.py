@@ -70,6 +70,8 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; done; "
          "for r in cpu memory io; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
          "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; "
+         "echo @fs; l=; while read -r dv mp ty op rest; do echo \"M $mp $ty ${op%%,*}\"; l=\"$l $mp\"; "
+         "done < /proc/mounts; stat -f -c 'F %n %t %b %f %a %c %d %S' $l 2>/dev/null; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "echo @tasks; "
@@ -120,6 +122,14 @@ def parse_truth(out):
             t.setdefault("netdev", {})[name.strip()] = [int(x) for x in rest.split()]
         elif sec == "netdev" and f[0] == "N" and len(f) == 4:
             t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3]}
+        elif sec == "fs" and f[0] == "M" and len(f) == 4:
+            # "M MOUNTPOINT TYPE ro|rw" (/proc/mounts)
+            t.setdefault("mounts", {})[f[1]] = {"type": f[2], "ro": f[3] == "ro"}
+        elif sec == "fs" and f[0] == "F" and len(f) == 9:
+            # "F MOUNTPOINT MAGIC BLOCKS FREE AVAIL FILES FFREE FRSIZE" (statfs, busybox stat -f)
+            t.setdefault("statfs", {})[f[1]] = {"magic": int(f[2], 16), "blocks": int(f[3]), "bfree": int(f[4]),
+                                                "bavail": int(f[5]), "files": int(f[6]), "ffree": int(f[7]),
+                                                "bsize": int(f[8])}
         elif sec == "cgroups" and f[0] == "C" and len(f) >= 4:
             # "C PATH FILE VALUE [MORE]": memory.max "max", cpu.max "QUOTA PERIOD",
             # "cpu.pressure.some avg10=.. avg60=.. avg300=.. total=.."
@@ -246,6 +256,8 @@ def compare(b, a, m, ncpus, release=None):
     compare_cgroups(b, a, m, out, between)
     # network interfaces, as /proc/net/dev and /sys/class/net show them
     compare_nets(b, a, m, out, between, release)
+    # filesystems, as /proc/mounts and statfs (df) show them
+    compare_fs(b, a, m, out, between, release)
     # kernel health: a guest under test neither panics nor taints itself
     kb, ka = b.get("kernel", {}), a.get("kernel", {})
     between("host.tainted", h["host.tainted"], kb["tainted"], ka["tainted"], counter=False)
@@ -394,6 +406,47 @@ def compare_nets(b, a, m, out, between, release=None):
             v = o.get("net.up")
             out.append((v is not None and v in up, "net.up{interface=%s} %s, /sys/class/net says %s" %
                         (name, v, " then ".join("up" if u else "down" for u in up)), repr(v)))
+
+
+# the filesystems fs.* lists: ext2/3/4, tmpfs (and devtmpfs, rootfs on tmpfs), xfs, btrfs
+FS_MAGICS = {0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x9123683E: "btrfs"}
+FS_READ = ("ext4", "tmpfs")     # whose sizes are read; xfs and btrfs: unknown
+
+
+def compare_fs(b, a, m, out, between, release=None):
+    """Each mount of a listed filesystem type against statfs (busybox
+    stat -f, what df prints) and /proc/mounts' ro: sizes in bytes of the
+    fundamental block size, free and available space, inodes.  ext4 is a
+    module in Debian's kernels: before 5.11 they keep no module BTF, so its
+    sizes must be unknown there."""
+    ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
+    sb_, sa_ = b.get("statfs", {}), a.get("statfs", {})
+    mb, ma = b.get("mounts", {}), a.get("mounts", {})
+    want = {mp for mp in set(sb_) & set(sa_) if sb_[mp]["magic"] in FS_MAGICS and mp in mb and mp in ma}
+    maybe = {mp for mp, s in list(sb_.items()) + list(sa_.items()) if s["magic"] in FS_MAGICS}
+    ours = {o.get("fs.mountpoint"): o for o in m.get("filesystems", [])}
+    out.append((want <= set(ours) and set(ours) <= maybe,
+                "filesystems: %d mounts, the ones /proc/mounts lists of ext4, tmpfs, xfs and btrfs (%s)" %
+                (len(ours), " ".join(sorted(ours))),
+                "ours %s, the guest's %s" % (sorted(ours), sorted(want))))
+    for mp in sorted(want & set(ours)):
+        o, fb, fa = ours[mp], sb_[mp], sa_[mp]
+        kind = FS_MAGICS[fb["magic"]]
+        old_ext4 = kind == "ext4" and ver and ver < (5, 11)
+        if kind not in FS_READ or old_ext4:
+            vals = [o.get(k) for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes")]
+            out.append((all(v is None for v in vals), "fs.*{mountpoint=%s}: unknown for %s%s" %
+                        (mp, kind, " on %s (no module BTF before 5.11)" % release if old_ext4 else ""), repr(vals)))
+        else:
+            for metric, key, bytes_ in (("fs.size_bytes", "blocks", True), ("fs.free_bytes", "bfree", True),
+                                        ("fs.avail_bytes", "bavail", True), ("fs.files", "files", False),
+                                        ("fs.files_free", "ffree", False)):
+                lo, hi = fb[key] * (fb["bsize"] if bytes_ else 1), fa[key] * (fa["bsize"] if bytes_ else 1)
+                between("%s{mountpoint=%s} (%s)" % (metric, mp, kind), o.get(metric), lo, hi, counter=False)
+        v = o.get("fs.readonly")
+        ro = [mb[mp]["ro"], ma[mp]["ro"]]
+        out.append((v is not None and v in ro, "fs.readonly{mountpoint=%s} %s, /proc/mounts says %s" %
+                    (mp, v, " then ".join("ro" if r else "rw" for r in ro)), repr(v)))
 
 
 def _cg_num(v, scale=1.0):

@@ -414,6 +414,17 @@ def network(g):
             "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; true", timeout=60)
 
 
+def filesystems(g):
+    """Mounts for the filesystem metrics: files and a directory of 60
+    inodes on the ext4 disk (/vda), a tmpfs with size and inode limits
+    and files in it, one mounted read-only; the memory-pressure phase later
+    fills a 1 GiB tmpfs on /mnt."""
+    g.check("mkdir -p /vda/d /lim /ro && for i in $(seq 60); do : > /vda/d/f$i; done && "
+            "dd if=/dev/zero of=/vda/big bs=64k count=64 conv=fsync 2>/dev/null && "
+            "mount -t tmpfs -o size=16M,nr_inodes=200 tmpfs /lim && dd if=/dev/zero of=/lim/f bs=1M count=3 2>/dev/null && "
+            "for i in $(seq 20); do : > /lim/f$i; done && mount -t tmpfs -o size=4M,ro tmpfs /ro")
+
+
 def metrics(g, name, select=None):
     metrics_check.window(g, name + " metrics", [INSPECT] + INSPECT_OPTS, BUNDLE, report, select=select)
 
@@ -522,6 +533,7 @@ def main():
                     continue
                 cgroups(g)
                 network(g)
+                filesystems(g)
                 window(g, name + " idle")
                 tasks(g, name + " idle")
                 kernel_log(g, name + " idle", wrap=kaslr and not la57)

@@ -51,6 +51,7 @@ void rules_eval(sn_world *w, uint32_t rule)
 		sn_step(w, rule, &fire_desc, rule < fire_n, 0, (double)rule, -1);
 }
 void rules_task_row(sn_world *w, uint32_t row) { (void)w; (void)row; }
+void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot) { (void)w; (void)kind; (void)slot; }
 void rules_task_derive(sn_world *w, uint32_t row) { (void)w; (void)row; }
 int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr) { (void)q; (void)cap; (void)ctr; return 0; }
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid)
@@ -93,6 +94,13 @@ int km_net_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
 int km_net_name(uint64_t dev, char *out, uint32_t size)
 {
 	snprintf(out, size, "if%llx", (unsigned long long)dev);
+	return 0;
+}
+
+int km_fs_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+int km_fs_name(uint64_t mount, char *out, uint32_t size)
+{
+	snprintf(out, size, "/m%llx", (unsigned long long)mount);
 	return 0;
 }
 
