@@ -1161,6 +1161,17 @@ static void sn_phase(sn_world *w, uint32_t gt, uint32_t ph, uint64_t *t)
 	*t = now;
 }
 
+/* The objects' rows over the whole grid (sn_obj_rows), when the bundle
+ * collects objects; the same phases in sn_gpu_main and sn_gpu_tick. */
+static void sn_objs_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
+{
+	if (sn_has_objs(w)) {
+		sn_obj_rows(w, warp, nwarps);
+		sn_grid_sync(w, nwarps);
+	}
+	sn_phase(w, warp * 32 + simt_lane(), SN_PH_OBJS, t);
+}
+
 /* The task phases (see sn_tasks_find) over the first blocks of the grid:
  * as many as the PID tree's slots need (a thread a slot), and at least
  * those whose warps evaluate rules, which read the rows next.  The other
@@ -1268,11 +1279,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 		sn_collect_timed(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
 		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
-		if (sn_has_objs(w)) {
-			sn_obj_rows(w, warp, nwarps);
-			sn_grid_sync(w, nwarps);
-		}
-		sn_phase(w, warp * 32 + simt_lane(), SN_PH_OBJS, &t);
+		sn_objs_grid(w, warp, nwarps, &t);
 		sn_tasks_grid(w, warp, nwarps, &t);
 		sn_eval_all(w, warp, nwarps);
 		sn_grid_sync(w, nwarps);
@@ -1310,6 +1317,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 	uint64_t t = sn_clock();
 	sn_collect_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
+	sn_objs_grid(w, warp, nwarps, &t);
 	sn_tasks_grid(w, warp, nwarps, &t);
 	sn_eval_all(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);

@@ -995,11 +995,98 @@ double km_disk_io_time(u64 d, const u64 *blk)
 
 enum { KG_CHILD, KG_SIB, KG_PARENT, KG_FLAGS, KG__N };
 
+/* The lanes' exclusive prefix sum of k, and the warp's total. */
+KM_INLINE u32 km_lane_prefix(u32 k, u32 *total)
+{
+	u32 lane = simt_lane(), nl = simt_nlanes(), before = 0, all = 0;
+	for (u32 j = 0; j < nl; j++) {
+		u32 kj = (u32)simt_shfl_u64(k, j);
+		before += j < lane ? kj : 0;
+		all += kj;
+	}
+	*total = all;
+	return before;
+}
+
+#define KM_CG_CHUNK 8u
+
+/* Level by level: the lanes take a level's cgroups 32 at a time, each
+ * following its own cgroup's children list, a few children a round, and
+ * write them after the other lanes' (a prefix sum).  The dependent reads
+ * are about the tree's depth times its longest list, not one a cgroup:
+ * the pre-order walk took 540 us for 200 cgroups on the H100.  out holds
+ * every css found, level after level; then those online and not dying
+ * are kept, in order, as their cgroups.  -1: the tree does not fit out. */
+static int km_cgroup_levels(u64 *out, u32 cap)
+{
+	struct cgroup_subsys_state *root = KP(cgrp_dfl_root.cgrp.self);
+	u32 lane = simt_lane(), nl = simt_nlanes(), lo = 0, hi = 1, n = 0, depth = 0;
+	u64 dummy = km_addr(&jiffies_64);
+	for (; lo < hi && depth <= KM_MAX_CGROUP_DEPTH; depth++) {
+		u32 first = n;
+		for (u32 p0 = lo; p0 < hi; p0 += nl) {
+			u32 pi = p0 + lane;
+			int mine = pi < hi;
+			/* level 0's one parent is the root, which out does not hold */
+			u64 par = !mine ? 0 : depth == 0 ? km_addr(root) : out[pi];
+			struct cgroup_subsys_state *pc = (struct cgroup_subsys_state *)(unsigned long)par;
+			u64 head = mine ? km_addr(KP(pc->children)) : 0;
+			u64 cur = km_word(mine ? head : dummy);
+			if (!mine)
+				cur = head;
+			while (simt_any(cur != head)) {
+				u64 buf[KM_CG_CHUNK];
+				u32 k = 0, total;
+				while (k < KM_CG_CHUNK && cur != head && !__llview_failed()) {
+					buf[k++] = cur;          /* a child's sibling list_head; next is its first word */
+					cur = km_word(cur);
+				}
+				if (__llview_failed())
+					cur = head;
+				u32 at = n + km_lane_prefix(k, &total);
+				for (u32 i = 0; i < k; i++)
+					if (at + i < cap)
+						out[at + i] = km_addr(kcontainer_of((struct list_head *)(unsigned long)buf[i],
+										    struct cgroup_subsys_state, sibling));
+				n += total;
+				if (simt_any(__llview_failed()))
+					return -14;
+				if (n > cap || n > KM_MAX_CGROUP_STEPS)
+					return -1;
+			}
+		}
+		simt_sync();                            /* the level's writes, for every lane */
+		lo = first;
+		hi = n;
+	}
+	/* keep the online ones: a flags read a lane, then compacted in order
+	 * (a kept one moves down, never past one not yet read) */
+	u32 m = 0;
+	for (u32 i0 = 0; i0 < n; i0 += nl) {
+		u32 i = i0 + lane, total;
+		u64 css = i < n ? out[i] : 0;
+		struct cgroup_subsys_state *c = (struct cgroup_subsys_state *)(unsigned long)css;
+		u64 fl = km_word(css ? km_addr(KP(c->flags)) : dummy);
+		int keep = css && (fl & KM_CSS_ONLINE) && !(fl & KM_CSS_DYING);
+		u32 at = m + km_lane_prefix((u32)keep, &total);
+		simt_sync();
+		if (keep)
+			out[at] = km_addr(kcontainer_of(c, struct cgroup, self));
+		m += total;
+		simt_sync();
+	}
+	return simt_any(__llview_failed()) ? -14 : (int)m;
+}
+
 /* Warp-collective: every lane gets the count, lane 0 writes out. */
 int km_cgroup_walk(u64 *out, u32 cap)
 {
 	if (!&cgrp_dfl_root)
 		return -2;                      /* KX_ENOENT: a kernel without cgroups */
+	int r = km_cgroup_levels(out, cap);
+	if (r != -1)
+		return r;
+	/* more cgroups than out holds: the pre-order walk counts them all */
 	struct cgroup_subsys_state *root = KP(cgrp_dfl_root.cgrp.self), *cur = root;
 	u32 depth = 0;
 	int n = 0;

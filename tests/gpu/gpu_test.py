@@ -74,27 +74,42 @@ def diff(cpu, gpu):
         for k, v in t.items():
             if not same(v, g.get(k)):
                 out.append(("task %s %s" % (t.get("task.pid"), k), v, g.get(k)))
-    # disks, by name
-    by_name = {d.get("disk.name"): d for d in gpu.get("disks", [])}
-    if set(by_name) != {d.get("disk.name") for d in cpu.get("disks", [])}:
-        out.append(("disks", sorted(d.get("disk.name") for d in cpu.get("disks", [])), sorted(by_name)))
-    for d in cpu.get("disks", []):
-        g = by_name.get(d.get("disk.name"), {})
-        for k, v in d.items():
-            if not same(v, g.get(k)):
-                out.append(("disk %s %s" % (d.get("disk.name"), k), v, g.get(k)))
+    # objects (disks, cgroups, interfaces, mounts), by name: the walks'
+    # order may differ between a warp of 32 lanes and one host thread
+    for kind, key in OBJECTS:
+        by_name = {d.get(key): d for d in gpu.get(kind, [])}
+        if set(by_name) != {d.get(key) for d in cpu.get(kind, [])}:
+            out.append((kind, sorted(d.get(key) for d in cpu.get(kind, [])), sorted(by_name)))
+        for d in cpu.get(kind, []):
+            g = by_name.get(d.get(key), {})
+            for k, v in d.items():
+                if not same(v, g.get(k)):
+                    out.append(("%s %s %s" % (kind, d.get(key), k), v, g.get(k)))
     return out
+
+
+OBJECTS = (("disks", "disk.name"), ("cgroups", "cgroup.name"), ("interfaces", "net.name"),
+           ("filesystems", "fs.mountpoint"))
 
 
 def nvalues(s):
     return (len(s["host"]) + sum(len(c) for c in s["cpus"]) + sum(len(t) for t in s["tasks"]) +
-            sum(len(d) for d in s.get("disks", [])))
+            sum(len(d) for kind, _ in OBJECTS for d in s.get(kind, [])))
 
 
 def run_kernel(name, kdir):
     with guest.Guest(kdir, kaslr=True, name="gpu") as g:
         g.check("(while :; do :; done) & mkdir -p /mnt && mount -t tmpfs -o size=256M tmpfs /mnt && "
                 "dd if=/dev/zero of=/mnt/f bs=1M count=64 2>/dev/null")
+        # cgroups three levels deep (the walk goes level by level on the
+        # GPU), with the controllers on; traffic; files on the ext4 disk
+        cg = "/sys/fs/cgroup"
+        g.check("mkdir -p %s && mount -t cgroup2 none %s && echo '+cpu +memory +pids' > %s/cgroup.subtree_control && "
+                "for i in 1 2 3 4 5 6; do mkdir -p %s/s$i && echo '+cpu +memory +pids' > %s/s$i/cgroup.subtree_control && "
+                "for j in 1 2 3 4 5 6 7; do mkdir -p %s/s$i/c$j/d; done; done; "
+                "echo $$ > %s/s2/c3/cgroup.procs; echo 64M > %s/s1/memory.max" % ((cg,) * 8))
+        g.check("ip link set lo up && ping -c 2 -W 1 127.0.0.1 >/dev/null; "
+                "mkdir -p /vda/d && dd if=/dev/zero of=/vda/d/f bs=64k count=16 2>/dev/null; true", timeout=60)
         time.sleep(2)
         for bundle in [b for b in ("metrics.bundle", "rules.bundle", "rules1000.bundle")
                        if os.path.exists(os.path.join(DEV, b))]:
@@ -116,6 +131,10 @@ def run_kernel(name, kdir):
             if bundle == "metrics.bundle":
                 report(len(gpu["tasks"]) > 10 and gpu["host"]["host.cpus"] == 2,
                        "%s %s: the GPU walked %d tasks" % (name, bundle, len(gpu["tasks"])))
+                report(len(gpu.get("cgroups", [])) == 6 + 6 * 7 * 2 and len(gpu.get("filesystems", [])) >= 4,
+                       "%s %s: the GPU found %d cgroups and %d mounts (%s)" %
+                       (name, bundle, len(gpu.get("cgroups", [])), len(gpu.get("filesystems", [])),
+                        " ".join(f.get("fs.mountpoint", "?") for f in gpu.get("filesystems", []))))
             ticks = sorted(s["tick_us"] for s in gpus[1:])
             rows.append((name, bundle, nvalues(cpu), "yes" if not d else "NO (%d)" % len(d),
                          "%.0f" % gpu["open_ms"], "%.0f" % cpu["tick_us"], "%.0f" % ticks[len(ticks) // 2]))
