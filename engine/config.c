@@ -103,7 +103,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, threads, ring, history_memory, record, gpu_register_chunk"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, ring, history_memory, record, gpu_register_chunk"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -146,6 +146,9 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "max_tasks")) {
 			if (cf_uint(R, "max_tasks", v, 16, 1u << 22, 10, &u))
 				c->max_tasks = (uint32_t)u;
+		} else if (IS("engine", "objects")) {
+			if (cf_uint(R, "objects", v, 16, 1u << 16, 10, &u))
+				c->objects = (uint32_t)u;
 		} else if (IS("engine", "record")) {
 			cf_str(&c->record, v);
 		} else if (IS("engine", "gpu_register_chunk")) {
@@ -204,6 +207,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->delay_ns = 250000000ull;
 	c->tasks = 4096;
 	c->max_tasks = 1u << 20;
+	c->objects = 256;                 /* WD_OBJ_CAP */
 	c->ring = 4096;
 	c->kernel_log_lines = 20;
 	c->log = true;

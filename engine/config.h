@@ -43,6 +43,7 @@ typedef struct Config {
 	uint64_t tick_ns;
 	uint32_t tasks, ring;
 	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_watch_tasks) */
+	uint32_t objects;          /* slots of each object kind: disks, cgroups, interfaces, mounts */
 	uint32_t threads;          /* the CPU backend's tick threads; 0: auto (a quarter of the CPUs, 1 to 8) */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
 	uint64_t reg_chunk;        /* CUDA: the target's RAM registered in pieces of at most this; 0: 64 GiB */

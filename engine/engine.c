@@ -92,6 +92,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		.task_cap = o->task_cap ? o->task_cap : WD_DEFAULT_TASKS,
 		.ring_cap = o->ring_cap ? o->ring_cap : WD_DEFAULT_RING,
 		.hist_max = o->hist_max,
+		.obj_cap = o->obj_cap,
 	};
 	int r = rl_resolve(b, t, &e->res, err, n);
 	if (!r)

@@ -28,6 +28,7 @@ typedef struct EngOpts {
 	const char *backend;      /* "cpu", "cuda" or "auto" (NULL: auto) */
 	uint64_t tick_ns;         /* 0: 100 ms */
 	uint32_t task_cap;        /* 0: WD_DEFAULT_TASKS */
+	uint32_t obj_cap;         /* slots of each object kind (disks, cgroups, ...); 0: WD_OBJ_CAP */
 	uint32_t ring_cap;        /* 0: WD_DEFAULT_RING */
 	uint64_t hist_max;        /* bytes of history; 0: WD_DEFAULT_HIST_MEMORY */
 	int gpu;                  /* CUDA device ordinal */

@@ -121,6 +121,17 @@ static void print_status(json_t *s)
 			printf(" (the last walk failed: error %.0f)", num(s, "task_walk_error"));
 		putchar('\n');
 	}
+	const char *kind;
+	json_t *ko;
+	json_object_foreach(json_object_get(s, "objects"), kind, ko) {
+		if (!json_object_get(ko, "error"))
+			continue;
+		printf("%-10s %.0f in a table of %.0f", kind, num(ko, "found"), num(ko, "table"));
+		if (num(ko, "error") == -34)
+			printf(": FULL (see the log: raise [engine] objects)\n");
+		else
+			printf(": the last walk failed (error %.0f)\n", num(ko, "error"));
+	}
 	if (json_object_get(s, "alerts_wake")) {
 		if (strcmp(str(s, "alerts_wake"), "poll"))
 			printf("delivery:  at once (woken by the %s)\n", str(s, "alerts_wake"));

@@ -114,6 +114,7 @@ typedef struct Daemon {
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 	bool tasks_full;              /* the target had more tasks than the table at the last check */
+	bool objs_full[SN_OBJ_KINDS]; /* ... more objects of a kind than [engine] objects */
 	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
@@ -578,6 +579,26 @@ static void d_watch_tasks(Daemon *D)
 	}
 }
 
+/* An object kind with more objects than the table's slots (disks,
+ * cgroups, interfaces, mounts): a target error, said once when it starts
+ * and once when it ends; rules over that kind see the objects that fit. */
+static void d_watch_objects(Daemon *D)
+{
+	sn_stats S;
+	eng_stats(D->e, &S, NULL);
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		const char *what = cat_entities[ENT_FIRST_OBJ + k].plural;
+		bool full = S.objs_err[k] == -34;
+		if (full && !D->objs_full[k])
+			nt_log(D->nt, 3, "target error: %s has %u %s, more than the %u the table holds: rules over %s see "
+			       "%u of them; raise [engine] objects and restart sentineld", D->cf.source, S.objs_found[k], what,
+			       D->cf.objects, what, D->cf.objects);
+		else if (!full && D->objs_full[k])
+			nt_log(D->nt, 5, "%s has %u %s again: the table holds them all", D->cf.source, S.objs_found[k], what);
+		D->objs_full[k] = full;
+	}
+}
+
 static void d_watch_target(Daemon *D)
 {
 	uint64_t now = d_now();
@@ -602,6 +623,7 @@ static void d_watch_target(Daemon *D)
 			lost = err;
 		if (!lost) {
 			d_watch_tasks(D);
+			d_watch_objects(D);
 			return;
 		}
 		snprintf(D->target_err, sizeof D->target_err, "%s", lost);
@@ -686,6 +708,17 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "tasks", json_integer(S.tasks));
 		json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
 		json_object_set_new(o, "task_table", json_integer(eng_task_cap(D->e)));
+		/* "objects": {"cgroups": {"found": 300, "table": 256, "error": -34}, ...}: the kinds rules read */
+		json_t *ob = json_object();
+		for (unsigned k = 0; k < SN_OBJ_KINDS && D->b; k++) {
+			if (!D->b->nobj[k])
+				continue;
+			json_t *ko = json_pack("{s:i, s:i}", "found", (int)S.objs_found[k], "table", (int)D->cf.objects);
+			if (S.objs_err[k])
+				json_object_set_new(ko, "error", json_integer(S.objs_err[k]));
+			json_object_set_new(ob, cat_entities[ENT_FIRST_OBJ + k].plural, ko);
+		}
+		json_object_set_new(o, "objects", ob);
 		if (eng_backend(D->e) == ENG_CUDA)           /* the GPU times its tick's phases */
 			json_object_set_new(o, "tick_phases_us",
 					    json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
@@ -1009,7 +1042,7 @@ int main(int argc, char **argv)
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
 			 .ring_cap = D.cf.ring, .hist_max = D.cf.hist_max, .gpu = D.cf.gpu, .wake_fd = wake_fd > 0 ? wake_fd : 0,
-			 .threads = d_threads(&D.cf), .reg_chunk = D.cf.reg_chunk};
+			 .threads = d_threads(&D.cf), .reg_chunk = D.cf.reg_chunk, .obj_cap = D.cf.objects};
 	/* PTX for the GPU here alone (the engine loads nothing else), at most
 	 * the newest architecture LLVM 19 knows: the driver compiles PTX for
 	 * newer GPUs too. */

@@ -392,6 +392,7 @@ static void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
 		if (lane == 0) {
 			O->err = n;
 			__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+			w->stats->objs_err[k] = n;
 		}
 		return;
 	}
@@ -414,6 +415,8 @@ static void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
 	if (lane == 0) {
 		O->found = (uint32_t)n;
 		O->err = (uint32_t)n > O->cap ? -34 : 0;     /* KX_ERANGE: more than the table holds */
+		w->stats->objs_found[k] = O->found;
+		w->stats->objs_err[k] = O->err;
 		uint32_t free = 0;
 		for (uint32_t i = 0; i < m; i++) {
 			if (!O->walk[i])

@@ -93,6 +93,10 @@ typedef struct sn_stats {
 	/* the last tick on the GPU, job by job (µs; the first SN_STAT_JOBS):
 	 * the jobs phase lasts as long as its slowest job */
 	uint32_t job_us[SN_STAT_JOBS];
+	/* each object kind (SN_OBJ_*): how many the last walk found, and its
+	 * error (KX_*; -34 KX_ERANGE: more than the table's slots) */
+	uint32_t objs_found[4];
+	int32_t objs_err[4];
 } sn_stats;
 
 /* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
@@ -213,6 +217,7 @@ typedef struct sn_tasks {
  * CPUs, and an alert names the object by its name. */
 #define SN_OBJ_KINDS 4u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
 enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET, SN_OBJ_FS };
+_Static_assert(SN_OBJ_KINDS <= 4, "sn_stats.objs_found");
 #define SN_OBJ_COLS 64u
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */

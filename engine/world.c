@@ -42,7 +42,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	L->o_tval = wd_take(&at, (b->ntask + b->ntwin) * cap * sizeof(double));
 	/* objects: with the value tables (eng_values copies them) */
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
-		size_t oc = L->ocap[k] = b->nobj[k] ? WD_OBJ_CAP : 0;
+		size_t oc = L->ocap[k] = b->nobj[k] ? (p->obj_cap ? p->obj_cap : WD_OBJ_CAP) : 0;
 		L->o_okey[k] = wd_take(&at, oc * 8);
 		L->o_oon[k] = wd_take(&at, oc);
 		L->o_oname[k] = wd_take(&at, oc * SN_OBJ_NAME);

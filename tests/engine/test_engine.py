@@ -566,6 +566,24 @@ def with_guest(tmp):
                    "a tick thread that stops ticking is a target error after %.0f s (%s); once it ticks again "
                    "the target is back (%d ticks in 1 s)" % (took, (lost or {}).get("error"), k1 - k0),
                    "lost %s back %s\n%s" % (lost, back, d.text()[-2000:]))
+        # ---- more cgroups than the object table's 256 slots ----------------------------------------
+        cg = "/sys/fs/cgroup"
+        g.check("mkdir -p %s; mount -t cgroup2 none %s 2>/dev/null; for i in $(seq 300); do mkdir -p %s/x$i; done"
+                % (cg, cg, cg), timeout=120)
+        # (sentineld checks the target once a second: the log follows the status)
+        said = wait(lambda: "more than the 256 the table holds" in d.text() and "raise [engine] objects" in d.text(), 20)
+        full = wait(lambda: (lambda o: o if o.get("error") == -34 and o.get("found", 0) >= 300 else None)(
+            status(tmp).get("objects", {}).get("cgroups", {})), 20)
+        ctl_out = ctl(tmp, "status")[1]
+        report(full is not None and full.get("found", 0) >= 300 and full.get("table") == 256 and said and
+               "FULL" in ctl_out,
+               "more cgroups than [engine] objects is a target error, said once and shown by status (%s)" % full,
+               "%s\n%s\n%s" % (full, ctl_out, d.text()[-2000:]))
+        g.check("for i in $(seq 300); do rmdir %s/x$i; done" % cg, timeout=120)
+        back = wait(lambda: "error" not in status(tmp).get("objects", {}).get("cgroups", {"error": 1}) and
+                    "again: the table holds them all" in d.text(), 20)
+        report(back and d.text().count("raise [engine] objects") == 1,
+               "once they are gone, the table holds them all again, and it says so", d.text()[-2000:])
         # ---- the guest dies --------------------------------------------------------------------
         g.proc.kill()
         g.proc.wait()

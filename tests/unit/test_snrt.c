@@ -647,6 +647,9 @@ static void test_objects(void)
 	CHECK("objects: more disks than slots is a full table (err %d, found %u) that holds %u",
 	      O->err == -34 && O->found == WD_OBJ_CAP + 10 && O->hi == WD_OBJ_CAP && dk_slot(&t, 0xb0) == 1,
 	      O->err, O->found, O->hi);
+	CHECK("objects: and the stats say so, for sentineld (err %d, found %u)",
+	      t.stats.objs_err[SN_OBJ_DISK] == -34 && t.stats.objs_found[SN_OBJ_DISK] == WD_OBJ_CAP + 10 &&
+	      t.stats.objs_err[SN_OBJ_CGROUP] == 0, t.stats.objs_err[SN_OBJ_DISK], t.stats.objs_found[SN_OBJ_DISK]);
 	/* a value the object does not have (a cgroup without the controller:
 	 * the metric library's KM_ABSENT NaN) is unknown, not a read error;
 	 * any other NaN is one */
