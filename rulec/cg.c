@@ -757,20 +757,24 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 	return f;
 }
 
-/* Start the body of name(w, row), which the runtime declared (or, in a
- * module where it calls nothing by that name, a new one); returns row. */
-static LLVMValueRef cg_row_fn(Cg *C, const char *name)
+/* Start the body of name(w[, u32, u32]) of nparams parameters, which the
+ * runtime declared (or, in a module where it calls nothing by that name,
+ * a new one); returns the function. */
+static LLVMValueRef cg_rt_fn(Cg *C, const char *name, unsigned nparams)
 {
-	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMTypeRef pt[3] = {C->ptr, C->i32, C->i32};   /* w, then u32s */
 	LLVMValueRef f = LLVMGetNamedFunction(C->m, name);
 	if (!f)
-		f = LLVMAddFunction(C->m, name, LLVMFunctionType(C->vd, pt, 2, 0));
+		f = LLVMAddFunction(C->m, name, LLVMFunctionType(C->vd, pt, nparams, 0));
 	LLVMGlobalClearMetadata(f);
 	C->fn = f;
 	C->w = LLVMGetParam(f, 0);
 	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
-	return LLVMGetParam(f, 1);
+	return f;
 }
+
+/* The same for name(w, row); returns row. */
+static LLVMValueRef cg_row_fn(Cg *C, const char *name) { return LLVMGetParam(cg_rt_fn(C, name, 2), 1); }
 
 /* rules_task_row(w, row): every task metric the rules read, for one row,
  * on one lane (empty without task rules). */
@@ -805,17 +809,9 @@ static void cg_task_row(Cg *C)
  * once (km_PREFIX_stats), into a block; then each metric from that block. */
 static void cg_obj_row(Cg *C)
 {
-	LLVMTypeRef pt[3] = {C->ptr, C->i32, C->i32};
-	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_obj_row");
-	if (!f)
-		f = LLVMAddFunction(C->m, "rules_obj_row", LLVMFunctionType(C->vd, pt, 3, 0));
-	LLVMGlobalClearMetadata(f);
-	C->fn = f;
-	C->w = LLVMGetParam(f, 0);
+	LLVMValueRef f = cg_rt_fn(C, "rules_obj_row", 3);
 	LLVMValueRef kind = LLVMGetParam(f, 1), slot = LLVMGetParam(f, 2);
-	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, f, "entry");
 	LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(C->ctx, f, "out");
-	LLVMPositionBuilderAtEnd(C->b, entry);
 	LLVMTypeRef vt = LLVMArrayType(C->dbl, CG_OBJ_COLS);
 	LLVMValueRef blk = LLVMBuildAlloca(C->b, LLVMArrayType(C->i64, CG_OBJ_BLOCK), "blk");
 	LLVMValueRef vals = LLVMBuildAlloca(C->b, vt, "vals");
