@@ -16,10 +16,14 @@ export RESULTS
 . tests/lib.sh
 B=build
 
+# Everything the suites print goes to the terminal and to $LOG too: the
+# failures are listed again at the end, where a CI log's tail shows them.
+LOG=$SENTINEL_TEST_TMP/check.log
+: > "$LOG"
 run_suite() {
-	echo "== $1"
+	echo "== $1" | tee -a "$LOG"
 	shift
-	"$@"
+	"$@" 2>&1 | tee -a "$LOG"
 }
 
 # C test programs (under ASan/UBSan) print PASS/FAIL lines themselves.
@@ -50,6 +54,11 @@ run_suite "fuzz smoke: code generator (libFuzzer)" sh tests/fuzz/run.sh smoke cg
 p=$(grep -c '^pass$' "$RESULTS")
 f=$(grep -c '^fail$' "$RESULTS")
 s=$(grep -c '^skip$' "$RESULTS")
+if [ "$f" -gt 0 ]; then
+	echo
+	echo "== the failures again (each with the first lines of its detail)"
+	awk '/^FAIL /{n=12; print; next} n>0 && /^     /{print; n--; next} {n=0}' "$LOG"
+fi
 echo
 echo "$p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]

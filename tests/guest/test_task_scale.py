@@ -195,13 +195,6 @@ def scale(kdir, n):
                    (name, rnd), "pid, /proc state, /proc name, ours: %s" % bad[:10])
 
 
-# A guest kernel that crashes on its own (its console ends in an oops):
-# Sentinel only reads the guest's RAM (mapped PROT_READ), so this is the
-# emulator's doing.  Seen once with 50,000 tasks under churn on TCG:
-# prepare_creds faulting with reserved EFLAGS bits set.
-OOPS = ("---[ end trace", "Oops:", "general protection fault", "BUG: ")
-
-
 def main():
     ks = guest.kernels()
     for n in SIZES:
@@ -210,7 +203,7 @@ def main():
                 scale(ks["debian-6.12"], n)
                 break
             except guest.GuestError as e:
-                crashed = any(s in str(e) for s in OOPS)
+                crashed = guest.crashed_on_its_own(e)
                 if crashed and attempt == 0:
                     sys.stderr.write("task-scale: the %d-task guest's kernel crashed on its own (an emulator flake; "
                                      "Sentinel only reads its RAM); booting it again:\n%s\n" % (n, str(e)[-1500:]))
