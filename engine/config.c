@@ -4,6 +4,7 @@
 
 #include <ini.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -15,9 +16,16 @@
 
 typedef struct CfRead {
 	Config *c;
+	const char *file;         /* the file being read: the main one, or a drop-in */
+	bool dropin;              /* a targets directory's file: [target NAME] sections only */
 	FILE *f, *errs;
 	unsigned line;            /* lines read so far: the line a callback is about */
 	int nerr;
+	char *sec;                /* the section the last callback was in */
+	bool new_sec;             /* a section header was read since the last callback */
+	unsigned sec_line;        /* ... on this line */
+	CfTarget *tg;             /* the target section being read, or NULL */
+	bool plain;               /* a plain [target] was seen */
 } CfRead;
 
 /* inih's reader, counting lines so each callback knows its line */
@@ -25,8 +33,14 @@ static char *cf_gets(char *buf, int n, void *stream)
 {
 	CfRead *R = stream;
 	char *s = fgets(buf, n, R->f);
-	if (s)
+	if (s) {
 		R->line++;
+		const char *p = s + strspn(s, " \t");
+		if (*p == '[') {           /* a section starts: a second [target] is a new one */
+			R->new_sec = true;
+			R->sec_line = R->line;
+		}
+	}
 	return s;
 }
 
@@ -35,7 +49,7 @@ static void cf_error(CfRead *R, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(R->errs, "%s:%u: error: ", R->c->path, R->line);
+	fprintf(R->errs, "%s:%u: error: ", R->file, R->line);
 	vfprintf(R->errs, fmt, ap);
 	fputc('\n', R->errs);
 	va_end(ap);
@@ -108,18 +122,107 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
 
+/* A target's name: what $target and the target label say. */
+static bool cf_name_ok(const char *s)
+{
+	if (!*s || strlen(s) > 64)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+		      *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+static void cf_name(CfRead *R, CfTarget *t, const char *v)
+{
+	if (!cf_name_ok(v))
+		cf_error(R, "a target's name is 1 to 64 letters, digits, '.', '_' or '-', not '%s'", v);
+	else
+		cf_str(&t->name, v);
+}
+
+/* target_section -> '[' 'target' [NAME] ']': the target a key of section
+ * sec belongs to; the first key of a section adds it.  NULL after an
+ * error (the section's keys are then not checked again). */
+static CfTarget *cf_target(CfRead *R, const char *sec)
+{
+	Config *c = R->c;
+	if (!R->new_sec && R->sec && !strcmp(R->sec, sec))
+		return R->tg;
+	free(R->sec);
+	R->sec = strdup(sec);
+	R->tg = NULL;
+	const char *name = sec + 6;
+	while (*name == ' ')
+		name++;
+	if (*name && !cf_name_ok(name)) {
+		cf_error(R, "[%s]: a target's name is 1 to 64 letters, digits, '.', '_' or '-'", sec);
+		return NULL;
+	}
+	if (!*name && R->dropin) {
+		cf_error(R, "a drop-in file's targets are named: [target NAME]");
+		return NULL;
+	}
+	if (!*name && R->plain) {
+		cf_error(R, "a second [target]: name each one, [target NAME], to watch several machines");
+		return NULL;
+	}
+	for (unsigned i = 0; *name && i < c->ntargets; i++)
+		if (c->targets[i].name && !strcmp(c->targets[i].name, name)) {
+			if (!strcmp(c->targets[i].file, R->file))
+				cf_error(R, "[target %s] again (first at line %u): target names are unique", name,
+					 c->targets[i].line);
+			else
+				cf_error(R, "[target %s] again (first in %s:%u): target names are unique", name,
+					 c->targets[i].file, c->targets[i].line);
+			return NULL;
+		}
+	if (c->ntargets >= CF_MAX_TARGETS) {
+		cf_error(R, "more than %u targets: run another sentineld for the rest", CF_MAX_TARGETS);
+		return NULL;
+	}
+	CfTarget *nt = realloc(c->targets, (c->ntargets + 1) * sizeof *nt);
+	if (!nt) {
+		cf_error(R, "out of memory");
+		return NULL;
+	}
+	c->targets = nt;
+	R->tg = &nt[c->ntargets++];
+	*R->tg = (CfTarget){.name = *name ? strdup(name) : NULL, .file = strdup(R->file), .line = R->sec_line};
+	R->plain |= !*name;
+	return R->tg;
+}
+
 static int cf_handler(void *user, const char *sec, const char *key, const char *v)
 {
 	CfRead *R = user;
 	Config *c = R->c;
 	unsigned long u;
+	if (strcmp(sec, "target") && strncmp(sec, "target ", 7)) {
+		free(R->sec);         /* the next target section starts afresh */
+		R->sec = NULL;
+		R->tg = NULL;
+		if (R->dropin) {
+			cf_error(R, "[%s] in a drop-in file: these hold [target NAME] sections only; the rest goes in %s",
+				 sec, c->path);
+			R->new_sec = false;
+			return 1;
+		}
+	}
 #define IS(s, k) (!strcmp(sec, s) && !strcmp(key, k))
-	if (!strcmp(sec, "target")) {
-		if (IS("target", "source")) cf_str(&c->source, v);
-		else if (IS("target", "name")) cf_str(&c->name, v);
-		else if (IS("target", "kallsyms")) cf_str(&c->kallsyms, v);
-		else if (IS("target", "btf")) cf_str(&c->btf, v);
-		else cf_error(R, "unknown key '%s' in [target]; the keys are " KEYS_TARGET, key);
+	if (!strcmp(sec, "target") || !strncmp(sec, "target ", 7)) {
+		CfTarget *t = cf_target(R, sec);
+		if (!t) {
+			R->new_sec = false;  /* the section's other keys: not checked again */
+			return 1;
+		}
+		if (!strcmp(key, "source")) cf_str(&t->source, v);
+		else if (!strcmp(key, "name") && sec[6]) cf_error(R, "[%s] is named by its section; name = is for a plain [target]", sec);
+		else if (!strcmp(key, "name")) cf_name(R, t, v);
+		else if (!strcmp(key, "kallsyms")) cf_str(&t->kallsyms, v);
+		else if (!strcmp(key, "btf")) cf_str(&t->btf, v);
+		else cf_error(R, "unknown key '%s' in [%s]; the keys are " KEYS_TARGET, key, sec);
 	} else if (!strcmp(sec, "rules")) {
 		if (IS("rules", "directory")) cf_str(&c->rules_dir, v);
 		else if (IS("rules", "bundle")) cf_str(&c->bundle, v);
@@ -187,14 +290,74 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 			if (cf_uint(R, "mode", v, 0, 0777, 8, &u))
 				c->mode = (unsigned)u;
 		} else cf_error(R, "unknown key '%s' in [control]; the keys are " KEYS_CONTROL, key);
+	} else if (!strcmp(sec, "targets")) {
+		if (IS("targets", "directory")) cf_str(&c->targets_dir, v);
+		else cf_error(R, "unknown key '%s' in [targets]; the key is directory", key);
 	} else if (!strcmp(sec, "metrics")) {
 		if (IS("metrics", "listen")) cf_str(&c->metrics_listen, v);
 		else cf_error(R, "unknown key '%s' in [metrics]; the key is listen", key);
 	} else {
-		cf_error(R, "unknown section [%s]; the sections are target, rules, engine, notify, control, metrics", sec);
+		cf_error(R, "unknown section [%s]; the sections are target (or target NAME), targets, rules, engine, notify, control, metrics", sec);
 	}
 #undef IS
+	R->new_sec = false;
 	return 1;     /* keep going: every error is reported */
+}
+
+/* Read one INI file into R->c: 0, or -errno when it cannot be opened. */
+static int cf_file(CfRead *R, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	free(R->sec);
+	R->sec = NULL;
+	R->tg = NULL;
+	R->f = f;
+	R->file = path;
+	R->line = 0;
+	int r = ini_parse_stream(cf_gets, R, cf_handler, R);
+	fclose(f);
+	if (r > 0) {
+		fprintf(R->errs, "%s:%d: error: not an INI line: write 'key = value' under a [section]\n", path, r);
+		R->nerr++;
+	}
+	return 0;
+}
+
+static int cf_conf_name(const struct dirent *d)
+{
+	size_t l = strlen(d->d_name);
+	return d->d_name[0] != '.' && l > 5 && !strcmp(d->d_name + l - 5, ".conf");
+}
+
+/* targets_dir -> { FILE.conf }: the drop-ins, in name order, [target NAME]
+ * sections only.  A directory that is not there is an error: create it
+ * (empty), or take the key out. */
+static void cf_dropins(CfRead *R, const char *dir)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, cf_conf_name, alphasort);
+	if (n < 0) {
+		fprintf(R->errs, "%s: error: [targets] directory %s: %s (create it, or take the key out)\n", R->c->path,
+			dir, strerror(errno));
+		R->nerr++;
+		return;
+	}
+	R->dropin = true;
+	for (int i = 0; i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
+		int r = cf_file(R, path);
+		if (r < 0) {
+			fprintf(R->errs, "%s: error: cannot read it: %s\n", path, strerror(-r));
+			R->nerr++;
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	R->dropin = false;
+	R->file = R->c->path;
 }
 
 int cf_load(Config *c, const char *path, FILE *errs)
@@ -213,44 +376,104 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->log = true;
 	c->socket = strdup("/run/sentinel/sentinel.sock");
 	c->mode = 0600;
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		int e = errno;
+	CfRead R = {.c = c, .file = path, .errs = errs};
+	int r = cf_file(&R, path);
+	if (r < 0) {
 		fprintf(errs, "%s: error: cannot read the configuration: %s (give one with -c FILE; "
-			"examples/sentinel.conf is a template)\n", path, strerror(e));
-		return -e;
+			"examples/sentinel.conf is a template)\n", path, strerror(-r));
+		return r;
 	}
-	CfRead R = {.c = c, .f = f, .errs = errs};
-	int r = ini_parse_stream(cf_gets, &R, cf_handler, &R);
-	fclose(f);
-	if (r > 0) {
-		fprintf(errs, "%s:%d: error: not an INI line: write 'key = value' under a [section]\n", path, r);
-		R.nerr++;
-	}
+	if (c->targets_dir)
+		cf_dropins(&R, c->targets_dir);
 	if (c->max_tasks < c->tasks) {
 		fprintf(errs, "%s: error: [engine] max_tasks (%u) is below tasks (%u): the table starts at tasks and "
 			"grows up to max_tasks; raise max_tasks\n", path, c->max_tasks, c->tasks);
 		R.nerr++;
 	}
-	if (!c->source) {
-		fprintf(errs, "%s: error: [target] source is required: ramfile:PATH (a VM), vmcore:PATH, raw:PATH "
-			"or pmem (this host)\n", path);
+	free(R.sec);
+	if (!c->ntargets) {
+		fprintf(errs, "%s: error: no [target]: give one with source = ramfile:PATH (a VM), vmcore:PATH, raw:PATH "
+			"or pmem (this host), or one [target NAME] per machine%s\n", path,
+			c->targets_dir ? " (here or in the targets directory)" : "");
 		R.nerr++;
 	}
-	if (!c->name && c->source) {
-		const char *s = strrchr(c->source, '/');
-		c->name = strdup(s ? s + 1 : c->source);
+	for (unsigned i = 0; i < c->ntargets; i++) {
+		CfTarget *t = &c->targets[i];
+		if (!t->source) {
+			fprintf(errs, "%s:%u: error: [target%s%s] has no source: ramfile:PATH (a VM), vmcore:PATH, raw:PATH "
+				"or pmem (this host)\n", t->file, t->line, t->name ? " " : "", t->name ? t->name : "");
+			R.nerr++;
+		} else if (!t->name) {
+			const char *s = strrchr(t->source, '/');
+			t->name = strdup(s ? s + 1 : t->source);
+		}
+	}
+	for (unsigned i = 0; i < c->ntargets; i++)
+		for (unsigned j = 0; j < i && c->targets[i].name; j++)
+			if (c->targets[j].name && !strcmp(c->targets[i].name, c->targets[j].name) &&
+			    (c->targets[i].source && c->targets[j].source)) {
+				fprintf(errs, "%s:%u: error: a second target named '%s' (%s:%u): name each [target NAME]\n",
+					c->targets[i].file, c->targets[i].line, c->targets[i].name, c->targets[j].file,
+					c->targets[j].line);
+				R.nerr++;
+			}
+	if (c->ntargets > 1 && c->record) {
+		fprintf(errs, "%s: error: [engine] record takes one target; this file has %u\n", path, c->ntargets);
+		R.nerr++;
+	}
+	if (c->ntargets > 1 && !strcmp(c->backend, "cuda")) {
+		fprintf(errs, "%s: error: %u targets: several targets run on the CPU backend for now (one GPU kernel for "
+			"all of them is not built yet); set [engine] backend = cpu or auto\n", path, c->ntargets);
+		R.nerr++;
 	}
 	return R.nerr;
+}
+
+void cf_target_free(CfTarget *t)
+{
+	free(t->name);
+	free(t->source);
+	free(t->kallsyms);
+	free(t->btf);
+	free(t->file);
+	memset(t, 0, sizeof *t);
+}
+
+static char *cf_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int cf_target_copy(CfTarget *dst, const CfTarget *src)
+{
+	*dst = (CfTarget){.name = cf_dup(src->name), .source = cf_dup(src->source), .kallsyms = cf_dup(src->kallsyms),
+			  .btf = cf_dup(src->btf), .file = cf_dup(src->file), .line = src->line};
+	if ((src->name && !dst->name) || (src->source && !dst->source) || (src->kallsyms && !dst->kallsyms) ||
+	    (src->btf && !dst->btf) || (src->file && !dst->file)) {
+		cf_target_free(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool cf_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+bool cf_target_same(const CfTarget *a, const CfTarget *b)
+{
+	return cf_eq(a->name, b->name) && cf_eq(a->source, b->source) && cf_eq(a->kallsyms, b->kallsyms) &&
+	       cf_eq(a->btf, b->btf);
 }
 
 void cf_free(Config *c)
 {
 	free(c->path);
-	free(c->source);
-	free(c->name);
-	free(c->kallsyms);
-	free(c->btf);
+	for (unsigned i = 0; i < c->ntargets; i++)
+		cf_target_free(&c->targets[i]);
+	free(c->targets);
+	free(c->targets_dir);
 	free(c->rules_dir);
 	free(c->bundle);
 	free(c->backend);

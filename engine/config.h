@@ -3,6 +3,11 @@
  *   [target]   source = ramfile:/dev/shm/vm.ram   (required)
  *              name = web-01                        ($target in alerts)
  *              kallsyms = FILE, btf = FILE          (overrides)
+ *   [target NAME]  the same keys, once per target: one sentineld watches
+ *              several machines (a hypervisor's VMs), every rule against
+ *              every target; NAME is $target (letters, digits, . _ -)
+ *   [targets]  directory = /etc/sentinel/targets.d  (drop-ins: *.conf files of
+ *              [target NAME] sections, read at start and at every reload)
  *   [rules]    directory = /etc/sentinel/rules   (compiled at start and reload)
  *              bundle = FILE                    (or: one made by rulec -o)
  *   [engine]   backend = auto | cuda | cpu,  gpu = 0,  tick = 100ms,
@@ -33,9 +38,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* One machine watched: its [target] or [target NAME] section. */
+typedef struct CfTarget {
+	char *name;                /* $target: NAME, or name =, or the source's last path element */
+	char *source, *kallsyms, *btf;
+	char *file;                /* the file it is in: the configuration, or a drop-in */
+	unsigned line;             /* the line of its section header */
+} CfTarget;
+
+#define CF_MAX_TARGETS 1024u
+
 typedef struct Config {
 	char *path;
-	char *source, *name, *kallsyms, *btf;
+	CfTarget *targets;         /* [ntargets]: the file's in order, then the drop-ins' */
+	unsigned ntargets;
+	char *targets_dir;         /* [targets] directory: drop-in files of [target NAME] sections, or NULL */
 	char *rules_dir;
 	char *bundle;
 	char *backend;
@@ -66,5 +83,11 @@ typedef struct Config {
  * -errno if the file cannot be read. */
 int cf_load(Config *c, const char *path, FILE *errs);
 void cf_free(Config *c);
+
+/* A target's section, copied (the copy owns its strings; cf_target_free). */
+int cf_target_copy(CfTarget *dst, const CfTarget *src);
+void cf_target_free(CfTarget *t);
+/* Whether a and b are the same machine read the same way (name, source, overrides). */
+bool cf_target_same(const CfTarget *a, const CfTarget *b);
 
 #endif

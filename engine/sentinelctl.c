@@ -97,11 +97,39 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "";
 }
 
+/* Several targets: one line each (the top lines are about the first). */
+static void print_targets(json_t *s)
+{
+	json_t *a = json_object_get(s, "targets"), *t;
+	size_t i;
+	if (json_array_size(a) < 2)
+		return;
+	printf("\n%-20s %-6s %-12s %10s %6s %10s %8s %7s %s\n", "TARGET", "STATE", "KERNEL", "TICKS", "LATE", "LAST_US",
+	       "READERR", "TASKS", "SOURCE");
+	json_array_foreach(a, i, t) {
+		char ticks[24] = "-", late[24] = "-", last[24] = "-", rerr[24] = "-", tasks[24] = "-";
+		if (json_object_get(t, "ticks")) {
+			snprintf(ticks, sizeof ticks, "%.0f", num(t, "ticks"));
+			snprintf(late, sizeof late, "%.0f", num(t, "late_ticks"));
+			snprintf(last, sizeof last, "%.0f", num(t, "last_tick_us"));
+			snprintf(rerr, sizeof rerr, "%.0f", num(t, "read_errors"));
+			snprintf(tasks, sizeof tasks, "%.0f", num(t, "tasks"));
+		}
+		printf("%-20s %-6s %-12.12s %10s %6s %10s %8s %7s %s\n", str(t, "name"), str(t, "state"),
+		       json_object_get(t, "kernel") ? str(t, "kernel") : "-", ticks, late, last, rerr, tasks, str(t, "source"));
+		if (json_object_get(t, "error"))
+			printf("    %s\n", str(t, "error"));
+	}
+}
+
 static void print_status(json_t *s)
 {
 	json_t *t = json_object_get(s, "target");
+	size_t ntg = json_array_size(json_object_get(s, "targets"));
 	printf("sentineld %s, up %.0f s\n", str(s, "version"), num(s, "uptime_s"));
 	printf("backend:   %s\n", json_object_get(s, "backend_note") ? str(s, "backend_note") : "(stopped)");
+	if (ntg > 1)
+		printf("targets:   %zu (the lines below are about the first; every target is in the table)\n", ntg);
 	printf("target:    %s (%s) %s%s%s\n", str(t, "source"), str(s, "target_name"), str(t, "state"),
 	       json_object_get(t, "kernel") ? ", Linux " : "", str(t, "kernel"));
 	if (json_object_get(t, "error"))
@@ -140,6 +168,7 @@ static void print_status(json_t *s)
 	}
 	if (json_object_get(s, "last_reload"))
 		printf("reload:    %s\n", str(s, "last_reload"));
+	print_targets(s);
 }
 
 static void print_rules(json_t *a, bool alerts)
@@ -150,8 +179,16 @@ static void print_rules(json_t *a, bool alerts)
 		printf(alerts ? "no alert is pending or firing\n" : "no rules\n");
 		return;
 	}
+	/* a TARGET column where the answer is about several */
+	bool several = false;
+	json_array_foreach(a, i, r)
+		several |= strcmp(str(r, "target"), str(json_array_get(a, 0), "target")) != 0;
+	if (several)
+		printf("%-16s ", "TARGET");
 	printf("%-28s %-9s %-8s %12s %-10s %s\n", "RULE", "STATE", "SEVERITY", "VALUE", "WHO", alerts ? "SUMMARY" : "FOR");
 	json_array_foreach(a, i, r) {
+		if (several)
+			printf("%-16s ", str(r, "target"));
 		char who[32] = "", val[32] = "-", since[32] = "";
 		if (json_object_get(r, "cpu"))
 			snprintf(who, sizeof who, "cpu %.0f", num(r, "cpu"));

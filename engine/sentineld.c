@@ -1,4 +1,4 @@
-/* sentineld - run the rules on the GPU (or the CPU) against a target.
+/* sentineld - run the rules on the GPU (or the CPU) against its targets.
  *
  * One thread here: it drains alerts into the notifier, watches the target,
  * serves the control socket and reloads; the detection itself runs on the
@@ -56,6 +56,31 @@
 
 typedef enum { TS_OK, TS_LOST } TargetState;
 
+/* One machine watched ([target] or [target NAME]): its memory, kernel and
+ * engine.  Every target runs the same rules (Daemon.b), each on its own
+ * engine; the watch checks each on its own schedule, and a lost one is
+ * looked for again while the others tick on.  Owns src, t, klog and e. */
+typedef struct DTarget {
+	struct Daemon *D;
+	CfTarget cf;                  /* its section (a copy: a reload reads them again) */
+	char label[300];              /* in log lines: the source (one target), or "NAME (source)" */
+	MemSource *src;
+	KTarget *t;
+	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
+	Engine *e;
+	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
+	struct stat ram_st;           /* a ramfile target: the file we mapped */
+	TargetState ts;
+	char err[512];
+	unsigned restarts;
+	uint64_t next_check_ns;
+	bool tasks_full;              /* the target had more tasks than the table at the last check */
+	bool objs_full[SN_OBJ_KINDS]; /* ... more objects of a kind than [engine] objects */
+	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
+	Engine *ne;                   /* a reload's engine for it, until the handover */
+	bool gone;                    /* a reload found it no more in the configuration */
+} DTarget;
+
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
  * (owned, malloc'd) and go as the client reads them; a client that lets
  * more than D_CLIENT_OUT_MAX wait is dropped.  Its requests are not read
@@ -84,38 +109,32 @@ typedef struct DReload {
 	Client *client;               /* waits for the answer; NULL: SIGHUP or a growth */
 	bool by_socket;               /* asked on the control socket (the client may have left) */
 	uint32_t grow;                /* 0: new rules; else the same rules with a task table of this many rows */
+	struct DTarget *grow_tg;      /* ... for this target */
 	uint64_t t0;
-	Bundle *nb;
-	Engine *ne;
-	char *diags;                  /* rule errors, rulec's format */
+	Bundle *nb;                   /* the engines for it: DTarget.ne */
+	char *diags;                  /* rule errors, rulec's format; or the configuration's */
 	char err[1024];
-	int r_rules, r_open;          /* d_rules_load's and eng_open's results */
+	int r_targets, r_rules, r_open; /* the configuration's, d_rules_load's and eng_open's results */
+	CfTarget *added;              /* [nadded]: targets the configuration has now and sentineld not */
+	unsigned nadded;
 } DReload;
 
 typedef struct Daemon {
 	Config cf;
 	Notifier *nt;
-	MemSource *src;
-	KTarget *t;
-	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
+	DTarget *tg;                  /* [ntg]: Config.targets' */
+	unsigned ntg;
 	Bundle *b;
-	Engine *e;
-	EngOpts eo;
+	EngOpts eo;                   /* every engine's (task_cap: DTarget's) */
 	CompOpts co;
 	char archs[64];
 	int lfd;
 	Client cl[D_MAX_CLIENTS];
-	uint64_t started_ns, next_check_ns;
-	struct stat ram_st;             /* a ramfile target: the file we mapped */
-	TargetState ts;
-	char target_err[512];
-	unsigned reloads, target_restarts;
+	uint64_t started_ns;
+	unsigned reloads;
 	char last_reload[600];
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
-	bool tasks_full;              /* the target had more tasks than the table at the last check */
-	bool objs_full[SN_OBJ_KINDS]; /* ... more objects of a kind than [engine] objects */
-	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
@@ -184,16 +203,29 @@ static void d_record_end(Daemon *D, const char *why)
 	       (unsigned long long)__atomic_load_n(&D->rec_errors, __ATOMIC_RELAXED));
 }
 
-static void d_close_target(Daemon *D)
+/* T (zeroed) becomes the target of section cf, not yet open. */
+static int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf)
 {
-	eng_close(D->e);
-	D->e = NULL;
-	kl_close(D->klog);
-	D->klog = NULL;
-	kt_close(D->t);
-	D->t = NULL;
-	ms_close(D->src);
-	D->src = NULL;
+	*T = (DTarget){.D = D, .task_cap = D->cf.tasks, .ts = TS_LOST};
+	if (cf_target_copy(&T->cf, cf))
+		return -ENOMEM;
+	if (D->cf.ntargets == 1 && !D->cf.targets_dir)
+		snprintf(T->label, sizeof T->label, "%s", T->cf.source);
+	else
+		snprintf(T->label, sizeof T->label, "%s (%.200s)", T->cf.name, T->cf.source);
+	return 0;
+}
+
+static void d_close_target(DTarget *T)
+{
+	eng_close(T->e);
+	T->e = NULL;
+	kl_close(T->klog);
+	T->klog = NULL;
+	kt_close(T->t);
+	T->t = NULL;
+	ms_close(T->src);
+	T->src = NULL;
 }
 
 /* A source whose memory is a file a VM owns (it goes when the VM does):
@@ -204,41 +236,46 @@ static bool d_file_backed(const MemSource *s)
 }
 
 /* Open the source, find the kernel, load the bundle on the backend. */
-static int d_open_target(Daemon *D, char *err, size_t n)
+static int d_open_target(DTarget *T, char *err, size_t n)
 {
-	KtOptions ko = {.kallsyms_file = D->cf.kallsyms, .btf_file = D->cf.btf};
+	Daemon *D = T->D;
+	KtOptions ko = {.kallsyms_file = T->cf.kallsyms, .btf_file = T->cf.btf};
 	char why[512];
-	int r = ms_open(D->cf.source, &D->src, why, sizeof why);
+	int r = ms_open(T->cf.source, &T->src, why, sizeof why);
 	if (r) {
-		snprintf(err, n, "target %s: %s", D->cf.source, why);
+		snprintf(err, n, "target %s: %s", T->label, why);
 		return r;
 	}
-	if (d_file_backed(D->src) && stat(D->src->path, &D->ram_st))
-		memset(&D->ram_st, 0, sizeof D->ram_st);
-	if ((r = kt_open(D->src, &ko, &D->t, why, sizeof why))) {
-		snprintf(err, n, "target %s: %s", D->cf.source, why);
-		d_close_target(D);
+	if (d_file_backed(T->src) && stat(T->src->path, &T->ram_st))
+		memset(&T->ram_st, 0, sizeof T->ram_st);
+	if ((r = kt_open(T->src, &ko, &T->t, why, sizeof why))) {
+		snprintf(err, n, "target %s: %s", T->label, why);
+		d_close_target(T);
 		return r;
 	}
-	if ((r = eng_open(D->b, D->t, &D->eo, &D->e, why, sizeof why))) {
-		snprintf(err, n, "%s", why);
-		d_close_target(D);
+	EngOpts eo = D->eo;
+	eo.task_cap = T->task_cap;
+	if ((r = eng_open(D->b, T->t, &eo, &T->e, why, sizeof why))) {
+		snprintf(err, n, "%s%s%s", D->ntg > 1 ? T->label : "", D->ntg > 1 ? ": " : "", why);
+		d_close_target(T);
 		return r;
 	}
 	/* the kernel's log, for critical alerts and $kernel_log: optional */
-	if (D->cf.kernel_log_lines && kl_open(D->t, &D->klog, why, sizeof why))
-		nt_log(D->nt, 4, "alerts will carry no kernel log: %s", why);
+	if (D->cf.kernel_log_lines && kl_open(T->t, &T->klog, why, sizeof why))
+		nt_log(D->nt, 4, "%s: alerts will carry no kernel log: %s", T->label, why);
 	return 0;
 }
 
-static void d_log_disabled(Daemon *D)
+static void d_log_disabled(DTarget *T)
 {
-	const RlResult *res = eng_relocs(D->e);
+	Daemon *D = T->D;
+	const RlResult *res = eng_relocs(T->e);
 	for (size_t i = 0; i < D->b->nrules; i++) {
 		const char *why = rl_rule_blocked(D->b, res, i, NULL);
 		if (why)
-			nt_log(D->nt, 4, "rule %s (%s:%u) is disabled on Linux %s: %s", D->b->rules[i].name,
-			       D->b->rules[i].file, D->b->rules[i].line, D->t->release, why);
+			nt_log(D->nt, 4, "rule %s (%s:%u) is disabled on %s%sLinux %s: %s", D->b->rules[i].name,
+			       D->b->rules[i].file, D->b->rules[i].line, D->ntg > 1 ? T->cf.name : "",
+			       D->ntg > 1 ? ", " : "", T->t->release, why);
 	}
 }
 
@@ -246,11 +283,12 @@ static void d_log_disabled(Daemon *D)
 
 static void d_alert(void *ctx, const sn_alert *a)
 {
-	Daemon *D = ctx;
+	DTarget *T = ctx;
+	Daemon *D = T->D;
 	if (a->rule >= D->b->nrules)
 		return;
 	sn_stats S;
-	eng_stats(D->e, &S, NULL);
+	eng_stats(T->e, &S, NULL);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	/* engine clock -> wall clock: the record's age against the last tick */
@@ -258,12 +296,12 @@ static void d_alert(void *ctx, const sn_alert *a)
 	int64_t ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec - (int64_t)age;
 	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
 		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
-		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}};
+		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name};
 	/* the kernel's last words, read from its RAM now: a panic's message is
 	 * in the ring within microseconds of panic_cpu being set */
 	char *klog = NULL, why[256];
-	if (D->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule) &&
-	    !(klog = kl_tail(D->klog, D->cf.kernel_log_lines, why, sizeof why)))
+	if (T->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule) &&
+	    !(klog = kl_tail(T->klog, D->cf.kernel_log_lines, why, sizeof why)))
 		nt_log(D->nt, 4, "%s: the kernel log could not be read: %s", ev.rule->name, why);
 	ev.kernel_log = klog;
 	nt_event(D->nt, &ev);
@@ -271,39 +309,54 @@ static void d_alert(void *ctx, const sn_alert *a)
 	D->alerts_seen++;
 }
 
-/* A scrape of /metrics waits: render the engine's last complete tick. */
+/* A scrape of /metrics waits: render every engine's last complete tick. */
 static void d_metrics(Daemon *D)
 {
 	char err[256];
-	sn_stats S;
-	uint64_t dropped = 0;
-	NhStats ds;
-	const sn_world *w = NULL;
-	sn_rstate *st = NULL;
-	if (D->e && D->ts == TS_OK) {
-		eng_stats(D->e, &S, &dropped);
-		if (!(w = eng_values(D->e, err, sizeof err)))
-			nt_log(D->nt, 4, "/metrics: %s", err);
-		st = calloc(D->b->nrules ? D->b->nrules : 1, sizeof *st);
-		if (st && eng_rule_states(D->e, st, err, sizeof err)) {
+	PxTarget *pt = calloc(D->ntg, sizeof *pt);
+	sn_stats *S = calloc(D->ntg, sizeof *S);
+	if (!pt || !S) {
+		free(pt);
+		free(S);
+		px_publish(D->px, NULL, 0);
+		return;
+	}
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		pt[i].name = T->cf.name;
+		if (!T->e || T->ts != TS_OK)
+			continue;
+		eng_stats(T->e, &S[i], &pt[i].ring_dropped);
+		pt[i].stats = &S[i];
+		/* eng_values' copy lives until the engine's next call: one per engine */
+		if (!(pt[i].w = eng_values(T->e, err, sizeof err)))
+			nt_log(D->nt, 4, "/metrics: %s: %s", T->label, err);
+		sn_rstate *st = calloc(D->b->nrules ? D->b->nrules : 1, sizeof *st);
+		if (st && eng_rule_states(T->e, st, err, sizeof err)) {
 			free(st);
 			st = NULL;
 		}
+		pt[i].rstate = st;
 	}
+	NhStats ds;
 	nt_delivery(D->nt, &ds);
 	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
-	PxInput in = {.b = D->b, .w = w, .rstate = st, .target = D->cf.name, .stats = D->e ? &S : NULL,
-		      .ring_dropped = dropped, .delivery = &ds, .reloads = D->reloads, .alerts = D->alerts_seen,
-		      .started = (double)time(NULL) - up_s};
+	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
+		      .alerts = D->alerts_seen, .started = (double)time(NULL) - up_s};
 	size_t len = 0;
 	char *text = px_render(&in, &len);
 	px_publish(D->px, text, len);
-	free(st);
+	for (unsigned i = 0; i < D->ntg; i++)
+		free((void *)pt[i].rstate);
+	free(pt);
+	free(S);
 }
 
 static void d_drain(Daemon *D)
 {
-	unsigned n = D->e ? eng_drain(D->e, d_alert, D) : 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < D->ntg; i++)
+		n += D->tg[i].e ? eng_drain(D->tg[i].e, d_alert, &D->tg[i]) : 0;
 	if (n)
 		nt_flush(D->nt);           /* one sync for the lot, then they are sent */
 	if (n && gpu_tracing()) {
@@ -350,6 +403,75 @@ static int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t
 	return j.r;
 }
 
+/* Close the engines a reload opened and did not hand over; forget the
+ * targets it would have added and removed. */
+static void d_reload_discard(Daemon *D)
+{
+	for (unsigned i = 0; i < D->ntg; i++) {
+		eng_close(D->tg[i].ne);
+		D->tg[i].ne = NULL;
+		D->tg[i].gone = false;
+	}
+	for (unsigned i = 0; i < D->rl.nadded; i++)
+		cf_target_free(&D->rl.added[i]);
+	free(D->rl.added);
+	D->rl.added = NULL;
+	D->rl.nadded = 0;
+}
+
+/* A reload reads the targets again (the configuration's sections and its
+ * targets directory's drop-ins): which go (DTarget.gone) and which come
+ * (R->added).  A target whose section changed does both.  The rest of the
+ * configuration takes a restart.  0, or -EINVAL with the errors in
+ * R->diags. */
+static int d_targets_read(Daemon *D, DReload *R)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *errs = open_memstream(&text, &len);
+	if (!errs)
+		return -ENOMEM;
+	Config nc;
+	int nerr = cf_load(&nc, D->cf.path, errs);
+	int r = 0;
+	if (!nerr && nc.ntargets > 1 && D->ntg == 1 && D->tg[0].e && eng_backend(D->tg[0].e) == ENG_CUDA) {
+		fprintf(errs, "%s: error: %u targets: several targets run on the CPU backend for now; set [engine] "
+			"backend = cpu and restart sentineld\n", D->cf.path, nc.ntargets);
+		nerr = 1;
+	}
+	if (nerr) {
+		fclose(errs);
+		R->diags = text;
+		snprintf(R->err, sizeof R->err, "the configuration's targets have errors; nothing changed");
+		cf_free(&nc);
+		return -EINVAL;
+	}
+	fclose(errs);
+	free(text);
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		T->gone = true;
+		for (unsigned j = 0; j < nc.ntargets && T->gone; j++)
+			T->gone = !cf_target_same(&T->cf, &nc.targets[j]);
+	}
+	R->added = calloc(nc.ntargets, sizeof *R->added);
+	for (unsigned j = 0; j < nc.ntargets && R->added && !r; j++) {
+		bool have = false;
+		for (unsigned i = 0; i < D->ntg && !have; i++)
+			have = cf_target_same(&D->tg[i].cf, &nc.targets[j]);
+		if (!have && cf_target_copy(&R->added[R->nadded], &nc.targets[j]) == 0)
+			R->nadded++;
+		else if (!have)
+			r = -ENOMEM;
+	}
+	if (!R->added)
+		r = -ENOMEM;
+	cf_free(&nc);
+	if (r)
+		snprintf(R->err, sizeof R->err, "out of memory reading the targets; nothing changed");
+	return r;
+}
+
 static void *d_reload_thread(void *arg)
 {
 	DReload *R = arg;
@@ -357,14 +479,23 @@ static void *d_reload_thread(void *arg)
 	/* the JIT of eng_open at nice 10 too, for the reason above */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
 	if (!R->grow)
+		R->r_targets = d_targets_read(D, R);
+	if (!R->grow && !R->r_targets)
 		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
-	if (!R->r_rules && D->ts == TS_OK)     /* ts holds still: the target watch waits for us */
-	{
+	/* an engine for every target that runs (ts holds still: the target
+	 * watch waits for us); validate all: one that cannot open fails the
+	 * reload, and the running rules stay everywhere */
+	for (unsigned i = 0; i < D->ntg && !R->r_targets && !R->r_rules && !R->r_open; i++) {
+		DTarget *T = &D->tg[i];
+		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg))
+			continue;
 		EngOpts eo = D->eo;
 		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
-		if (R->grow)
-			eo.task_cap = R->grow;
-		R->r_open = eng_open(R->grow ? D->b : R->nb, D->t, &eo, &R->ne, R->err, sizeof R->err);
+		eo.task_cap = R->grow ? R->grow : T->task_cap;
+		char why[900];
+		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
+		if (R->r_open)
+			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
 	}
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	if (D->eo.wake_fd > 0) {
@@ -376,9 +507,9 @@ static void *d_reload_thread(void *arg)
 }
 
 /* Start a reload for client c (NULL: SIGHUP), or with grow > 0 the same
- * rules with a task table of grow rows; its answer comes from
- * d_reload_done.  -EBUSY while one is in progress. */
-static int d_reload_start(Daemon *D, Client *c, uint32_t grow, char *msg, size_t n)
+ * rules with a task table of grow rows for target gt; its answer comes
+ * from d_reload_done.  -EBUSY while one is in progress. */
+static int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, size_t n)
 {
 	DReload *R = &D->rl;
 	if (R->on) {
@@ -386,7 +517,8 @@ static int d_reload_start(Daemon *D, Client *c, uint32_t grow, char *msg, size_t
 			 (double)(d_now() - R->t0) / 1e9);
 		return -EBUSY;
 	}
-	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .t0 = d_now(), .on = true};
+	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .grow_tg = gt, .t0 = d_now(),
+		       .on = true};
 	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
 	if (e) {
 		R->on = false;
@@ -396,6 +528,112 @@ static int d_reload_start(Daemon *D, Client *c, uint32_t grow, char *msg, size_t
 	if (c)
 		c->waiting = true;
 	return 0;
+}
+
+/* Hand target T over to its new engine (T->ne): on success the old one is
+ * closed and *os, *ns say the old engine's last tick and the new one's first. */
+static int d_handover(DTarget *T, unsigned *kept, sn_stats *os, sn_stats *ns, char *err, size_t n)
+{
+	Daemon *D = T->D;
+	int r = eng_takeover(T->ne, T->e, kept, err, n);
+	if (r) {
+		eng_close(T->ne);
+		T->ne = NULL;
+		return r;
+	}
+	d_drain(D);                      /* the old engine's last alerts */
+	eng_stats(T->e, os, NULL);
+	eng_stats(T->ne, ns, NULL);
+	for (int i = 0; i < 50 && !ns->first_tick; i++) {      /* its first tick is at most one away */
+		struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
+		nanosleep(&ts, NULL);
+		eng_stats(T->ne, ns, NULL);
+	}
+	eng_close(T->e);
+	T->e = T->ne;
+	T->ne = NULL;
+	return 0;
+}
+
+/* A target that goes: its pending and firing alerts resolve (they are
+ * about a machine no longer watched), its engine and memory are let go. */
+static void d_target_remove(DTarget *T)
+{
+	Daemon *D = T->D;
+	char err[256];
+	if (T->e && eng_stop(T->e, err, sizeof err))
+		nt_log(D->nt, 4, "%s: %s", T->label, err);
+	d_drain(D);                      /* its last ticks' alerts */
+	sn_rstate *st = T->e ? calloc(D->b->nrules + 1, sizeof *st) : NULL;
+	if (st && !eng_rule_states(T->e, st, err, sizeof err)) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		for (size_t i = 0; i < D->b->nrules; i++) {
+			if (st[i].phase != SN_FIRING && st[i].phase != SN_PENDING)
+				continue;
+			NtEvent ev = {.rule = &D->b->rules[i],
+				      .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
+				      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm,
+				      .when = now, .target = T->cf.name};
+			nt_event(D->nt, &ev);
+			D->alerts_seen++;
+		}
+		nt_flush(D->nt);
+	}
+	free(st);
+	d_close_target(T);
+	nt_log(D->nt, 6, "target %s removed (no longer in the configuration)", T->label);
+	cf_target_free(&T->cf);
+}
+
+static void d_tchange(char *buf, size_t n, char sign, const char *name)
+{
+	size_t l = strlen(buf);
+	snprintf(buf + l, n > l ? n - l : 0, "%s%c%s", l ? ", " : "", sign, name);
+}
+
+static void d_targets_apply_removed(Daemon *D, char *what, size_t n)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		if (T->gone) {
+			d_tchange(what, n, '-', T->cf.name);
+			d_target_remove(T);
+			continue;
+		}
+		if (k != i)
+			D->tg[k] = *T;
+		k++;
+	}
+	D->ntg = k;
+}
+
+/* The new targets join, lost until the watch opens them (next loop). */
+static void d_targets_apply_added(Daemon *D, char *what, size_t n)
+{
+	DReload *R = &D->rl;
+	DTarget *tg = R->nadded ? realloc(D->tg, (D->ntg + R->nadded) * sizeof *tg) : D->tg;
+	if (!tg) {
+		nt_log(D->nt, 3, "out of memory: %u new targets are not watched", R->nadded);
+	} else {
+		D->tg = tg;
+		for (unsigned i = 0; i < R->nadded; i++) {
+			DTarget *T = &D->tg[D->ntg];
+			if (d_target_init(D, T, &R->added[i]))
+				continue;
+			T->next_check_ns = 0;       /* looked for at once */
+			snprintf(T->err, sizeof T->err, "added by a reload; not opened yet");
+			d_tchange(what, n, '+', T->cf.name);
+			nt_log(D->nt, 6, "target %s added", T->label);
+			D->ntg++;
+		}
+	}
+	for (unsigned i = 0; i < R->nadded; i++)
+		cf_target_free(&R->added[i]);
+	free(R->added);
+	R->added = NULL;
+	R->nadded = 0;
 }
 
 /* The second half: validate what the thread made, then hand over; the
@@ -408,88 +646,115 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	R->on = false;
 	uint64_t t0 = R->t0;
 	Bundle *nb = R->nb;
-	Engine *ne = R->ne;
+	DTarget *G = R->grow_tg;
 	char err[1024];
 	snprintf(err, sizeof err, "%s", R->err);
 	*diags = R->diags;
 	R->nb = NULL;
-	R->ne = NULL;
 	R->diags = NULL;
-	int r = R->r_rules;
+	int r = R->r_targets ? R->r_targets : R->r_rules;
 	if (r) {
+		d_reload_discard(D);
 		snprintf(msg, n, "%s", r == 1 ? "the rules have errors; the running rules are unchanged" : err);
 		return r == 1 ? -EINVAL : r;
 	}
-	if (R->grow && D->ts != TS_OK) {   /* (the target watch waits for a reload: not seen) */
-		if (ne)
-			eng_close(ne);
+	if (R->grow && G->ts != TS_OK) {   /* (the target watch waits for a reload: not seen) */
+		d_reload_discard(D);
 		snprintf(msg, n, "the target was lost; the task table was not grown");
 		return -ENODEV;
 	}
-	if (D->ts != TS_OK) {            /* no target now: take the rules, start with it later */
-		bd_free(D->b);
-		D->b = nb;
-		snprintf(msg, n, "%zu rules loaded; the target is lost, they start when it is back", nb->nrules);
-		return 0;
-	}
 	if ((r = R->r_open)) {
+		d_reload_discard(D);
 		if (R->grow)
 			snprintf(msg, n, "cannot grow the task table to %u rows: %.900s; it keeps %u", R->grow, err,
-				 eng_task_cap(D->e));
+				 eng_task_cap(G->e));
 		else
 			snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
 		bd_free(nb);
 		return r;
 	}
-	unsigned kept = 0;
+	unsigned kept = 0, done = 0, lost = 0;
+	uint32_t old_cap = R->grow ? eng_task_cap(G->e) : 0;
+	sn_stats os = {0}, ns = {0};
+	char failed[600] = "";
 	d_drain(D);
-	if ((r = eng_takeover(ne, D->e, &kept, err, sizeof err))) {
-		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
-		eng_close(ne);
-		bd_free(nb);
-		return r;
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		if (!T->ne)
+			continue;
+		unsigned k = 0;
+		sn_stats o1, n1;
+		if ((r = d_handover(T, &k, &o1, &n1, err, sizeof err))) {
+			if (!done) {             /* nothing changed yet: all of it stays */
+				d_reload_discard(D);
+				snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
+				bd_free(nb);
+				return r;
+			}
+			/* the others run the new rules: this one starts again with them */
+			snprintf(T->err, sizeof T->err, "the reload's handover failed (%.400s); starting again with the new rules",
+				 err);
+			nt_log(D->nt, 3, "target error: %s: %s", T->label, T->err);
+			d_close_target(T);
+			T->ts = TS_LOST;
+			T->next_check_ns = 0;
+			snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s", lost++ ? ", " : "",
+				 T->cf.name);
+			continue;
+		}
+		if (!done++) {
+			os = o1;
+			ns = n1;
+		}
+		kept += k;
 	}
-	d_drain(D);                      /* the old engine's last alerts */
-	sn_stats os, ns;
-	eng_stats(D->e, &os, NULL);
-	eng_stats(ne, &ns, NULL);
-	for (int i = 0; i < 50 && !ns.first_tick; i++) {      /* its first tick is at most one away */
-		struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
-		nanosleep(&ts, NULL);
-		eng_stats(ne, &ns, NULL);
-	}
-	Engine *old = D->e;
-	uint32_t old_cap = eng_task_cap(old);
-	D->e = ne;
-	eng_close(old);
+	/* the targets the configuration no longer has go (their alerts resolve:
+	 * under the old rules, whose states they hold), then the new ones come */
+	char tchange[300] = "";
+	if (!R->grow)
+		d_targets_apply_removed(D, tchange, sizeof tchange);
 	d_record_end(D, R->grow ? "the task table grew" : "a reload changed the rules");
 	D->eo.on_tick = NULL;
 	if (R->grow) {
-		D->eo.task_cap = R->grow;      /* and later reloads keep it */
+		G->task_cap = R->grow;         /* and later reloads keep it */
 	} else {
 		bd_free(D->b);
 		D->b = nb;
 		D->reloads++;
+		d_targets_apply_added(D, tchange, sizeof tchange);
 	}
 	uint64_t t1 = d_now();
-	char settled[256];
-	if ((r = eng_settle(D->e, settled, sizeof settled, err, sizeof err)))
-		snprintf(settled, sizeof settled, "after the handover: %.200s", err);
+	char settled[256] = "";
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].e && D->tg[i].ts == TS_OK && (r = eng_settle(D->tg[i].e, settled, sizeof settled, err, sizeof err)))
+			snprintf(settled, sizeof settled, "after the handover: %.200s", err);
 	/* the proof of no gap: the new engine's first tick is the old one's
 	 * last plus one, one tick later */
-	char what[128];
+	char what[160], others[700] = "";
 	if (R->grow)
 		snprintf(what, sizeof what, "the task table grew from %u to %u rows", old_cap, R->grow);
+	else if (D->ntg > 1)
+		snprintf(what, sizeof what, "%zu rules running on %u of %u targets (%u rule states kept)", D->b->nrules, done,
+			 D->ntg, kept);
 	else
 		snprintf(what, sizeof what, "%zu rules running (%u kept their state)", D->b->nrules, kept);
-	snprintf(msg, n, "%s, reloaded in %.0f ms; handover: old tick %llu, "
-		 "new tick %llu %.1f ms later (tick %.1f ms)%s%s", what, (double)(t1 - t0) / 1e6,
-		 (unsigned long long)os.ticks, (unsigned long long)ns.first_tick,
-		 (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6, (double)D->eo.tick_ns / 1e6,
-		 *settled ? "; " : "", settled);
+	if (lost)
+		snprintf(others, sizeof others, "; %s restart%s with them (the handover failed)", failed, lost == 1 ? "s" : "");
+	if (*tchange)
+		snprintf(others + strlen(others), sizeof others - strlen(others), "; targets %s", tchange);
+	if (done)
+		snprintf(msg, n, "%.160s, reloaded in %.0f ms; handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
+			 "%.300s%s%.200s", what, (double)(t1 - t0) / 1e6, (unsigned long long)os.ticks,
+			 (unsigned long long)ns.first_tick, (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6,
+			 (double)D->eo.tick_ns / 1e6, others, *settled ? "; " : "", settled);
+	else                             /* no target runs now: the rules start with them */
+		snprintf(msg, n, "%zu rules loaded; no target runs now, they start when one is back%.300s", D->b->nrules,
+			 others);
 	if (!R->grow)
 		snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
-	d_log_disabled(D);
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].e && D->tg[i].ts == TS_OK && (!R->grow || &D->tg[i] == G))
+			d_log_disabled(&D->tg[i]);
 	return 0;
 }
 
@@ -501,12 +766,14 @@ static void d_reload_done(Daemon *D)
 {
 	Client *c = D->rl.client;
 	uint32_t grow = D->rl.grow;
+	DTarget *G = D->rl.grow_tg;
 	char msg[1024], *diags = NULL;
 	int r = d_reload(D, &diags, msg, sizeof msg);
 	if (grow && r)
-		D->grow_failed = grow;
+		G->grow_failed = grow;
 	if (grow)
-		nt_log(D->nt, r ? 3 : 5, "%s%s", r ? "target error: " : "", msg);
+		nt_log(D->nt, r ? 3 : 5, "%s%s%s%s", r ? "target error: " : "", D->ntg > 1 ? G->cf.name : "",
+		       D->ntg > 1 ? ": " : "", msg);
 	else
 		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", D->rl.by_socket ? "control socket" : "SIGHUP", msg);
 	if (c) {
@@ -525,11 +792,14 @@ static void d_reload_done(Daemon *D)
 }
 
 /* The CPU backend's tick threads: [engine] threads, or a quarter of this
- * host's CPUs (1 to 8): sentineld shares the host with what it watches. */
+ * host's CPUs (1 to 8): sentineld shares the host with what it watches.
+ * Several targets: one each (every target has a tick thread of its own). */
 static uint32_t d_threads(const Config *cf)
 {
 	if (cf->threads)
 		return cf->threads;
+	if (cf->ntargets > 1)
+		return 1;
 	long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
 	return n < 1 ? 1 : n > 8 ? 8 : (uint32_t)n;
 }
@@ -543,13 +813,14 @@ static uint32_t d_threads(const Config *cf)
  * fails (the windows' history_memory), it is a target error, said once
  * when it starts and once when it ends (the rows hold the tasks that fit;
  * per-task rules see only them). */
-static void d_watch_tasks(Daemon *D)
+static void d_watch_tasks(DTarget *T)
 {
+	Daemon *D = T->D;
 	sn_stats S;
-	eng_stats(D->e, &S, NULL);
-	uint32_t cap = eng_task_cap(D->e), max = D->cf.max_tasks;
+	eng_stats(T->e, &S, NULL);
+	uint32_t cap = eng_task_cap(T->e), max = D->cf.max_tasks;
 	bool full = S.tasks_found > cap;
-	if (full && cap < max && D->grow_failed == 0 && !D->rl.on) {
+	if (full && cap < max && T->grow_failed == 0 && !D->rl.on) {
 		uint64_t want = (uint64_t)S.tasks_found + S.tasks_found / 4;
 		want = (want + 1023) / 1024 * 1024;
 		if (want < 2ull * cap)
@@ -558,99 +829,122 @@ static void d_watch_tasks(Daemon *D)
 			want = max;
 		char msg[256];
 		nt_log(D->nt, 5, "%s has %u tasks, more than the task table's %u rows: growing it to %u (max_tasks %u)",
-		       D->cf.source, S.tasks_found, cap, (unsigned)want, max);
-		if (d_reload_start(D, NULL, (uint32_t)want, msg, sizeof msg))
+		       T->label, S.tasks_found, cap, (unsigned)want, max);
+		if (d_reload_start(D, NULL, (uint32_t)want, T, msg, sizeof msg))
 			nt_log(D->nt, 4, "cannot grow the task table: %s", msg);
 		return;
 	}
-	if (full && !D->tasks_full && (cap >= max || D->grow_failed)) {
+	if (full && !T->tasks_full && (cap >= max || T->grow_failed)) {
 		if (cap >= max)
 			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's ceiling of %u rows: "
 			       "per-task rules see %u of them; raise [engine] max_tasks and restart sentineld",
-			       D->cf.source, S.tasks_found, cap, cap);
+			       T->label, S.tasks_found, cap, cap);
 		else
 			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's %u rows, which could "
 			       "not grow (see above): per-task rules see %u of them; raise [engine] history_memory or "
-			       "tasks and restart sentineld", D->cf.source, S.tasks_found, cap, cap);
-		D->tasks_full = true;
-	} else if (!full && D->tasks_full) {
-		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", D->cf.source, S.tasks_found);
-		D->tasks_full = false;
+			       "tasks and restart sentineld", T->label, S.tasks_found, cap, cap);
+		T->tasks_full = true;
+	} else if (!full && T->tasks_full) {
+		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", T->label, S.tasks_found);
+		T->tasks_full = false;
 	}
 }
 
 /* An object kind with more objects than the table's slots (disks,
  * cgroups, interfaces, mounts): a target error, said once when it starts
  * and once when it ends; rules over that kind see the objects that fit. */
-static void d_watch_objects(Daemon *D)
+static void d_watch_objects(DTarget *T)
 {
+	Daemon *D = T->D;
 	sn_stats S;
-	eng_stats(D->e, &S, NULL);
+	eng_stats(T->e, &S, NULL);
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
 		const char *what = cat_entities[ENT_FIRST_OBJ + k].plural;
 		bool full = S.objs_err[k] == -34;
-		if (full && !D->objs_full[k])
+		if (full && !T->objs_full[k])
 			nt_log(D->nt, 3, "target error: %s has %u %s, more than the %u the table holds: rules over %s see "
-			       "%u of them; raise [engine] objects and restart sentineld", D->cf.source, S.objs_found[k], what,
+			       "%u of them; raise [engine] objects and restart sentineld", T->label, S.objs_found[k], what,
 			       D->cf.objects, what, D->cf.objects);
-		else if (!full && D->objs_full[k])
-			nt_log(D->nt, 5, "%s has %u %s again: the table holds them all", D->cf.source, S.objs_found[k], what);
-		D->objs_full[k] = full;
+		else if (!full && T->objs_full[k])
+			nt_log(D->nt, 5, "%s has %u %s again: the table holds them all", T->label, S.objs_found[k], what);
+		T->objs_full[k] = full;
 	}
+}
+
+/* Whether every target is lost (for systemd's STATUS). */
+static bool d_all_lost(const Daemon *D)
+{
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].ts == TS_OK)
+			return false;
+	return true;
+}
+
+/* One target, when its check is due: still the machine we mapped?  A lost
+ * one: back yet?  Each target on its own: the others tick on. */
+static void d_watch_one(DTarget *T, uint64_t now)
+{
+	Daemon *D = T->D;
+	if (now < T->next_check_ns)
+		return;
+	char err[512] = "";
+	if (T->ts == TS_OK) {
+		T->next_check_ns = now + D_TARGET_CHECK_NS;
+		struct stat st;
+		const char *lost = NULL;
+		if (d_file_backed(T->src) && T->ram_st.st_ino) {
+			if (stat(T->src->path, &st))
+				lost = "its RAM file was removed: the VM is gone";
+			else if (st.st_ino != T->ram_st.st_ino || st.st_dev != T->ram_st.st_dev)
+				lost = "its RAM file was replaced: the VM restarted";
+		}
+		if (!lost && ms_changed(T->src) > 0)
+			lost = "its RAM ranges changed (memory brought online or taken offline): mapping them again";
+		if (!lost && !kt_unchanged(T->t))
+			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
+		if (!lost && eng_health(T->e, err, sizeof err))
+			lost = err;
+		if (!lost) {
+			d_watch_tasks(T);
+			d_watch_objects(T);
+			return;
+		}
+		snprintf(T->err, sizeof T->err, "%s", lost);
+		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", T->label, lost);
+		d_drain(D);
+		d_close_target(T);
+		T->ts = TS_LOST;
+		if (d_all_lost(D))
+			d_sd_notify("STATUS=target lost");
+		return;
+	}
+	T->next_check_ns = now + D_TARGET_RETRY_NS;
+	if (d_open_target(T, err, sizeof err)) {
+		snprintf(T->err, sizeof T->err, "%s", err);
+		return;
+	}
+	if (eng_start(T->e, err, sizeof err)) {
+		nt_log(D->nt, 3, "%s is back but the rules cannot start: %s", T->label, err);
+		d_close_target(T);
+		return;
+	}
+	T->ts = TS_OK;
+	T->err[0] = 0;
+	T->restarts++;
+	nt_log(D->nt, 6, "target back: %s%sLinux %s, KASLR offset 0x%llx; the same %zu rules run again (%s)",
+	       D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", T->t->release,
+	       (unsigned long long)T->t->kaslr_offset, D->b->nrules, eng_backend_note(T->e));
+	d_log_disabled(T);
+	d_sd_notify("STATUS=running");
 }
 
 static void d_watch_target(Daemon *D)
 {
+	if (D->rl.on)                    /* the reload's thread uses the targets */
+		return;
 	uint64_t now = d_now();
-	if (now < D->next_check_ns || D->rl.on)    /* the reload's thread uses the target */
-		return;
-	char err[512] = "";
-	if (D->ts == TS_OK) {
-		D->next_check_ns = now + D_TARGET_CHECK_NS;
-		struct stat st;
-		const char *lost = NULL;
-		if (d_file_backed(D->src) && D->ram_st.st_ino) {
-			if (stat(D->src->path, &st))
-				lost = "its RAM file was removed: the VM is gone";
-			else if (st.st_ino != D->ram_st.st_ino || st.st_dev != D->ram_st.st_dev)
-				lost = "its RAM file was replaced: the VM restarted";
-		}
-		if (!lost && ms_changed(D->src) > 0)
-			lost = "its RAM ranges changed (memory brought online or taken offline): mapping them again";
-		if (!lost && !kt_unchanged(D->t))
-			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
-		if (!lost && eng_health(D->e, err, sizeof err))
-			lost = err;
-		if (!lost) {
-			d_watch_tasks(D);
-			d_watch_objects(D);
-			return;
-		}
-		snprintf(D->target_err, sizeof D->target_err, "%s", lost);
-		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", D->cf.source, lost);
-		d_drain(D);
-		d_close_target(D);
-		D->ts = TS_LOST;
-		d_sd_notify("STATUS=target lost");
-		return;
-	}
-	D->next_check_ns = now + D_TARGET_RETRY_NS;
-	if (d_open_target(D, err, sizeof err)) {
-		snprintf(D->target_err, sizeof D->target_err, "%s", err);
-		return;
-	}
-	if (eng_start(D->e, err, sizeof err)) {
-		nt_log(D->nt, 3, "the target is back but the rules cannot start: %s", err);
-		d_close_target(D);
-		return;
-	}
-	D->ts = TS_OK;
-	D->target_err[0] = 0;
-	D->target_restarts++;
-	nt_log(D->nt, 6, "target back: Linux %s, KASLR offset 0x%llx; the same %zu rules run again (%s)",
-	       D->t->release, (unsigned long long)D->t->kaslr_offset, D->b->nrules, eng_backend_note(D->e));
-	d_log_disabled(D);
-	d_sd_notify("STATUS=running");
+	for (unsigned i = 0; i < D->ntg && !D->rl.on; i++)
+		d_watch_one(&D->tg[i], now);
 }
 
 /* ---- the control socket ------------------------------------------------------------------- */
@@ -661,21 +955,77 @@ static const char *d_phase(uint32_t p)
 	return p < 4 ? n[p] : "?";
 }
 
+/* One target's part of the status: where it is, what runs on it. */
+static json_t *d_target_status(DTarget *T)
+{
+	Daemon *D = T->D;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i}", "name", T->cf.name, "source", T->cf.source, "state",
+			      T->ts == TS_OK ? "ok" : "lost", "restarts", (int)T->restarts);
+	if (T->ts != TS_OK)
+		json_object_set_new(o, "error", json_string(T->err));
+	if (T->t) {
+		json_object_set_new(o, "kernel", json_string(T->t->release));
+		json_object_set_new(o, "kaslr_offset", json_integer((json_int_t)T->t->kaslr_offset));
+	}
+	if (!T->e)
+		return o;
+	sn_stats S;
+	uint64_t dropped;
+	eng_stats(T->e, &S, &dropped);
+	json_object_set_new(o, "backend", json_string(eng_backend(T->e) == ENG_CUDA ? "cuda" : "cpu"));
+	json_object_set_new(o, "backend_note", json_string(eng_backend_note(T->e)));
+	json_object_set_new(o, "ticks", json_integer((json_int_t)S.ticks));
+	json_object_set_new(o, "late_ticks", json_integer((json_int_t)S.late));
+	json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
+	json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
+	json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
+	json_object_set_new(o, "tasks", json_integer(S.tasks));
+	json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
+	json_object_set_new(o, "task_table", json_integer(eng_task_cap(T->e)));
+	/* "objects": {"cgroups": {"found": 300, "table": 256, "error": -34}, ...}: the kinds rules read */
+	json_t *ob = json_object();
+	for (unsigned k = 0; k < SN_OBJ_KINDS && D->b; k++) {
+		if (!D->b->nobj[k])
+			continue;
+		json_t *ko = json_pack("{s:i, s:i}", "found", (int)S.objs_found[k], "table", (int)D->cf.objects);
+		if (S.objs_err[k])
+			json_object_set_new(ko, "error", json_integer(S.objs_err[k]));
+		json_object_set_new(ob, cat_entities[ENT_FIRST_OBJ + k].plural, ko);
+	}
+	json_object_set_new(o, "objects", ob);
+	if (eng_backend(T->e) == ENG_CUDA)           /* the GPU times its tick's phases */
+		json_object_set_new(o, "tick_phases_us",
+				    json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
+					      "objects", (int)S.phase_us[SN_PH_OBJS],
+					      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
+					      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
+					      "rules", (int)S.phase_us[SN_PH_RULES]));
+	if (eng_backend(T->e) == ENG_CUDA && D->b->njobs) {  /* what the jobs phase waits for */
+		size_t slow = 0;
+		for (size_t j = 1; j < D->b->njobs && j < SN_STAT_JOBS; j++)
+			if (S.job_us[j] > S.job_us[slow])
+				slow = j;
+		json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(D->b, slow),
+								 "us", (int)S.job_us[slow]));
+	}
+	if (S.task_err && S.task_err != -34)
+		json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
+	json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));
+	unsigned disabled = 0;
+	for (size_t i = 0; i < D->b->nrules; i++)
+		disabled += rl_rule_blocked(D->b, eng_relocs(T->e), i, NULL) != NULL;
+	json_object_set_new(o, "rules_disabled", json_integer(disabled));
+	return o;
+}
+
+/* The status: sentineld's, then "targets", one object each.  The first
+ * target's fields are also at the top ("target", "ticks", ...), as when
+ * sentineld watched one. */
 static json_t *d_status(Daemon *D)
 {
 	json_t *o = json_pack("{s:s, s:s, s:f, s:I, s:s}", "version", SENTINEL_VERSION, "rules_dir", D->cf.rules_dir,
 			      "uptime_s", (double)(d_now() - D->started_ns) / 1e9, "tick_ns", (json_int_t)D->eo.tick_ns,
-			      "target_name", D->cf.name);
-	json_object_set_new(o, "target", json_pack("{s:s, s:s}", "source", D->cf.source, "state",
-						   D->ts == TS_OK ? "ok" : "lost"));
-	json_t *tg = json_object_get(o, "target");
-	if (D->ts != TS_OK)
-		json_object_set_new(tg, "error", json_string(D->target_err));
-	if (D->t) {
-		json_object_set_new(tg, "kernel", json_string(D->t->release));
-		json_object_set_new(tg, "kaslr_offset", json_integer((json_int_t)D->t->kaslr_offset));
-	}
-	json_object_set_new(o, "target_restarts", json_integer(D->target_restarts));
+			      "target_name", D->tg[0].cf.name);
 	json_object_set_new(o, "rules", json_integer((json_int_t)D->b->nrules));
 	json_object_set_new(o, "reloads", json_integer(D->reloads));
 	if (*D->last_reload)
@@ -694,79 +1044,48 @@ static json_t *d_status(Daemon *D)
 							     "queued", (int)hs.queued, "spool_bytes", (json_int_t)hs.spool_bytes,
 							     "spool_errors", (json_int_t)hs.spool_errors));
 	}
-	if (D->e) {
-		sn_stats S;
-		uint64_t dropped;
-		eng_stats(D->e, &S, &dropped);
-		json_object_set_new(o, "backend", json_string(eng_backend(D->e) == ENG_CUDA ? "cuda" : "cpu"));
-		json_object_set_new(o, "backend_note", json_string(eng_backend_note(D->e)));
-		json_object_set_new(o, "ticks", json_integer((json_int_t)S.ticks));
-		json_object_set_new(o, "late_ticks", json_integer((json_int_t)S.late));
-		json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
-		json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
-		json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
-		json_object_set_new(o, "tasks", json_integer(S.tasks));
-		json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
-		json_object_set_new(o, "task_table", json_integer(eng_task_cap(D->e)));
-		/* "objects": {"cgroups": {"found": 300, "table": 256, "error": -34}, ...}: the kinds rules read */
-		json_t *ob = json_object();
-		for (unsigned k = 0; k < SN_OBJ_KINDS && D->b; k++) {
-			if (!D->b->nobj[k])
-				continue;
-			json_t *ko = json_pack("{s:i, s:i}", "found", (int)S.objs_found[k], "table", (int)D->cf.objects);
-			if (S.objs_err[k])
-				json_object_set_new(ko, "error", json_integer(S.objs_err[k]));
-			json_object_set_new(ob, cat_entities[ENT_FIRST_OBJ + k].plural, ko);
-		}
-		json_object_set_new(o, "objects", ob);
-		if (eng_backend(D->e) == ENG_CUDA)           /* the GPU times its tick's phases */
-			json_object_set_new(o, "tick_phases_us",
-					    json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "jobs", (int)S.phase_us[SN_PH_JOBS],
-						      "objects", (int)S.phase_us[SN_PH_OBJS],
-						      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
-						      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
-						      "rules", (int)S.phase_us[SN_PH_RULES]));
-		if (eng_backend(D->e) == ENG_CUDA && D->b->njobs) {  /* what the jobs phase waits for */
-			size_t slow = 0;
-			for (size_t j = 1; j < D->b->njobs && j < SN_STAT_JOBS; j++)
-				if (S.job_us[j] > S.job_us[slow])
-					slow = j;
-			json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(D->b, slow),
-									 "us", (int)S.job_us[slow]));
-		}
-		if (S.task_err && S.task_err != -34)
-			json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
-		json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));
-		unsigned disabled = 0;
-		for (size_t i = 0; i < D->b->nrules; i++)
-			disabled += rl_rule_blocked(D->b, eng_relocs(D->e), i, NULL) != NULL;
-		json_object_set_new(o, "rules_disabled", json_integer(disabled));
+	json_t *arr = json_array();
+	for (unsigned i = 0; i < D->ntg; i++)
+		json_array_append_new(arr, d_target_status(&D->tg[i]));
+	/* the first target's, at the top */
+	json_t *t0 = json_array_get(arr, 0), *tg = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(t0, key, v) {
+		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "error") || !strcmp(key, "kernel") ||
+		    !strcmp(key, "kaslr_offset"))
+			json_object_set(tg, key, v);
+		else if (!strcmp(key, "restarts"))
+			json_object_set(o, "target_restarts", v);
+		else if (strcmp(key, "name"))
+			json_object_set(o, key, v);
 	}
+	json_object_set_new(o, "target", tg);
+	json_object_set_new(o, "targets", arr);
 	return o;
 }
 
-/* rules, or only the active ones (alerts) */
-static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
+/* Target T's rules, or only the active ones (alerts), into a. */
+static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, size_t n)
 {
-	json_t *a = json_array();
+	Daemon *D = T->D;
 	sn_rstate *st = NULL;
 	sn_stats S = {0};
-	if (D->e) {
+	if (T->e) {
 		st = calloc(D->b->nrules + 1, sizeof *st);
-		if (!st || eng_rule_states(D->e, st, err, n)) {
+		if (!st || eng_rule_states(T->e, st, err, n)) {
 			free(st);
-			json_decref(a);
-			return NULL;
+			return -EIO;
 		}
-		eng_stats(D->e, &S, NULL);
+		eng_stats(T->e, &S, NULL);
 	}
 	for (size_t i = 0; i < D->b->nrules; i++) {
 		const BdRule *r = &D->b->rules[i];
 		uint32_t phase = st ? st[i].phase : SN_INACTIVE;
 		if (active_only && phase != SN_PENDING && phase != SN_FIRING)
 			continue;
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "name", r->name, "severity", r->severity, "state",
-				      D->e ? d_phase(phase) : "stopped", "file", r->file);
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", r->name, "target", T->cf.name, "severity",
+				      r->severity, "state", T->e ? d_phase(phase) : "stopped", "file", r->file);
 		json_object_set_new(o, "line", json_integer(r->line));
 		if (st) {
 			json_object_set_new(o, "value", st[i].value == st[i].value ? json_real(st[i].value) : json_null());
@@ -784,13 +1103,13 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));
 			json_object_set_new(o, "evaluations", json_integer((json_int_t)st[i].evals));
 			json_object_set_new(o, "unknown", json_integer((json_int_t)st[i].unknown));
-			const char *why = rl_rule_blocked(D->b, eng_relocs(D->e), i, NULL);
+			const char *why = rl_rule_blocked(D->b, eng_relocs(T->e), i, NULL);
 			if (why)
 				json_object_set_new(o, "disabled_because", json_string(why));
 			if (active_only) {
 				for (size_t k = 0; k < r->nannotations; k++)
 					if (!strcmp(r->annotations[k].key, "summary")) {
-						char *t = nt_render(r->annotations[k].value, &ev, D->cf.name);
+						char *t = nt_render(r->annotations[k].value, &ev, T->cf.name);
 						json_object_set_new(o, "summary", json_string(t ? t : ""));
 						free(t);
 					}
@@ -799,6 +1118,18 @@ static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
 		json_array_append_new(a, o);
 	}
 	free(st);
+	return 0;
+}
+
+/* rules, or only the active ones (alerts): every target's, in order */
+static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (d_target_rules(&D->tg[i], a, active_only, err, n)) {
+			json_decref(a);
+			return NULL;
+		}
 	return a;
 }
 
@@ -819,7 +1150,7 @@ static json_t *d_request(Daemon *D, Client *c, const char *line)
 	} else if (!strcmp(cmd, "reload")) {
 		char msg[1024];
 		/* answered when done (d_reload_done) */
-		resp = d_reload_start(D, c, 0, msg, sizeof msg) ? json_pack("{s:b, s:s}", "ok", 0, "message", msg) : NULL;
+		resp = d_reload_start(D, c, 0, NULL, msg, sizeof msg) ? json_pack("{s:b, s:s}", "ok", 0, "message", msg) : NULL;
 	} else {
 		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown command; the commands are status, rules, alerts, reload");
 	}
@@ -988,10 +1319,13 @@ static void usage(FILE *out)
 "\n"
 "Run Sentinel's detection rules against a Linux kernel's memory, on the GPU's\n"
 "own clock (or on a CPU thread where there is no usable GPU), and hand the\n"
-"alerts to the configured sinks.  Stays in the foreground (systemd Type=notify;\n"
-"logs go to stderr, which journald reads).  SIGHUP or 'sentinelctl reload'\n"
-"reloads the rule directory without a missed tick; a failed reload changes\n"
-"nothing.\n"
+"alerts to the configured sinks.  One sentineld may watch many kernels (a\n"
+"hypervisor's VMs: one [target NAME] section each, or drop-ins in a [targets]\n"
+"directory, read again on reload; docs/targets.md).\n"
+"\n"
+"Stays in the foreground (systemd Type=notify; logs go to stderr, which\n"
+"journald reads).  SIGHUP or 'sentinelctl reload' reloads the rule directory\n"
+"and the targets without a missed tick; a failed reload changes nothing.\n"
 "\n"
 "Options:\n"
 "  -c, --config FILE    the configuration (default " SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf;\n"
@@ -1038,6 +1372,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sentineld: %d error%s in %s; not starting\n", nerr, nerr == 1 ? "" : "s", config);
 		goto out;
 	}
+	D.ntg = D.cf.ntargets;
+	if (!(D.tg = calloc(D.ntg, sizeof *D.tg))) {
+		fprintf(stderr, "sentineld: out of memory\n");
+		goto out;
+	}
+	for (unsigned i = 0; i < D.ntg; i++)
+		if (d_target_init(&D, &D.tg[i], &D.cf.targets[i])) {
+			fprintf(stderr, "sentineld: out of memory\n");
+			goto out;
+		}
+	/* several targets: the CPU backend, a tick thread each (one GPU kernel
+	 * for all of them is to come; config.c refuses backend = cuda) */
+	if (D.ntg > 1 && strcmp(D.cf.backend, "cpu")) {
+		free(D.cf.backend);
+		D.cf.backend = strdup("cpu");
+	}
 	/* the engines write it when alerts wait; fd 0 is stdin, so never it */
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
@@ -1074,7 +1424,8 @@ int main(int argc, char **argv)
 		D.eo.on_tick = d_record;
 		D.eo.on_tick_ctx = &D;
 	}
-	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.cf.name,
+	NtConfig nc = {.log = D.cf.log, .log_pending = D.cf.log_pending, .jsonl = D.cf.jsonl, .target = D.tg[0].cf.name,
+		       .several = D.ntg > 1 || D.cf.targets_dir,
 		       .alertmanager = D.cf.alertmanager, .webhook = D.cf.webhook, .external_url = D.cf.external_url,
 		       .resend_ns = D.cf.resend_ns, .tick_ns = D.cf.tick_ns,
 		       .spool = check_only ? NULL : D.cf.spool,   /* a check delivers nothing */
@@ -1083,19 +1434,41 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
-	if (d_open_target(&D, err, sizeof err)) {
-		fprintf(stderr, "sentineld: %s\n", err);
-		goto out;
+	/* One target: it must be there (exit 2).  Several (a hypervisor's
+	 * VMs): one that is not running yet is a target error, looked for
+	 * every 2 s while the others run; a check says every one. */
+	unsigned opened = 0;
+	for (unsigned i = 0; i < D.ntg; i++) {
+		DTarget *T = &D.tg[i];
+		if (d_open_target(T, err, sizeof err)) {
+			snprintf(T->err, sizeof T->err, "%.511s", err);
+			if (D.ntg == 1 || check_only)
+				fprintf(stderr, "sentineld: %s\n", err);
+			else
+				nt_log(D.nt, 3, "target error: %s; looking for it every %.0f s", err, D_TARGET_RETRY_NS / 1e9);
+			continue;
+		}
+		T->ts = TS_OK;
+		opened++;
+		if (check_only)
+			printf("sentineld: %s%s%s%zu rules compile and load on Linux %s (%s)\n", D.ntg > 1 ? "target " : "",
+			       D.ntg > 1 ? T->cf.name : "", D.ntg > 1 ? ": " : "", D.b->nrules, T->t->release,
+			       eng_backend_note(T->e));
 	}
+	if (D.ntg == 1 && !opened)
+		goto out;
 	if (D.cf.record && !check_only &&
-	    rec_create(D.cf.record, D.b, D.cf.tick_ns, D.t->cpus.nr_cpu_ids, &D.rec, err, sizeof err)) {
+	    rec_create(D.cf.record, D.b, D.cf.tick_ns, D.tg[0].t->cpus.nr_cpu_ids, &D.rec, err, sizeof err)) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
 	if (check_only) {
-		printf("sentineld: %s is valid; %zu rules compile and load on Linux %s (%s)\n", config, D.b->nrules,
-		       D.t->release, eng_backend_note(D.e));
-		rc = 0;
+		if (opened == D.ntg)
+			printf("sentineld: %s is valid\n", config);
+		else
+			fprintf(stderr, "sentineld: %u of %u targets cannot be read (above); %s is otherwise valid\n",
+				D.ntg - opened, D.ntg, config);
+		rc = opened == D.ntg ? 0 : 2;
 		goto out;
 	}
 	if (d_listen(&D, err, sizeof err)) {
@@ -1115,17 +1488,32 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (eng_start(D.e, err, sizeof err)) {
-		fprintf(stderr, "sentineld: %s\n", err);
-		goto out;
-	}
 	D.started_ns = d_now();
-	D.next_check_ns = D.started_ns + D_TARGET_CHECK_NS;
-	nt_log(D.nt, 6, "started: %zu rules from %s against %s (Linux %s, %s paging), tick %.0f ms, %s; control %s",
-	       D.b->nrules, D.cf.bundle ? D.cf.bundle : D.cf.rules_dir, D.cf.source, D.t->release, D.t->mem.levels == 5 ? "5-level" : "4-level",
-	       (double)D.cf.tick_ns / 1e6, eng_backend_note(D.e), D.cf.socket);
-	d_log_disabled(&D);
-	d_sd_notify("READY=1\nSTATUS=running");
+	for (unsigned i = 0; i < D.ntg; i++) {
+		DTarget *T = &D.tg[i];
+		T->next_check_ns = D.started_ns + (T->ts == TS_OK ? D_TARGET_CHECK_NS : D_TARGET_RETRY_NS);
+		if (T->ts != TS_OK)
+			continue;
+		if (eng_start(T->e, err, sizeof err)) {
+			if (D.ntg == 1) {
+				fprintf(stderr, "sentineld: %s\n", err);
+				goto out;
+			}
+			nt_log(D.nt, 3, "target error: %s: the rules cannot start: %s", T->label, err);
+			snprintf(T->err, sizeof T->err, "the rules cannot start: %.480s", err);
+			d_close_target(T);
+			T->ts = TS_LOST;
+			continue;
+		}
+		nt_log(D.nt, 6, "started: %zu rules from %s against %s (Linux %s, %s paging), tick %.0f ms, %s; control %s",
+		       D.b->nrules, D.cf.bundle ? D.cf.bundle : D.cf.rules_dir, T->label, T->t->release,
+		       T->t->mem.levels == 5 ? "5-level" : "4-level", (double)D.cf.tick_ns / 1e6, eng_backend_note(T->e),
+		       D.cf.socket);
+		d_log_disabled(T);
+	}
+	if (D.ntg > 1)
+		nt_log(D.nt, 6, "watching %u targets, %u of them running", D.ntg, D.ntg - (d_all_lost(&D) ? D.ntg : 0));
+	d_sd_notify(d_all_lost(&D) ? "READY=1\nSTATUS=no target running" : "READY=1\nSTATUS=running");
 	/* the host's share: sleep until the engine says alerts wait (the wake
 	 * fd: the GPU's doorbell, gpu_arm), the control socket or a signal
 	 * needs us, or the target is due a check; every [notify] delay where
@@ -1144,11 +1532,22 @@ int main(int argc, char **argv)
 			short ev = c->out_len > c->out_off ? POLLOUT : c->waiting ? 0 : POLLIN;
 			pf[np++] = (struct pollfd){.fd = c->fd, .events = ev};   /* POLLHUP comes anyway */
 		}
-		uint64_t now = d_now(), wait_ns = D.next_check_ns > now ? D.next_check_ns - now : 0;
-		bool armed = D.ts == TS_OK && D.e && eng_arm(D.e);
-		if (armed)
-			D.wake = eng_backend(D.e) == ENG_CUDA ? "gpu doorbell" : "tick thread";
-		else if (D.ts == TS_OK && D.e)
+		uint64_t now = d_now(), wait_ns = UINT64_MAX;
+		bool armed = true, running = false;
+		for (unsigned i = 0; i < D.ntg; i++) {
+			DTarget *T = &D.tg[i];
+			uint64_t w = T->next_check_ns > now ? T->next_check_ns - now : 0;
+			if (w < wait_ns)
+				wait_ns = w;
+			if (T->ts == TS_OK && T->e) {
+				running = true;
+				armed &= eng_arm(T->e);
+				if (!D.wake || strcmp(D.wake, "poll"))
+					D.wake = eng_backend(T->e) == ENG_CUDA ? "gpu doorbell" : "tick thread";
+			}
+		}
+		armed &= running;
+		if (running && !armed)
 			D.wake = "poll";
 		if (!armed && wait_ns > D.cf.delay_ns)
 			wait_ns = D.cf.delay_ns;
@@ -1166,7 +1565,7 @@ int main(int argc, char **argv)
 		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
 			d_reload_flag = 0;
 			char msg[1024];
-			if (d_reload_start(&D, NULL, 0, msg, sizeof msg))
+			if (d_reload_start(&D, NULL, 0, NULL, msg, sizeof msg))
 				nt_log(D.nt, 4, "reload (SIGHUP): %s", msg);
 		}
 		d_watch_target(&D);
@@ -1204,7 +1603,7 @@ int main(int argc, char **argv)
 	if (D.rl.on) {
 		nt_log(D.nt, 6, "waiting for the reload in progress to end (it is discarded)");
 		pthread_join(D.rl.thread, NULL);
-		eng_close(D.rl.ne);
+		d_reload_discard(&D);
 		bd_free(D.rl.nb);
 		free(D.rl.diags);
 		D.rl.on = false;
@@ -1215,8 +1614,9 @@ int main(int argc, char **argv)
 			json_decref(resp);
 		}
 	}
-	if (D.e && eng_stop(D.e, err, sizeof err))
-		nt_log(D.nt, 4, "%s", err);
+	for (unsigned i = 0; i < D.ntg; i++)
+		if (D.tg[i].e && eng_stop(D.tg[i].e, err, sizeof err))
+			nt_log(D.nt, 4, "%s: %s", D.tg[i].label, err);
 	d_drain(&D);
 	d_record_end(&D, "sentineld stopped");
 	rc = 0;
@@ -1239,7 +1639,11 @@ out:
 		unlink(D.cf.socket);
 	}
 	px_close(D.px);               /* before the engine: no scrape waits on it then */
-	d_close_target(&D);
+	for (unsigned i = 0; i < D.ntg; i++) {
+		d_close_target(&D.tg[i]);
+		cf_target_free(&D.tg[i].cf);
+	}
+	free(D.tg);
 	rec_close(D.rec);
 	bd_free(D.b);
 	nt_close(D.nt);

@@ -93,6 +93,100 @@ static int ms_open_flat(MemSource *s, const char *opts, char *err, size_t n)
 	return 0;
 }
 
+/* ---- a running QEMU: qemu:PID, libvirt:DOMAIN ------------------------------------------ */
+
+#define MS_QEMU_MIN_RAM (16ull << 20)
+
+/* The guest RAM of QEMU process pid, as a file this process can map: the
+ * largest shared mapping in /proc/PID/maps with something behind it (a
+ * file, a memfd, a hugetlbfs file, deleted or not), reached through
+ * /proc/PID/map_files (root: CAP_SYS_ADMIN).  Several memory backends
+ * (NUMA nodes, DIMMs): the largest is the first node's, the one booted from. */
+static int ms_qemu_path(long pid, char *out, size_t outn, char *err, size_t n)
+{
+	char maps[64];
+	snprintf(maps, sizeof maps, "/proc/%ld/maps", pid);
+	FILE *f = fopen(maps, "r");
+	if (!f)
+		return ks_fail(err, n, -errno, "qemu:%ld: %s: %s (is the VM running? the PID of its QEMU process)", pid,
+			       maps, strerror(errno));
+	char line[4096], best[64] = "", anon = 0;
+	unsigned long long best_len = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi;
+		char perms[8] = "";
+		int path_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3 || hi - lo < MS_QEMU_MIN_RAM)
+			continue;
+		bool has_path = path_at > 0 && line[path_at] && line[path_at] != '\n' && line[path_at] != '[';
+		if (perms[3] != 's' || !has_path) {
+			anon |= perms[3] == 'p' && !has_path && hi - lo >= 64ull << 20;
+			continue;
+		}
+		if (hi - lo > best_len) {
+			best_len = hi - lo;
+			snprintf(best, sizeof best, "%llx-%llx", lo, hi);
+		}
+	}
+	fclose(f);
+	if (!best_len)
+		return ks_fail(err, n, -ENOENT, "qemu:%ld: no shared guest RAM in %s%s: give the VM a shared memory backend "
+			       "(-object memory-backend-memfd,share=on or memory-backend-file,share=on; libvirt: "
+			       "<memoryBacking><access mode='shared'/></memoryBacking>), see docs/targets.md", pid, maps,
+			       anon ? " (its RAM is private anonymous memory)" : "");
+	snprintf(out, outn, "/proc/%ld/map_files/%s", pid, best);
+	return 0;
+}
+
+/* libvirt:DOMAIN -> the PID libvirt wrote for the running domain's QEMU
+ * ($SENTINEL_LIBVIRT_RUNDIR, else /run/libvirt/qemu, DOMAIN.pid). */
+static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
+{
+	const char *dir = getenv("SENTINEL_LIBVIRT_RUNDIR");
+	char path[4096];
+	if (!*dom || strchr(dom, '/'))
+		return ks_fail(err, n, -EINVAL, "libvirt:%s: give a domain's name (virsh list)", dom);
+	snprintf(path, sizeof path, "%s/%s.pid", dir && *dir ? dir : "/run/libvirt/qemu", dom);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return ks_fail(err, n, -errno, "libvirt:%s: %s: %s (is the domain running? virsh start %s)", dom, path,
+			       strerror(errno), dom);
+	int got = fscanf(f, "%ld", pid);
+	fclose(f);
+	if (got != 1 || *pid <= 0)
+		return ks_fail(err, n, -EINVAL, "libvirt:%s: %s holds no PID", dom, path);
+	return 0;
+}
+
+/* qemu:PID[,opts] or libvirt:DOMAIN[,opts] -> /proc/PID/map_files/...[,opts]:
+ * a RAM file as ramfile: reads it.  *out is malloc'd. */
+static int ms_resolve_vm(const char *spec, char **out, char *err, size_t n)
+{
+	bool virt = !strncmp(spec, "libvirt:", 8);
+	const char *arg = spec + (virt ? 8 : 5), *comma = strchr(arg, ',');
+	char name[256];
+	snprintf(name, sizeof name, "%.*s", (int)(comma ? (size_t)(comma - arg) : strlen(arg)), arg);
+	long pid = 0;
+	int e;
+	if (virt) {
+		if ((e = ms_libvirt_pid(name, &pid, err, n)))
+			return e;
+	} else {
+		char *end;
+		pid = strtol(name, &end, 10);
+		if (!*name || *end || pid <= 0)
+			return ks_fail(err, n, -EINVAL, "qemu:%s: give the QEMU process's PID (qemu:1234)", name);
+	}
+	char path[128];
+	if ((e = ms_qemu_path(pid, path, sizeof path, err, n)))
+		return e;
+	size_t len = strlen(path) + (comma ? strlen(comma) : 0) + 1;
+	if (!(*out = malloc(len)))
+		return ks_fail(err, n, -ENOMEM, "out of memory");
+	snprintf(*out, len, "%s%s", path, comma ? comma : "");
+	return 0;
+}
+
 /* ELF vmcore: each PT_LOAD with file bytes is a range. */
 static int ms_open_vmcore(MemSource *s, char *err, size_t n)
 {
@@ -468,9 +562,15 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 		return ks_fail(err, errlen, -ENOMEM, "out of memory");
 	s->fd = -1;
 	const char *colon = strchr(spec, ':'), *path = spec, *dflt = "";
-	char *opts = NULL;
+	char *opts = NULL, *vm = NULL;
 	int e;
-	if (colon && (!strncmp(spec, "ramfile:", 8) || !strncmp(spec, "raw:", 4) ||
+	if (!strncmp(spec, "qemu:", 5) || !strncmp(spec, "libvirt:", 8)) {
+		/* a running VM's RAM: its QEMU's mapping, read as a RAM file */
+		if ((e = ms_resolve_vm(spec, &vm, err, errlen)))
+			goto out;
+		s->kind = MS_RAMFILE;
+		path = vm;
+	} else if (colon && (!strncmp(spec, "ramfile:", 8) || !strncmp(spec, "raw:", 4) ||
 		      !strncmp(spec, "vmcore:", 7) || !strncmp(spec, "pmem:", 5) || !strncmp(spec, "kcore:", 6))) {
 		size_t kl = (size_t)(colon - spec);
 		s->kind = !strncmp(spec, "ramfile", kl) ? MS_RAMFILE : !strncmp(spec, "raw", kl) ? MS_RAW :
@@ -514,6 +614,11 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 		e = ks_fail(err, errlen, -EINVAL, "'%s': no file given (e.g. ramfile:/dev/shm/vm.ram)", spec);
 		goto out;
 	}
+	if (vm && access(s->path, R_OK)) {
+		e = ks_fail(err, errlen, -errno, "%s: %s: %s (reading another process's memory mappings takes root)", spec,
+			    s->path, strerror(errno));
+		goto out;
+	}
 	switch (s->kind) {
 	case MS_RAMFILE:
 	case MS_RAW: e = ms_open_flat(s, opts, err, errlen); break;
@@ -522,6 +627,7 @@ int ms_open(const char *spec, MemSource **out, char *err, size_t errlen)
 	default: e = ms_open_pmem(s, opts, err, errlen); break;
 	}
 out:
+	free(vm);
 	if (e) {
 		ms_close(s);
 		return e;

@@ -3,6 +3,12 @@
  *   ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file
  *                        (memory-backend-file,share=on); q35 puts RAM above
  *                        2 GiB of a >= 2.75 GiB guest at 4 GiB: split=auto
+ *   qemu:PID[,split=...] a running QEMU's guest RAM, when it is shared
+ *                        (memory-backend-memfd/-file, share=on): the largest
+ *                        shared mapping of the process, through
+ *                        /proc/PID/map_files (root); read as a ramfile
+ *   libvirt:DOMAIN[,...] the same for a libvirt domain: the PID libvirt
+ *                        keeps in /run/libvirt/qemu/DOMAIN.pid
  *   raw:PATH             a raw physical memory image, address 0 first
  *   vmcore:PATH          an ELF core (QEMU dump-guest-memory, kdump ELF)
  *   pmem[:PATH][,ranges=A-B+C-D...]

@@ -61,7 +61,7 @@ typedef struct NhDest {
 
 /* What Alertmanager must keep hearing: one entry per alert key. */
 typedef struct NhActive {
-	char *name, *labels, *annotations;
+	char *name, *target, *labels, *annotations;
 	bool used, firing;
 	int64_t starts, ends;     /* wall ns */
 } NhActive;
@@ -407,7 +407,8 @@ static void nh_am_send(NtHttp *h, const NhActive *only)
 		if (!a->firing && now - a->ends > NH_RESOLVED_RESEND_NS) {
 			a->used = false;        /* resolved long enough ago: the entry is free */
 			free(a->name);
-			a->name = NULL;
+			free(a->target);
+			a->name = a->target = NULL;
 			continue;
 		}
 		json_array_append_new(arr, nh_am_alert(h, a, now));
@@ -468,6 +469,11 @@ void nh_flush(NtHttp *h)
 	curl_multi_wakeup(h->multi);
 }
 
+static const char *nh_tg(const NhAlertState *s)
+{
+	return s->target ? s->target : "";
+}
+
 void nh_event(NtHttp *h, const NhAlertState *s)
 {
 	if (!h)
@@ -476,7 +482,7 @@ void nh_event(NtHttp *h, const NhAlertState *s)
 	/* the alert's entry (one per alert name), or a free one */
 	NhActive *a = NULL, *spare = NULL;
 	for (size_t i = 0; i < h->nact && !a; i++) {
-		if (h->act[i].name && !strcmp(h->act[i].name, s->name))
+		if (h->act[i].name && !strcmp(h->act[i].name, s->name) && !strcmp(h->act[i].target, nh_tg(s)))
 			a = &h->act[i];
 		else if (!h->act[i].used && !spare)
 			spare = &h->act[i];
@@ -497,14 +503,16 @@ void nh_event(NtHttp *h, const NhAlertState *s)
 	if (a) {
 		/* a resolved alert keeps the startsAt it fired with: Alertmanager
 		 * and receivers match it by its labels and start */
-		if (!s->firing && a->used && a->name && !strcmp(a->name, s->name) && a->firing)
+		if (!s->firing && a->used && a->name && !strcmp(a->name, s->name) && !strcmp(a->target, nh_tg(s)) &&
+		    a->firing)
 			ev.starts_ns = a->starts;
 		free(a->name);
+		free(a->target);
 		free(a->labels);
 		free(a->annotations);
-		*a = (NhActive){strdup(s->name), strdup(s->labels_json), strdup(s->annotations_json), true, s->firing,
-				ev.starts_ns, s->ends_ns};
-		if (a->name && a->labels && a->annotations)
+		*a = (NhActive){strdup(s->name), strdup(nh_tg(s)), strdup(s->labels_json), strdup(s->annotations_json),
+				true, s->firing, ev.starts_ns, s->ends_ns};
+		if (a->name && a->target && a->labels && a->annotations)
 			nh_am_send(h, a);
 		else
 			h->st.dropped++;
@@ -805,6 +813,7 @@ void nh_close(NtHttp *h, uint64_t grace_ns)
 	}
 	for (size_t i = 0; i < h->nact; i++) {
 		free(h->act[i].name);
+		free(h->act[i].target);
 		free(h->act[i].labels);
 		free(h->act[i].annotations);
 	}

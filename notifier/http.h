@@ -48,6 +48,7 @@ typedef struct NhConfig {
 
 typedef struct NhAlertState {
 	const char *name;             /* alertname */
+	const char *target;           /* its target: an alert is one rule on one target */
 	const char *labels_json;      /* {"alertname":...,"severity":...,...}: the alert's identity */
 	const char *annotations_json; /* {"summary":...} */
 	bool firing;                  /* else resolved */
@@ -55,7 +56,8 @@ typedef struct NhAlertState {
 } NhAlertState;
 
 int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n);
-/* A firing or resolved event of alert a->name (one alert per rule).  With
+/* A firing or resolved event of alert a->name on a->target (one alert per
+ * rule and target).  With
  * a spool it is written there but not yet synced: nothing is sent until
  * nh_flush, which syncs every event since the last flush at once (the
  * caller flushes after each drain of the alert ring). */

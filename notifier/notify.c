@@ -72,6 +72,12 @@ void nt_close(Notifier *nt)
 	free(nt);
 }
 
+/* The event's target: its own (several targets), or the notifier's. */
+static const char *nt_target(const Notifier *nt, const NtEvent *e)
+{
+	return e->target ? e->target : nt->target;
+}
+
 static const char *nt_annotation(const BdRule *r, const char *key)
 {
 	for (size_t i = 0; i < r->nannotations; i++)
@@ -133,12 +139,12 @@ static json_t *nt_annotations(Notifier *nt, const NtEvent *e, json_t *o, bool de
 {
 	const BdRule *r = e->rule;
 	for (size_t i = 0; i < r->nannotations; i++) {
-		char *t = nt_render(r->annotations[i].value, e, nt->target);
+		char *t = nt_render(r->annotations[i].value, e, nt_target(nt, e));
 		json_object_set_new(o, r->annotations[i].key, nt_json_text(t ? t : ""));
 		free(t);
 	}
 	if (description && r->description) {
-		char *t = nt_render(r->description, e, nt->target);
+		char *t = nt_render(r->description, e, nt_target(nt, e));
 		json_object_set_new(o, "description", nt_json_text(t ? t : ""));
 		free(t);
 	}
@@ -162,7 +168,7 @@ static int nt_journal_event(Notifier *nt, const NtEvent *e, const char *msg, con
 	f[n++] = (NjField){"ALERT", r->name};
 	f[n++] = (NjField){"ALERT_STATE", nt_kind_name(e->kind)};
 	f[n++] = (NjField){"SEVERITY", r->severity};
-	f[n++] = (NjField){"TARGET", nt->target};
+	f[n++] = (NjField){"TARGET", nt_target(nt, e)};
 	f[n++] = (NjField){"VALUE", val};
 	f[n++] = (NjField){"RULE_FILE", file};
 	f[n++] = (NjField){"SUMMARY", summary};
@@ -180,13 +186,14 @@ void nt_event(Notifier *nt, const NtEvent *e)
 	bool quiet = e->kind == SN_EV_PENDING || e->kind == SN_EV_CANCELLED;
 	if (nt->c.log && (!quiet || nt->c.log_pending)) {
 		const char *sum = nt_annotation(r, "summary");
-		char *text = sum ? nt_render(sum, e, nt->target) : NULL;
+		char *text = sum ? nt_render(sum, e, nt_target(nt, e)) : NULL;
 		char ent[2 * NT_LABEL_MAX + 16], val[64], msg[1024];
 		nt_entity(e, ent, sizeof ent);
 		tp_format(e->value, TPF_NONE, val, sizeof val);
-		snprintf(msg, sizeof msg, "%s %s (%s) value %s%s%s%s",
+		snprintf(msg, sizeof msg, "%s %s%s%s (%s) value %s%s%s%s",
 			 e->kind == SN_EV_FIRING ? "FIRING" : e->kind == SN_EV_RESOLVED ? "RESOLVED" : nt_kind_name(e->kind),
-			 r->name, r->severity, val, ent, text ? ": " : "", text ? text : "");
+			 r->name, nt->c.several ? " on " : "", nt->c.several ? nt_target(nt, e) : "", r->severity, val, ent,
+			 text ? ": " : "", text ? text : "");
 		if (!nt->journal || nt_journal_event(nt, e, msg, text, val, quiet)) {
 			if (nt->journal)      /* journald refused the entry: its stream still reads <N> */
 				fprintf(stderr, "<%d>", quiet ? 6 : nt_priority(r->severity));
@@ -202,7 +209,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		snprintf(when + l, sizeof when - l, ".%03ldZ", e->when.tv_nsec / 1000000);
 		json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "time", when, "tick", (json_int_t)e->tick,
 				      "alert", r->name, "state", nt_kind_name(e->kind), "severity", r->severity, "target",
-				      nt->target, "rule", r->file);
+				      nt_target(nt, e), "rule", r->file);
 		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
 		const char *ek[2];
 		char ev[2][NT_LABEL_MAX];
@@ -211,7 +218,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		json_object_set_new(o, "labels", nt_labels(e, json_object()));
 		json_object_set_new(o, "annotations", nt_annotations(nt, e, json_object(), false));
 		if (r->description) {
-			char *t = nt_render(r->description, e, nt->target);
+			char *t = nt_render(r->description, e, nt_target(nt, e));
 			json_object_set_new(o, "description", nt_json_text(t ? t : ""));
 			free(t);
 		}
@@ -239,11 +246,11 @@ static void nt_remote(Notifier *nt, const NtEvent *e)
 {
 	const BdRule *r = e->rule;
 	json_t *labels = nt_labels(e, json_pack("{s:s, s:s, s:s}", "alertname", r->name, "severity", r->severity,
-						"target", nt->target));
+						"target", nt_target(nt, e)));
 	json_t *ann = nt_annotations(nt, e, json_object(), true);
 	char *lj = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS), *aj = json_dumps(ann, JSON_COMPACT);
 	int64_t when = (int64_t)e->when.tv_sec * 1000000000ll + e->when.tv_nsec;
-	NhAlertState s = {.name = r->name, .labels_json = lj, .annotations_json = aj,
+	NhAlertState s = {.name = r->name, .target = nt_target(nt, e), .labels_json = lj, .annotations_json = aj,
 			  .firing = e->kind == SN_EV_FIRING, .starts_ns = when, .ends_ns = when};
 	if (lj && aj)
 		nh_event(nt->http, &s);

@@ -37,7 +37,8 @@ typedef struct NtConfig {
 	bool log;                 /* stderr / journal */
 	bool log_pending;         /* also pending and cancelled events */
 	const char *jsonl;        /* path, or NULL */
-	const char *target;       /* $target: the monitored machine's name */
+	const char *target;       /* $target: the monitored machine's name (events may name their own) */
+	bool several;             /* several targets: the log's lines say which */
 	const char *alertmanager; /* Alertmanager base URLs, comma-separated (http.h), or NULL */
 	const char *webhook;      /* webhook URLs, comma-separated, or NULL */
 	const char *external_url; /* generatorURL / externalURL, or NULL */
@@ -56,6 +57,7 @@ typedef struct NtEvent {
 	uint64_t tick;
 	struct timespec when;     /* wall clock */
 	const char *kernel_log;   /* the target's last log lines ($kernel_log), or NULL (borrowed) */
+	const char *target;       /* the target it is about (several targets), or NULL: NtConfig's */
 } NtEvent;
 
 typedef struct Notifier Notifier;

@@ -93,85 +93,126 @@ static void px_series(StrBuf *b, const char *name, const char *target, const cha
 	px_value(b, v);
 }
 
-static void px_catalog(StrBuf *b, const PxInput *in)
+/* A metric family: its HELP and TYPE lines go out before its first sample
+ * (a family with no sample on any target has none), once for all targets. */
+typedef struct PxFam {
+	const char *name, *type, *help;
+	bool headed;
+} PxFam;
+
+static void px_sample(StrBuf *b, PxFam *f, const char *target, const char *extra, double v)
 {
-	const Bundle *bd = in->b;
-	const sn_world *w = in->w;
+	if (!f->headed)
+		px_head(b, f->name, f->type, f->help);
+	f->headed = true;
+	px_series(b, f->name, target, extra, v);
+}
+
+static PxFam px_fam(const Metric *m, char *name, size_t n, const char *help)
+{
+	px_name(m, name, n);
+	return (PxFam){name, m->kind == MK_COUNTER ? "counter" : "gauge", help ? help : m->desc, false};
+}
+
+static void px_host(StrBuf *b, const PxInput *in, unsigned i)
+{
 	char name[96];
-	StrBuf lab = {0};
-	for (unsigned i = 0; i < bd->nhost; i++) {
-		const Metric *m = &cat_metrics[bd->host_m[i]];
-		if (isnan(w->host[i]))
-			continue;                   /* unreadable or unavailable: no sample, as node_exporter */
-		px_name(m, name, sizeof name);
-		px_head(b, name, m->kind == MK_COUNTER ? "counter" : "gauge", m->desc);
-		px_series(b, name, in->target, NULL, w->host[i]);
+	PxFam f = px_fam(&cat_metrics[in->b->host_m[i]], name, sizeof name, NULL);
+	for (unsigned t = 0; t < in->ntg; t++) {
+		const sn_world *w = in->tg[t].w;
+		if (w && !isnan(w->host[i]))     /* unreadable or unavailable: no sample, as node_exporter */
+			px_sample(b, &f, in->tg[t].name, NULL, w->host[i]);
 	}
-	for (unsigned i = 0; i < bd->ncpu; i++) {
-		const Metric *m = &cat_metrics[bd->cpu_m[i]];
-		px_name(m, name, sizeof name);
-		px_head(b, name, m->kind == MK_COUNTER ? "counter" : "gauge", m->desc);
-		for (uint32_t c = 0; c < w->ncpus; c++) {
+}
+
+static void px_cpu(StrBuf *b, const PxInput *in, unsigned i, StrBuf *lab)
+{
+	char name[96];
+	PxFam f = px_fam(&cat_metrics[in->b->cpu_m[i]], name, sizeof name, NULL);
+	for (unsigned t = 0; t < in->ntg; t++) {
+		const sn_world *w = in->tg[t].w;
+		for (uint32_t c = 0; w && c < w->ncpus; c++) {
 			double v = w->cpu[(size_t)i * w->max_cpus + c];
 			if (!w->cpu_on[c] || isnan(v))
 				continue;
-			lab.len = 0;
-			sb_printf(&lab, "cpu=\"%u\"", c);
-			px_series(b, name, in->target, lab.s, v);
+			lab->len = 0;
+			sb_printf(lab, "cpu=\"%u\"", c);
+			px_sample(b, &f, in->tg[t].name, lab->s, v);
 		}
 	}
-	/* objects (disks): labelled by name */
-	for (unsigned k = 0; k < ENT_NOBJ; k++) {
-		const sn_objs *O = &w->objs[k];
-		for (unsigned i = 0; i < bd->nobj[k] && i < O->nslots; i++) {
-			const Metric *m = &cat_metrics[bd->obj_m[k][i]];
-			px_name(m, name, sizeof name);
-			px_head(b, name, m->kind == MK_COUNTER ? "counter" : "gauge", m->desc);
-			for (uint32_t s = 0; s < O->hi; s++) {
-				double v = O->val[(size_t)i * O->cap + s];
-				if (!O->on[s] || isnan(v))
-					continue;
-				lab.len = 0;
-				px_label(&lab, cat_entities[ENT_FIRST_OBJ + k].label, O->name[s], SN_OBJ_NAME);
-				px_series(b, name, in->target, lab.s, v);
+}
+
+/* objects (disks, cgroups, ...): labelled by name */
+static void px_obj(StrBuf *b, const PxInput *in, unsigned k, unsigned i, StrBuf *lab)
+{
+	char name[96];
+	PxFam f = px_fam(&cat_metrics[in->b->obj_m[k][i]], name, sizeof name, NULL);
+	for (unsigned t = 0; t < in->ntg; t++) {
+		const sn_world *w = in->tg[t].w;
+		const sn_objs *O = w ? &w->objs[k] : NULL;
+		for (uint32_t s = 0; O && i < O->nslots && s < O->hi; s++) {
+			double v = O->val[(size_t)i * O->cap + s];
+			if (!O->on[s] || isnan(v))
+				continue;
+			lab->len = 0;
+			px_label(lab, cat_entities[ENT_FIRST_OBJ + k].label, O->name[s], SN_OBJ_NAME);
+			px_sample(b, &f, in->tg[t].name, lab->s, v);
+		}
+	}
+}
+
+/* tasks: labelled by pid and comm where the rules read them */
+static void px_task(StrBuf *b, const PxInput *in, unsigned i, int pid_slot, StrBuf *lab)
+{
+	const Bundle *bd = in->b;
+	const Metric *m = &cat_metrics[bd->task_m[i]];
+	bool state = m->type == MT_STATE;
+	char name[96];
+	PxFam f = px_fam(m, name, sizeof name, state ? "The task's state (the /proc letter in label state): 1 per task." : NULL);
+	for (unsigned t = 0; t < in->ntg; t++) {
+		const sn_world *w = in->tg[t].w;
+		for (uint32_t r = 0; w && r < w->tasks.n; r++) {
+			double v = w->tasks.val[(size_t)i * w->tasks.cap + r];
+			if (isnan(v))
+				continue;
+			lab->len = 0;
+			if (pid_slot >= 0)
+				sb_printf(lab, "pid=\"%.0f\",", w->tasks.val[(size_t)pid_slot * w->tasks.cap + r]);
+			else
+				sb_printf(lab, "task=\"0x%llx\",", (unsigned long long)w->tasks.ptr[r]);
+			if (bd->comm)
+				px_label(lab, "comm", w->tasks.comm[r], 16);
+			else
+				lab->s[--lab->len] = 0;   /* the trailing comma */
+			if (state) {
+				char s[2] = {(char)v, 0};
+				sb_putc(lab, ',');
+				px_label(lab, "state", s, 1);
+				v = 1;
 			}
+			px_sample(b, &f, in->tg[t].name, lab->s, v);
 		}
 	}
-	/* tasks: labelled by pid and comm where the rules read them */
+}
+
+static void px_catalog(StrBuf *b, const PxInput *in)
+{
+	const Bundle *bd = in->b;
+	StrBuf lab = {0};
+	for (unsigned i = 0; i < bd->nhost; i++)
+		px_host(b, in, i);
+	for (unsigned i = 0; i < bd->ncpu; i++)
+		px_cpu(b, in, i, &lab);
+	for (unsigned k = 0; k < ENT_NOBJ; k++)
+		for (unsigned i = 0; i < bd->nobj[k]; i++)
+			px_obj(b, in, k, i, &lab);
 	int pid_slot = -1;
 	for (unsigned i = 0; i < bd->ntask; i++)
 		if (bd->task_m[i] == MET_TASK_PID)
 			pid_slot = (int)i;
-	for (unsigned i = 0; i < bd->ntask; i++) {
-		const Metric *m = &cat_metrics[bd->task_m[i]];
-		if (m->type == MT_STR || (int)i == pid_slot)
-			continue;                   /* names and PIDs are labels */
-		bool state = m->type == MT_STATE;
-		px_name(m, name, sizeof name);
-		px_head(b, name, m->kind == MK_COUNTER ? "counter" : "gauge",
-			state ? "The task's state (the /proc letter in label state): 1 per task." : m->desc);
-		for (uint32_t r = 0; r < w->tasks.n; r++) {
-			double v = w->tasks.val[(size_t)i * w->tasks.cap + r];
-			if (isnan(v))
-				continue;
-			lab.len = 0;
-			if (pid_slot >= 0)
-				sb_printf(&lab, "pid=\"%.0f\",", w->tasks.val[(size_t)pid_slot * w->tasks.cap + r]);
-			else
-				sb_printf(&lab, "task=\"0x%llx\",", (unsigned long long)w->tasks.ptr[r]);
-			if (bd->comm)
-				px_label(&lab, "comm", w->tasks.comm[r], 16);
-			else
-				lab.s[--lab.len] = 0;   /* the trailing comma */
-			if (state) {
-				char s[2] = {(char)v, 0};
-				sb_putc(&lab, ',');
-				px_label(&lab, "state", s, 1);
-				v = 1;
-			}
-			px_series(b, name, in->target, lab.s, v);
-		}
-	}
+	for (unsigned i = 0; i < bd->ntask; i++)
+		if (cat_metrics[bd->task_m[i]].type != MT_STR && (int)i != pid_slot)   /* names and PIDs are labels */
+			px_task(b, in, i, pid_slot, &lab);
 	free(lab.s);
 }
 
@@ -179,45 +220,68 @@ static void px_alerts(StrBuf *b, const PxInput *in)
 {
 	StrBuf lab = {0};
 	px_head(b, "sentinel_alerts", "gauge", "Alerts pending or firing now (Prometheus' ALERTS).");
-	for (size_t i = 0; in->rstate && i < in->b->nrules; i++) {
-		uint32_t ph = in->rstate[i].phase;
-		if (ph != SN_PENDING && ph != SN_FIRING)
-			continue;
-		const BdRule *r = &in->b->rules[i];
-		lab.len = 0;
-		px_label(&lab, "alertname", r->name, strlen(r->name));
-		sb_putc(&lab, ',');
-		px_label(&lab, "alertstate", ph == SN_FIRING ? "firing" : "pending", 7);
-		sb_putc(&lab, ',');
-		px_label(&lab, "severity", r->severity, strlen(r->severity));
-		for (size_t k = 0; k < r->nlabels; k++) {
+	for (unsigned t = 0; t < in->ntg; t++) {
+		for (size_t i = 0; in->tg[t].rstate && i < in->b->nrules; i++) {
+			uint32_t ph = in->tg[t].rstate[i].phase;
+			if (ph != SN_PENDING && ph != SN_FIRING)
+				continue;
+			const BdRule *r = &in->b->rules[i];
+			lab.len = 0;
+			px_label(&lab, "alertname", r->name, strlen(r->name));
 			sb_putc(&lab, ',');
-			px_label(&lab, r->labels[k].key, r->labels[k].value, strlen(r->labels[k].value));
+			px_label(&lab, "alertstate", ph == SN_FIRING ? "firing" : "pending", 7);
+			sb_putc(&lab, ',');
+			px_label(&lab, "severity", r->severity, strlen(r->severity));
+			for (size_t k = 0; k < r->nlabels; k++) {
+				sb_putc(&lab, ',');
+				px_label(&lab, r->labels[k].key, r->labels[k].value, strlen(r->labels[k].value));
+			}
+			px_series(b, "sentinel_alerts", in->tg[t].name, lab.s, 1);
 		}
-		px_series(b, "sentinel_alerts", in->target, lab.s, 1);
 	}
 	free(lab.s);
 }
 
-/* sentineld's own */
+/* sentineld's own: per target (up, ticks, reads), then the daemon's (labelled
+ * with the first target, as with one) */
 static void px_self(StrBuf *b, const PxInput *in)
 {
-	const char *t = in->target;
-#define SELF(name, type, help, v) do { px_head(b, name, type, help); px_series(b, name, t, NULL, (double)(v)); } while (0)
-	SELF("sentinel_up", "gauge", "1 while sentineld reads its target; 0 while the target is down.", in->w != NULL);
+#define EACH(nm_, type, help, expr) do { \
+		px_head(b, nm_, type, help); \
+		for (unsigned t = 0; t < in->ntg; t++) { \
+			const PxTarget *T = &in->tg[t]; \
+			const sn_stats *S = T->stats; \
+			(void)S; \
+			px_series(b, nm_, T->name, NULL, (double)(expr)); \
+		} \
+	} while (0)
+#define EACH_UP(nm_, type, help, expr) do { \
+		bool any = false; \
+		for (unsigned t = 0; t < in->ntg; t++) \
+			any |= in->tg[t].stats != NULL; \
+		if (!any) \
+			break; \
+		px_head(b, nm_, type, help); \
+		for (unsigned t = 0; t < in->ntg; t++) { \
+			const PxTarget *T = &in->tg[t]; \
+			const sn_stats *S = T->stats; \
+			if (S) \
+				px_series(b, nm_, T->name, NULL, (double)(expr)); \
+		} \
+	} while (0)
+	const char *t0 = in->ntg ? in->tg[0].name : "";
+#define SELF(name, type, help, v) do { px_head(b, name, type, help); px_series(b, name, t0, NULL, (double)(v)); } while (0)
+	EACH("sentinel_up", "gauge", "1 while sentineld reads the target; 0 while it is down.", T->w != NULL);
 	SELF("sentinel_start_time_seconds", "gauge", "When sentineld started, Unix time.", in->started);
 	SELF("sentinel_rules", "gauge", "Rules loaded.", in->b ? in->b->nrules : 0);
 	SELF("sentinel_reloads_total", "counter", "Rule reloads that succeeded.", in->reloads);
 	SELF("sentinel_alert_events_total", "counter", "Alert events (pending, firing, resolved, cancelled) handed to the notifiers.", in->alerts);
-	if (in->stats) {
-		const sn_stats *S = in->stats;
-		SELF("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
-		SELF("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
-		SELF("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);
-		SELF("sentinel_tick_duration_max_seconds", "gauge", "The longest tick so far.", (double)S->max_tick_len_ns * 1e-9);
-		SELF("sentinel_read_errors_total", "counter", "Metric values that could not be read from the target's memory.", S->read_errors);
-		SELF("sentinel_ring_dropped_total", "counter", "Alert records dropped because the ring was full.", in->ring_dropped);
-	}
+	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
+	EACH_UP("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
+	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);
+	EACH_UP("sentinel_tick_duration_max_seconds", "gauge", "The longest tick so far.", (double)S->max_tick_len_ns * 1e-9);
+	EACH_UP("sentinel_read_errors_total", "counter", "Metric values that could not be read from the target's memory.", S->read_errors);
+	EACH_UP("sentinel_ring_dropped_total", "counter", "Alert records dropped because the ring was full.", T->ring_dropped);
 	if (in->delivery) {
 		const NhStats *D = in->delivery;
 		SELF("sentinel_delivery_sent_total", "counter", "Batches delivered to Alertmanager and webhooks.", D->sent);
@@ -228,13 +292,15 @@ static void px_self(StrBuf *b, const PxInput *in)
 		SELF("sentinel_spool_errors_total", "counter", "Batches that could not be written to the spool.", D->spool_errors);
 	}
 #undef SELF
+#undef EACH
+#undef EACH_UP
 }
 
 char *px_render(const PxInput *in, size_t *len)
 {
 	StrBuf b = {0};
 	sb_puts(&b, "");
-	if (in->w && in->b)
+	if (in->b)
 		px_catalog(&b, in);
 	if (in->b)
 		px_alerts(&b, in);

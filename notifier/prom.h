@@ -8,8 +8,8 @@
  * tick (px_render) and hands it over (px_publish), and the scrape returns
  * it.  A main loop that does not answer within 5 s makes the scrape a 503.
  *
- * Served: every catalog metric the loaded rules read, per target and per
- * CPU or task (labels target, cpu, pid, comm), named sentinel_<metric>
+ * Served: every catalog metric the loaded rules read, per target (one
+ * family for all the targets sentineld watches) and per CPU or task (labels target, cpu, pid, comm), named sentinel_<metric>
  * with Prometheus' unit and _total suffixes; the alerts pending and firing
  * (sentinel_alerts, as Prometheus' ALERTS); sentineld's own counters (ticks,
  * late ticks, tick time, read errors, ring drops, deliveries, the spool).
@@ -43,15 +43,22 @@ int px_wanted(PxServer *s);
 /* Hand the waiting scrapes text (malloc'd, len bytes; the server takes it). */
 void px_publish(PxServer *s, char *text, size_t len);
 
-/* What a snapshot shows; a NULL world means the target is down (only
- * sentineld's own metrics then). */
-typedef struct PxInput {
-	const Bundle *b;
+/* One target in a snapshot; a NULL world means it is down (only
+ * sentineld's own metrics for it then). */
+typedef struct PxTarget {
+	const char *name;             /* the target label */
 	const sn_world *w;            /* eng_values(), or NULL */
 	const sn_rstate *rstate;      /* [b->nrules], or NULL */
-	const char *target;
 	const sn_stats *stats;        /* or NULL */
 	uint64_t ring_dropped;
+} PxTarget;
+
+/* What a snapshot shows: every target's values, alerts and counters, in
+ * one family per metric. */
+typedef struct PxInput {
+	const Bundle *b;
+	const PxTarget *tg;           /* [ntg] */
+	unsigned ntg;
 	const struct NhStats *delivery;
 	uint64_t reloads, alerts;
 	double started;               /* Unix time sentineld started */

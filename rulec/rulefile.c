@@ -533,6 +533,7 @@ int rs_list_dir(const char *dir, char ***paths, size_t *n)
 		(*paths)[(*n)++] = p;
 	}
 	closedir(d);
-	qsort(*paths + first, *n - first, sizeof **paths, rs_cmp_str);
+	if (*n > first)              /* (an empty directory: no array to sort) */
+		qsort(*paths + first, *n - first, sizeof **paths, rs_cmp_str);
 	return e;
 }

@@ -50,6 +50,8 @@ if [ -c /dev/null ]; then pass "cli/dev-null-still-a-device"; else fail "cli/dev
 expect bad-tick 2 "$rulec" --tick=fast rules/
 expect missing-file 2 "$rulec" --check /nonexistent/rules.yaml
 expect missing-dir 2 "$rulec" --check /nonexistent-dir/
+emptydir=$(mktemp -d "$SENTINEL_TEST_TMP/empty.XXXXXX")
+expect_msg empty-dir 2 "no rule files given" "$rulec" --check "$emptydir"
 expect errors-exit-1 1 "$rulec" --check tests/check/types.yaml
 expect warnings-exit-0 0 "$rulec" --check tests/check/warnings.yaml
 expect werror-exit-1 1 "$rulec" --check -W tests/check/warnings.yaml

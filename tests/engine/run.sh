@@ -1,6 +1,8 @@
 #!/bin/sh
 # sentineld end to end (tests/engine/test_engine.py): start-up failures,
-# then a live guest: idle, a CPU hog, reloads, a killed guest.
+# then a live guest: idle, a CPU hog, reloads, a killed guest; the remote
+# sinks (test_notify.py); three guests watched by one sentineld
+# (test_targets.py).
 #   sh tests/engine/run.sh BUILD-DIR [cpu|cuda]
 set -u
 . "$(dirname "$0")/../lib.sh"
@@ -13,4 +15,8 @@ fi
 py_suite engine/scenarios tests/engine/test_engine.py "$build" "$backend"
 # the remote sinks: a real Alertmanager and a webhook receiver on loopback
 py_suite engine/notify tests/engine/test_notify.py "$build" "$backend"
+# several targets in one sentineld: the CPU backend's for now
+if [ "$backend" = cpu ]; then
+	py_suite engine/targets tests/engine/test_targets.py "$build"
+fi
 exit 0

@@ -68,10 +68,14 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append="", extra=(), hotplug_mb=0, disks=1, nics=1):
+                 append="", extra=(), hotplug_mb=0, disks=1, nics=1, memfd=False):
         """extra: more initramfs archives (gzipped cpio) appended after the
         helpers: their files land in the guest's root.  hotplug_mb: room
-        for memory plugged in later (hmp object_add and device_add pc-dimm)."""
+        for memory plugged in later (hmp object_add and device_add pc-dimm).
+        memfd: the RAM in a memfd (memory-backend-memfd,share=on), as
+        hypervisors back VMs: no file (self.ram is not there); read it
+        through the QEMU process (qemu:PID, self.proc.pid)."""
+        self.memfd = memfd
         self.kdir = kdir
         self.extra = list(extra)
         self.hotplug_mb = hotplug_mb
@@ -154,7 +158,8 @@ class Guest:
             "-cpu", "max" if self.la57 else "qemu64",
             "-smp", str(self.cpus),
             "-m", "%dM" % self.mem_mb + (",slots=2,maxmem=%dM" % (self.mem_mb + self.hotplug_mb) if self.hotplug_mb else ""),
-            "-object", "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
+            "-object", ("memory-backend-memfd,id=ram,size=%dM,share=on" % self.mem_mb) if self.memfd else
+            "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
             "-kernel", os.path.join(self.kdir, "vmlinuz"),
             "-initrd", self._initrd(),
             "-append", append,
@@ -301,6 +306,17 @@ class Guest:
         if not os.path.exists(path):
             raise GuestError("dump-guest-memory failed: %s" % out)
         return path
+
+    def reboot(self, timeout=90):
+        """A new boot of the same machine: QEMU stopped (its RAM file goes)
+        and started again on the same RAM path, a new KASLR slide."""
+        self._kill()
+        for f in (self.console, self.ctl, self.monitor):
+            if os.path.exists(f):
+                os.unlink(f)
+        self.buf = b""
+        self.seq = 0
+        return self.start(timeout)
 
     def console_tail(self, n=30):
         try:
