@@ -982,6 +982,10 @@ static json_t *d_target_status(DTarget *T)
 	json_object_set_new(o, "tasks", json_integer(S.tasks));
 	json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
 	json_object_set_new(o, "task_table", json_integer(eng_task_cap(T->e)));
+	/* what its tables take (per target: several targets add up) */
+	const WdLayout *L = eng_layout(T->e);
+	json_object_set_new(o, "table_bytes", json_integer((json_int_t)L->total));
+	json_object_set_new(o, "history_bytes", json_integer((json_int_t)L->hist_bytes));
 	/* "objects": {"cgroups": {"found": 300, "table": 256, "error": -34}, ...}: the kinds rules read */
 	json_t *ob = json_object();
 	for (unsigned k = 0; k < SN_OBJ_KINDS && D->b; k++) {

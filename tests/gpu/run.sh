@@ -4,7 +4,7 @@
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
-#                        families [BACKENDS SECONDS]]
+#                        families [BACKENDS SECONDS]|targets [N,N SECONDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -58,6 +58,11 @@ fi
 if [ "$what" = families ]; then
 	# tick time with every object family: 8 disks, 8 interfaces, 200 cgroups (bench/families.py)
 	PYTHONUNBUFFERED=1 python3 bench/families.py "$work/bin" "${2:-cuda,cpu}" "${3:-10}" || rc=1
+fi
+if [ "$what" = targets ]; then
+	# several targets in one sentineld (CPU backend): the scenarios, then what each target costs
+	PYTHONUNBUFFERED=1 python3 tests/engine/test_targets.py "$work/bin" || rc=1
+	PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,10,100}" "${3:-20}" || rc=1
 fi
 if [ "$what" = demo ]; then
 	# the main job (make demo) on the GPU
