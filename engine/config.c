@@ -115,7 +115,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 	return true;
 }
 
-#define KEYS_TARGET "source, name, kallsyms, btf"
+#define KEYS_TARGET "source, name, kallsyms, btf, labels"
 #define KEYS_RULES "directory, bundle"
 #define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, ring, history_memory, record, gpu_register_chunk"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
@@ -140,6 +140,68 @@ static void cf_name(CfRead *R, CfTarget *t, const char *v)
 		cf_error(R, "a target's name is 1 to 64 letters, digits, '.', '_' or '-', not '%s'", v);
 	else
 		cf_str(&t->name, v);
+}
+
+/* A label's name as Prometheus has them, and not one Sentinel sets itself. */
+static bool cf_label_name_ok(const char *k, size_t n)
+{
+	static const char *const own[] = {"alertname", "severity", "target", "cpu", "pid", "comm", "alertstate"};
+	if (!n || !((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || *k == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') ||
+		      k[i] == '_'))
+			return false;
+	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+		if (strlen(own[i]) == n && !memcmp(own[i], k, n))
+			return false;
+	return true;
+}
+
+/* labels -> label { ',' label };  label -> NAME '=' VALUE */
+static void cf_labels(CfRead *R, CfTarget *t, const char *v)
+{
+	for (unsigned i = 0; i < 2 * t->nlabels; i++)
+		free(t->labels[i]);
+	free(t->labels);
+	t->labels = NULL;
+	t->nlabels = 0;
+	char **kv = calloc(2 * CF_MAX_LABELS, sizeof *kv);
+	if (!kv) {
+		cf_error(R, "out of memory");
+		return;
+	}
+	t->labels = kv;
+	for (const char *p = v; *p;) {
+		const char *end = strchr(p, ','), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len && (*p == ' ' || *p == '\t'))
+			p++, len--;
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		eq = memchr(p, '=', len);
+		size_t kl = eq ? (size_t)(eq - p) : 0, vs = kl + 1;
+		while (kl && (p[kl - 1] == ' ' || p[kl - 1] == '\t'))
+			kl--;
+		while (eq && vs < len && (p[vs] == ' ' || p[vs] == '\t'))
+			vs++;
+		if (!eq || !cf_label_name_ok(p, kl) || vs >= len) {
+			cf_error(R, "labels takes NAME=VALUE pairs separated by commas (names of letters, digits and _, not "
+				 "alertname, severity, target, cpu, pid or comm), such as 'role=db, rack=r12'; not '%.*s'",
+				 (int)len, p);
+			return;
+		}
+		if (t->nlabels == CF_MAX_LABELS) {
+			cf_error(R, "more than %u labels on one target", CF_MAX_LABELS);
+			return;
+		}
+		kv[2 * t->nlabels] = strndup(p, kl);
+		kv[2 * t->nlabels + 1] = strndup(p + vs, len - vs);
+		t->nlabels++;
+		if (!end)
+			break;
+		p = end + 1;
+	}
 }
 
 /* target_section -> '[' 'target' [NAME] ']': the target a key of section
@@ -222,6 +284,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else if (!strcmp(key, "name")) cf_name(R, t, v);
 		else if (!strcmp(key, "kallsyms")) cf_str(&t->kallsyms, v);
 		else if (!strcmp(key, "btf")) cf_str(&t->btf, v);
+		else if (!strcmp(key, "labels")) cf_labels(R, t, v);
 		else cf_error(R, "unknown key '%s' in [%s]; the keys are " KEYS_TARGET, key, sec);
 	} else if (!strcmp(sec, "rules")) {
 		if (IS("rules", "directory")) cf_str(&c->rules_dir, v);
@@ -436,6 +499,9 @@ void cf_target_free(CfTarget *t)
 	free(t->kallsyms);
 	free(t->btf);
 	free(t->file);
+	for (unsigned i = 0; i < 2 * t->nlabels; i++)
+		free(t->labels[i]);
+	free(t->labels);
 	memset(t, 0, sizeof *t);
 }
 
@@ -448,8 +514,16 @@ int cf_target_copy(CfTarget *dst, const CfTarget *src)
 {
 	*dst = (CfTarget){.name = cf_dup(src->name), .source = cf_dup(src->source), .kallsyms = cf_dup(src->kallsyms),
 			  .btf = cf_dup(src->btf), .file = cf_dup(src->file), .line = src->line};
-	if ((src->name && !dst->name) || (src->source && !dst->source) || (src->kallsyms && !dst->kallsyms) ||
-	    (src->btf && !dst->btf) || (src->file && !dst->file)) {
+	bool bad = (src->name && !dst->name) || (src->source && !dst->source) || (src->kallsyms && !dst->kallsyms) ||
+		   (src->btf && !dst->btf) || (src->file && !dst->file);
+	if (src->nlabels && !bad && (dst->labels = calloc(2 * src->nlabels, sizeof *dst->labels))) {
+		dst->nlabels = src->nlabels;
+		for (unsigned i = 0; i < 2 * src->nlabels; i++)
+			bad |= !(dst->labels[i] = strdup(src->labels[i]));
+	} else if (src->nlabels) {
+		bad = true;
+	}
+	if (bad) {
 		cf_target_free(dst);
 		return -ENOMEM;
 	}
@@ -463,8 +537,13 @@ static bool cf_eq(const char *a, const char *b)
 
 bool cf_target_same(const CfTarget *a, const CfTarget *b)
 {
-	return cf_eq(a->name, b->name) && cf_eq(a->source, b->source) && cf_eq(a->kallsyms, b->kallsyms) &&
-	       cf_eq(a->btf, b->btf);
+	if (!cf_eq(a->name, b->name) || !cf_eq(a->source, b->source) || !cf_eq(a->kallsyms, b->kallsyms) ||
+	    !cf_eq(a->btf, b->btf) || a->nlabels != b->nlabels)
+		return false;
+	for (unsigned i = 0; i < 2 * a->nlabels; i++)
+		if (strcmp(a->labels[i], b->labels[i]))
+			return false;
+	return true;
 }
 
 void cf_free(Config *c)

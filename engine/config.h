@@ -3,6 +3,7 @@
  *   [target]   source = ramfile:/dev/shm/vm.ram   (required)
  *              name = web-01                        ($target in alerts)
  *              kallsyms = FILE, btf = FILE          (overrides)
+ *              labels = role=db, rack=r12           (on every alert of the target)
  *   [target NAME]  the same keys, once per target: one sentineld watches
  *              several machines (a hypervisor's VMs), every rule against
  *              every target; NAME is $target (letters, digits, . _ -)
@@ -44,7 +45,11 @@ typedef struct CfTarget {
 	char *source, *kallsyms, *btf;
 	char *file;                /* the file it is in: the configuration, or a drop-in */
 	unsigned line;             /* the line of its section header */
+	char **labels;             /* labels = k=v, ...: [2 * nlabels] keys and values, on its every alert */
+	unsigned nlabels;
 } CfTarget;
+
+#define CF_MAX_LABELS 16u
 
 #define CF_MAX_TARGETS 1024u
 

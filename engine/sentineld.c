@@ -79,6 +79,7 @@ typedef struct DTarget {
 	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Engine *ne;                   /* a reload's engine for it, until the handover */
 	bool gone;                    /* a reload found it no more in the configuration */
+	bool dropping;                /* its VM is gone: its engine's alerts are not delivered (until reopened) */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
@@ -218,6 +219,7 @@ static int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf)
 
 static void d_close_target(DTarget *T)
 {
+	T->dropping = false;             /* a new engine's alerts are news again */
 	eng_close(T->e);
 	T->e = NULL;
 	kl_close(T->klog);
@@ -266,6 +268,22 @@ static int d_open_target(DTarget *T, char *err, size_t n)
 	return 0;
 }
 
+/* Why the VM behind T is gone (its RAM file removed or replaced, its
+ * QEMU process ended: /proc/PID/map_files is then gone too), or NULL.
+ * Its mapping still holds the memory as it was when it stopped: a stopped
+ * machine switches no context and must not look hung. */
+static const char *d_target_gone(const DTarget *T)
+{
+	struct stat st;
+	if (!T->src || !d_file_backed(T->src) || !T->ram_st.st_ino)
+		return NULL;
+	if (stat(T->src->path, &st))
+		return "its RAM file was removed: the VM is gone";
+	if (st.st_ino != T->ram_st.st_ino || st.st_dev != T->ram_st.st_dev)
+		return "its RAM file was replaced: the VM restarted";
+	return NULL;
+}
+
 static void d_log_disabled(DTarget *T)
 {
 	Daemon *D = T->D;
@@ -285,8 +303,15 @@ static void d_alert(void *ctx, const sn_alert *a)
 {
 	DTarget *T = ctx;
 	Daemon *D = T->D;
-	if (a->rule >= D->b->nrules)
+	if (a->rule >= D->b->nrules || T->dropping)
 		return;
+	/* the VM stopped since the last check: what its frozen memory says now
+	 * (no context switch, say) is not news; the watch looks at once */
+	if (d_target_gone(T)) {
+		T->dropping = true;
+		T->next_check_ns = 0;
+		return;
+	}
 	sn_stats S;
 	eng_stats(T->e, &S, NULL);
 	struct timespec now;
@@ -296,7 +321,8 @@ static void d_alert(void *ctx, const sn_alert *a)
 	int64_t ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec - (int64_t)age;
 	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
 		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
-		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name};
+		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name,
+		      .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
 	/* the kernel's last words, read from its RAM now: a panic's message is
 	 * in the ring within microseconds of panic_cpu being set */
 	char *klog = NULL, why[256];
@@ -574,7 +600,8 @@ static void d_target_remove(DTarget *T)
 			NtEvent ev = {.rule = &D->b->rules[i],
 				      .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
 				      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm,
-				      .when = now, .target = T->cf.name};
+				      .when = now, .target = T->cf.name, .tlabels = T->cf.labels,
+				      .ntlabels = T->cf.nlabels};
 			nt_event(D->nt, &ev);
 			D->alerts_seen++;
 		}
@@ -890,14 +917,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 	char err[512] = "";
 	if (T->ts == TS_OK) {
 		T->next_check_ns = now + D_TARGET_CHECK_NS;
-		struct stat st;
-		const char *lost = NULL;
-		if (d_file_backed(T->src) && T->ram_st.st_ino) {
-			if (stat(T->src->path, &st))
-				lost = "its RAM file was removed: the VM is gone";
-			else if (st.st_ino != T->ram_st.st_ino || st.st_dev != T->ram_st.st_dev)
-				lost = "its RAM file was replaced: the VM restarted";
-		}
+		const char *lost = d_target_gone(T);
 		if (!lost && ms_changed(T->src) > 0)
 			lost = "its RAM ranges changed (memory brought online or taken offline): mapping them again";
 		if (!lost && !kt_unchanged(T->t))
@@ -963,6 +983,12 @@ static json_t *d_target_status(DTarget *T)
 			      T->ts == TS_OK ? "ok" : "lost", "restarts", (int)T->restarts);
 	if (T->ts != TS_OK)
 		json_object_set_new(o, "error", json_string(T->err));
+	if (T->cf.nlabels) {
+		json_t *l = json_object();
+		for (unsigned i = 0; i < T->cf.nlabels; i++)
+			json_object_set_new(l, T->cf.labels[2 * i], json_string(T->cf.labels[2 * i + 1]));
+		json_object_set_new(o, "labels", l);
+	}
 	if (T->t) {
 		json_object_set_new(o, "kernel", json_string(T->t->release));
 		json_object_set_new(o, "kaslr_offset", json_integer((json_int_t)T->t->kaslr_offset));
@@ -1057,7 +1083,7 @@ static json_t *d_status(Daemon *D)
 	json_t *v;
 	json_object_foreach(t0, key, v) {
 		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "error") || !strcmp(key, "kernel") ||
-		    !strcmp(key, "kaslr_offset"))
+		    !strcmp(key, "kaslr_offset") || !strcmp(key, "labels"))
 			json_object_set(tg, key, v);
 		else if (!strcmp(key, "restarts"))
 			json_object_set(o, "target_restarts", v);

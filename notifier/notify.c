@@ -111,6 +111,8 @@ static json_t *nt_labels(const NtEvent *e, json_t *o)
 {
 	const char *key[2];
 	char val[2][NT_LABEL_MAX];
+	for (unsigned i = 0; i < e->ntlabels; i++)   /* the target's, then the rule's over them */
+		json_object_set_new(o, e->tlabels[2 * i], json_string(e->tlabels[2 * i + 1]));
 	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
 		json_object_set_new(o, key[i], json_string(val[i]));
 	for (size_t i = 0; i < e->rule->nlabels; i++)

@@ -11,8 +11,9 @@
  *           drain of the alert ring: nt_flush)
  *   alertmanager, webhook
  *           firing and resolved alerts over HTTP, on a thread of their own
- *           (http.h): labels alertname, severity, target, the rule's and the
- *           entity's; the rendered annotations (and description)
+ *           (http.h): labels alertname, severity, target, the target's own
+ *           ([target] labels =), the rule's (which win over the target's)
+ *           and the entity's; the rendered annotations (and description)
  *
  * Critical events, and those of rules whose templates name $kernel_log,
  * carry the target's last log lines (NtEvent.kernel_log, read by sentineld
@@ -58,6 +59,8 @@ typedef struct NtEvent {
 	struct timespec when;     /* wall clock */
 	const char *kernel_log;   /* the target's last log lines ($kernel_log), or NULL (borrowed) */
 	const char *target;       /* the target it is about (several targets), or NULL: NtConfig's */
+	char *const *tlabels;     /* the target's labels ([target] labels =): [2 * ntlabels] keys and values */
+	unsigned ntlabels;
 } NtEvent;
 
 typedef struct Notifier Notifier;

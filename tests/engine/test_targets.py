@@ -97,6 +97,10 @@ def config_errors(tmp):
          "2 targets: several targets run on the CPU backend for now", "backend = cuda with several targets"),
         ([("target a", "source = ramfile:/x\n"), ("target b", "source = ramfile:/y\n")],
          "[engine] record takes one target", "a recording with several targets"),
+        ([("target a", "source = ramfile:/x\nlabels = role=db, 9rack=r1\n")],
+         "sentinel.conf:3: error: labels takes NAME=VALUE pairs separated by commas", "a label name with a digit first"),
+        ([("target a", "source = ramfile:/x\nlabels = severity=low\n")],
+         "not 'severity=low'", "a label Sentinel sets itself"),
     ]
     os.makedirs(os.path.join(tmp, "rules"), exist_ok=True)
     for i, (tg, want, what) in enumerate(cases):
@@ -165,7 +169,8 @@ def live(tmp):
         os.makedirs(dropins)
         with open(os.path.join(dropins, "c.conf"), "w") as f:   # through its QEMU process
             f.write("# a VM of this host\n[target c]\nsource = qemu:%d\n" % gs["c"].proc.pid)
-        conf = write_conf(tmp, [("target %s" % n, "source = ramfile:%s\n" % gs[n].ram) for n in ("a", "b")],
+        conf = write_conf(tmp, [("target a", "source = ramfile:%s\n" % gs["a"].ram),
+                                ("target b", "source = ramfile:%s\nlabels = role=db, rack = r12\n" % gs["b"].ram)],
                           extra="[metrics]\nlisten = 127.0.0.1:%d\n[targets]\ndirectory = %s\n" % (port, dropins))
         watched = ("a", "b", "c")
         d = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT,
@@ -200,10 +205,13 @@ def live(tmp):
                               e["state"] == "firing"], 30, 0.05)
         took = time.time() - t0
         who = sorted({e["target"] for e in fired or []})
+        labels = (fired or [{}])[0].get("labels", {})
         bound = 1.0 + 1.0 + 2 * TICK
         report(fired and who == ["b"] and took <= bound + 1.5,
                "b hangs (%s): NoContextSwitches fires for b alone %.2f s later (window 1 s + spinners' start 1 s "
                "+ 2 ticks = %.1f s)" % (out.strip(), took, bound), json.dumps(events(tmp)[n0:], indent=1)[:3000])
+        report(labels.get("role") == "db" and labels.get("rack") == "r12" and labels.get("detector") == "deadlock",
+               "the alert carries b's labels (labels = role=db, rack = r12) beside the rule's: %s" % labels, labels)
         rc, out, _ = ctl(tmp, "alerts")
         report(rc == 0 and any(line.split()[:2] == ["b", "NoContextSwitches"] for line in out.splitlines()),
                "sentinelctl alerts names the target", out)
@@ -248,10 +256,11 @@ def live(tmp):
                "b ticked on through c's end, a's reboot and two reloads: %d ticks in %.1f s, %d late" %
                (ticks, elapsed, b1.get("late_ticks", -1)), json.dumps(t_after, indent=1)[:3000])
         # (a's boot may rightly raise CpuOverload: a booting guest is busy)
-        # (nor a pending TaskStuckInKernel for its mke2fs, cancelled a moment later)
-        wrong = [e for e in events(tmp) if e["target"] != "b" and e["state"] == "firing" and
-                 e.get("labels", {}).get("detector") == "deadlock"]
-        report(not wrong, "no deadlock alert fires for a target that did not hang", json.dumps(wrong, indent=1)[:2000])
+        # (the paper's other deadlock detector, TaskStuckInKernel, may rightly
+        # fire for a's mke2fs while it boots again under TCG: not checked)
+        wrong = [e for e in events(tmp) if e["target"] != "b" and e["alert"] == "NoContextSwitches"]
+        report(not wrong, "NoContextSwitches never fires for a target that did not hang",
+               json.dumps(wrong, indent=1)[:2000])
         d.terminate()
         rc = d.wait(30)
         report(rc == 0 and "Sanitizer" not in text(), "sentineld stops cleanly (exit %s)" % rc, text()[-2000:])
