@@ -255,6 +255,11 @@ def live(tmp):
         report(b1.get("state") == "ok" and b1.get("late_ticks", -1) == 0 and ticks >= 0.9 * elapsed / TICK,
                "b ticked on through c's end, a's reboot and two reloads: %d ticks in %.1f s, %d late" %
                (ticks, elapsed, b1.get("late_ticks", -1)), json.dumps(t_after, indent=1)[:3000])
+        late = {n: t.get("late_ticks") for n, t in t_after.items()}
+        report(sorted(late) == ["a", "b", "d"] and all(v == 0 for v in late.values()) and
+               all(t.get("state") == "ok" for t in t_after.values()),
+               "no target missed a tick while the others came and went (late ticks: %s)" % late,
+               json.dumps(t_after, indent=1)[:3000])
         # (a's boot may rightly raise CpuOverload: a booting guest is busy)
         # (the paper's other deadlock detector, TaskStuckInKernel, may rightly
         # fire for a's mke2fs while it boots again under TCG: not checked)
