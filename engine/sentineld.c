@@ -335,6 +335,22 @@ static void d_alert(void *ctx, const sn_alert *a)
 	D->alerts_seen++;
 }
 
+/* A copy of every rule's alert state on T's engine (malloc'd, one entry
+ * spare), or NULL with err set: no engine, out of memory, or the copy failed. */
+static sn_rstate *d_rule_states(DTarget *T, char *err, size_t n)
+{
+	sn_rstate *st = T->e ? calloc(T->D->b->nrules + 1, sizeof *st) : NULL;
+	if (!st) {
+		snprintf(err, n, "%s", T->e ? "out of memory" : "no engine runs");
+		return NULL;
+	}
+	if (eng_rule_states(T->e, st, err, n)) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
 /* A scrape of /metrics waits: render every engine's last complete tick. */
 static void d_metrics(Daemon *D)
 {
@@ -357,12 +373,7 @@ static void d_metrics(Daemon *D)
 		/* eng_values' copy lives until the engine's next call: one per engine */
 		if (!(pt[i].w = eng_values(T->e, err, sizeof err)))
 			nt_log(D->nt, 4, "/metrics: %s: %s", T->label, err);
-		sn_rstate *st = calloc(D->b->nrules ? D->b->nrules : 1, sizeof *st);
-		if (st && eng_rule_states(T->e, st, err, sizeof err)) {
-			free(st);
-			st = NULL;
-		}
-		pt[i].rstate = st;
+		pt[i].rstate = d_rule_states(T, err, sizeof err);
 	}
 	NhStats ds;
 	nt_delivery(D->nt, &ds);
@@ -590,8 +601,8 @@ static void d_target_remove(DTarget *T)
 	if (T->e && eng_stop(T->e, err, sizeof err))
 		nt_log(D->nt, 4, "%s: %s", T->label, err);
 	d_drain(D);                      /* its last ticks' alerts */
-	sn_rstate *st = T->e ? calloc(D->b->nrules + 1, sizeof *st) : NULL;
-	if (st && !eng_rule_states(T->e, st, err, sizeof err)) {
+	sn_rstate *st = d_rule_states(T, err, sizeof err);
+	if (st) {
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);
 		for (size_t i = 0; i < D->b->nrules; i++) {
@@ -1102,11 +1113,8 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 	sn_rstate *st = NULL;
 	sn_stats S = {0};
 	if (T->e) {
-		st = calloc(D->b->nrules + 1, sizeof *st);
-		if (!st || eng_rule_states(T->e, st, err, n)) {
-			free(st);
+		if (!(st = d_rule_states(T, err, n)))
 			return -EIO;
-		}
 		eng_stats(T->e, &S, NULL);
 	}
 	for (size_t i = 0; i < D->b->nrules; i++) {
