@@ -1,6 +1,7 @@
 /* config.c - sentineld's configuration (see config.h). */
 #include "config.h"
 #include "units.h"
+#include "util.h"
 
 #include <ini.h>
 
@@ -191,6 +192,11 @@ static void cf_labels(CfRead *R, CfTarget *t, const char *v)
 				 (int)len, p);
 			return;
 		}
+		for (size_t i = vs, l; i < len; i += l)
+			if (!(l = (size_t)u_utf8_len((const unsigned char *)p + i, len - i)) || (unsigned char)p[i] < 0x20) {
+				cf_error(R, "the value of label '%.*s' is not UTF-8 text (write the file as UTF-8)", (int)kl, p);
+				return;
+			}
 		if (t->nlabels == CF_MAX_LABELS) {
 			cf_error(R, "more than %u labels on one target", CF_MAX_LABELS);
 			return;

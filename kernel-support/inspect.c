@@ -12,6 +12,7 @@
 #include "msrc.h"
 #include "record.h"
 #include "units.h"
+#include "util.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
@@ -92,9 +93,19 @@ static const char *levels_name(const KTarget *t)
 	return t->mem.levels == 5 ? "5-level (LA57)" : "4-level";
 }
 
+/* A string read from kernel memory (len bytes at most), printable: a
+ * corrupt or hostile kernel's names may hold any byte (u_printable). */
+typedef struct { char s[4 * SN_OBJ_NAME + 1]; } KText;
+static const char *ktext(KText *b, const char *s, size_t len)
+{
+	u_printable(b->s, sizeof b->s, s, len, "");
+	return b->s;
+}
+
 static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 {
-	printf("kernel:          Linux %s\n", t->release);
+	KText kt;
+	printf("kernel:          Linux %s\n", ktext(&kt, t->release, sizeof t->release));
 	printf("source:          %s %s, %llu MiB in %u range%s\n", ms_kind_name(s->kind), s->path,
 	       ms_total(s) >> 20, s->nranges, s->nranges == 1 ? "" : "s");
 	printf("KASLR:           %s, virtual offset 0x%llx\n", t->kaslr < 0 ? "unknown" : t->kaslr ? "on" : "off",
@@ -111,7 +122,7 @@ static int cmd_info(const KTarget *t, const MemSource *s, double secs)
 	if (t->nmod) {
 		printf("module types:    BTF of %zu loaded module%s:", t->nmod, t->nmod == 1 ? "" : "s");
 		for (size_t i = 0; i < t->nmod; i++)
-			printf(" %s", t->mod_name[i]);
+			printf(" %s", ktext(&kt, t->mod_name[i], sizeof t->mod_name[i]));
 		putchar('\n');
 	}
 	printf("VMCOREINFO:      phys 0x%llx\n", (unsigned long long)t->vmcoreinfo_pa);
@@ -196,6 +207,7 @@ static int cmd_tasks(const KTarget *t, bool value)
 	uint64_t node;
 	int r, n = 0, rc = 0;
 	KwTask tk;
+	KText kt;
 	/* init_task itself (the idle task, PID 0) is the list head: /proc does not show it */
 	while ((r = kx_list_next(&t->mem, &it, &node)) > 0) {
 		if (kw_task_read(&t->mem, &L, node - L.tasks, &tk)) {
@@ -203,7 +215,7 @@ static int cmd_tasks(const KTarget *t, bool value)
 			rc = 1;
 			continue;
 		}
-		printf("%7d %7d %c %s\n", tk.pid, tk.ppid, tk.state, tk.comm);
+		printf("%7d %7d %c %s\n", tk.pid, tk.ppid, tk.state, ktext(&kt, tk.comm, sizeof tk.comm));
 		n++;
 	}
 	if (r < 0) {
@@ -292,6 +304,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 {
 	const RlResult *res = eng_relocs(e);
 	char buf[64];
+	KText kt;
 	if (o->json) {
 		json_t *j = json_object(), *host = json_object(), *cpus = json_array(), *tasks = json_array();
 		json_object_set_new(j, "sample", json_integer(sample));
@@ -316,7 +329,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 				json_object_set_new(o2, cat_metrics[b->task_m[i]].name,
 						    json_value(&cat_metrics[b->task_m[i]], w->tasks.val[(size_t)i * w->tasks.cap + r]));
 			if (b->comm)
-				json_object_set_new(o2, "task.comm", json_stringn(w->tasks.comm[r], strnlen(w->tasks.comm[r], 16)));
+				json_object_set_new(o2, "task.comm", json_string(ktext(&kt, w->tasks.comm[r], 16)));
 			json_array_append_new(tasks, o2);
 		}
 		json_object_set_new(j, "tasks", tasks);
@@ -329,8 +342,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 			for (uint32_t s = 0; s < O->hi; s++) {
 				if (!O->on[s])
 					continue;
-				json_t *o2 = json_pack("{s:s%}", obj_name_metric(ENT_FIRST_OBJ + k), O->name[s],
-						       strnlen(O->name[s], SN_OBJ_NAME));
+				json_t *o2 = json_pack("{s:s}", obj_name_metric(ENT_FIRST_OBJ + k),
+						       ktext(&kt, O->name[s], SN_OBJ_NAME));
 				for (unsigned i = 0; i < b->nobj[k]; i++)
 					json_object_set_new(o2, cat_metrics[b->obj_m[k][i]].name,
 							    json_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s]));
@@ -393,7 +406,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 				fmt_value(&cat_metrics[b->task_m[i]], w->tasks.val[(size_t)i * w->tasks.cap + r], buf, sizeof buf);
 				printf("%s%s", i ? " " : "", buf);
 			}
-			printf(" %.16s\n", b->comm ? w->tasks.comm[r] : "");
+			printf(" %s\n", b->comm ? ktext(&kt, w->tasks.comm[r], 16) : "");
 		}
 	}
 	for (unsigned k = 0; k < ENT_NOBJ; k++) {
@@ -409,7 +422,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 		for (uint32_t s = 0; s < O->hi; s++) {
 			if (!O->on[s])
 				continue;
-			printf("%-12.32s", O->name[s]);
+			printf("%-12s", ktext(&kt, O->name[s], 32));
 			for (unsigned i = 0; i < b->nobj[k]; i++) {
 				fmt_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s], buf, sizeof buf);
 				printf(" %s", buf);

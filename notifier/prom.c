@@ -43,9 +43,9 @@ static void px_name(const Metric *m, char *buf, size_t n)
 	snprintf(buf + k, n > k ? n - k : 0, "%s%s", unit, m->kind == MK_COUNTER ? "_total" : "");
 }
 
-/* A label value: backslash, quote and newline escaped; a byte that is not
- * printable ASCII (a task name may hold any) becomes '?', so the text stays
- * valid UTF-8. */
+/* A label value: backslash, quote and newline escaped.  v is UTF-8: the
+ * configuration's and the rules' text is checked to be, and a string read
+ * from kernel memory comes through px_klabel. */
 static void px_label(StrBuf *b, const char *key, const char *v, size_t len)
 {
 	sb_printf(b, "%s=\"", key);
@@ -56,9 +56,17 @@ static void px_label(StrBuf *b, const char *key, const char *v, size_t len)
 		else if (c == '\n')
 			sb_puts(b, "\\n");
 		else
-			sb_putc(b, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? '?' : c);
+			sb_putc(b, c);
 	}
 	sb_putc(b, '"');
+}
+
+/* A label value read from kernel memory (a task's comm, a disk's name),
+ * which may hold any byte: printable first (u_printable). */
+static void px_klabel(StrBuf *b, const char *key, const char *v, size_t len)
+{
+	char t[4 * SN_OBJ_NAME + 1];
+	px_label(b, key, t, u_printable(t, sizeof t, v, len, ""));
 }
 
 static void px_value(StrBuf *b, double v)
@@ -155,7 +163,7 @@ static void px_obj(StrBuf *b, const PxInput *in, unsigned k, unsigned i, StrBuf 
 			if (!O->on[s] || isnan(v))
 				continue;
 			lab->len = 0;
-			px_label(lab, cat_entities[ENT_FIRST_OBJ + k].label, O->name[s], SN_OBJ_NAME);
+			px_klabel(lab, cat_entities[ENT_FIRST_OBJ + k].label, O->name[s], SN_OBJ_NAME);
 			px_sample(b, &f, in->tg[t].name, lab->s, v);
 		}
 	}
@@ -181,7 +189,7 @@ static void px_task(StrBuf *b, const PxInput *in, unsigned i, int pid_slot, StrB
 			else
 				sb_printf(lab, "task=\"0x%llx\",", (unsigned long long)w->tasks.ptr[r]);
 			if (bd->comm)
-				px_label(lab, "comm", w->tasks.comm[r], 16);
+				px_klabel(lab, "comm", w->tasks.comm[r], 16);
 			else
 				lab->s[--lab->len] = 0;   /* the trailing comma */
 			if (state) {

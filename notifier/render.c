@@ -28,7 +28,7 @@ int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_
 		if (!e->comm || !*e->comm)
 			return 0;
 		key[0] = cat_entities[e->rule->entity].label;
-		snprintf(val[0], NT_LABEL_MAX, "%s", e->comm);
+		u_printable(val[0], NT_LABEL_MAX, e->comm, NT_LABEL_MAX, "");   /* kernel bytes: any */
 		return 1;
 	}
 	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
@@ -36,7 +36,7 @@ int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_
 	if (e->rule->entity == ENT_CPU)
 		return 1;
 	key[1] = "comm";
-	snprintf(val[1], NT_LABEL_MAX, "%s", e->comm ? e->comm : "");
+	u_printable(val[1], NT_LABEL_MAX, e->comm ? e->comm : "", NT_LABEL_MAX, "");
 	return 2;
 }
 

@@ -223,6 +223,35 @@ int u_utf8_len(const unsigned char *s, size_t n)
 	return (int)need + 1;
 }
 
+size_t u_printable(char *dst, size_t n, const char *src, size_t len, const char *keep)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, end = strnlen(src, len);
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < end;) {
+		char esc[5];
+		const char *p = (const char *)s + i;
+		int l = u_utf8_len(s + i, end - i);
+		if (l == 1 && (s[i] < 0x20 || s[i] == 0x7f) && !strchr(keep, s[i]))
+			l = 0;
+		if (l == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0)   /* C1 controls */
+			l = 0;
+		if (!l) {
+			snprintf(esc, sizeof esc, "\\x%02x", s[i]);
+			p = esc;
+		}
+		size_t k = l ? (size_t)l : 4;
+		if (o + k >= n)
+			break;
+		memcpy(dst + o, p, k);
+		o += k;
+		i += l ? (size_t)l : 1;
+	}
+	dst[o] = 0;
+	return o;
+}
+
 int u_read_file(const char *path, size_t limit, char **out, size_t *len)
 {
 	int err = 0;

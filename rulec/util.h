@@ -41,6 +41,14 @@ int u_edit_distance(const char *a, const char *b, int max);
  * when the bytes there are not valid UTF-8 (overlong, surrogate, truncated). */
 int u_utf8_len(const unsigned char *s, size_t n);
 
+/* The bytes src[0..len), up to a NUL, as printable text in dst (n bytes,
+ * always NUL-terminated, cut short only at a whole character): valid UTF-8
+ * that is not a control character as it is, every other byte as \xNN (as
+ * the kernel's /dev/kmsg writes them), the control characters in keep ("\n"
+ * or "") as they are.  For strings read from kernel memory (a task's comm,
+ * a device's name), which may hold any byte.  Returns the length written. */
+size_t u_printable(char *dst, size_t n, const char *src, size_t len, const char *keep);
+
 /* Read a whole file; returns 0 or -errno.  -EFBIG when it exceeds limit. */
 int u_read_file(const char *path, size_t limit, char **out, size_t *len);
 

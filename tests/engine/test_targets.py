@@ -67,10 +67,10 @@ def report(ok, name, detail=""):
             f.write("pass\n" if ok else "fail\n")
 
 
-def write_conf(tmp, targets, engine="backend = cpu\n", extra=""):
+def write_conf(tmp, targets, engine="backend = cpu\n", extra="", encoding="utf-8"):
     """targets: [(section, body)]."""
     path = os.path.join(tmp, "sentinel.conf")
-    with open(path, "w") as f:
+    with open(path, "w", encoding=encoding) as f:
         for sec, body in targets:
             f.write("[%s]\n%s" % (sec, body))
         f.write("[rules]\ndirectory = %s\n[engine]\ntick = 100ms\n%s"
@@ -101,6 +101,8 @@ def config_errors(tmp):
          "sentinel.conf:3: error: labels takes NAME=VALUE pairs separated by commas", "a label name with a digit first"),
         ([("target a", "source = ramfile:/x\nlabels = severity=low\n")],
          "not 'severity=low'", "a label Sentinel sets itself"),
+        ([("target a", "source = ramfile:/x\nlabels = site=M\u00fcnchen\n")],
+         "sentinel.conf:3: error: the value of label 'site' is not UTF-8 text", "a label value in Latin-1"),
     ]
     os.makedirs(os.path.join(tmp, "rules"), exist_ok=True)
     for i, (tg, want, what) in enumerate(cases):
@@ -109,7 +111,7 @@ def config_errors(tmp):
             engine = "backend = cuda\n"
         if "recording" in what:
             engine += "record = %s\n" % os.path.join(tmp, "rec")
-        path = write_conf(tmp, tg, engine=engine)
+        path = write_conf(tmp, tg, engine=engine, encoding="latin-1" if "Latin-1" in what else "utf-8")
         p = subprocess.run([SENTINELD, "-c", path, "--check-config"], capture_output=True, text=True, timeout=60)
         report(p.returncode == 2 and want in p.stderr and "Sanitizer" not in p.stderr,
                "%s: exit 2 with '%s'" % (what, want), "exit %d\n%s" % (p.returncode, p.stderr))

@@ -164,9 +164,16 @@ def corrupted_images(g, name):
     img = g.ram + ".copy"
     shutil.copyfile(g.ram, img)
 
+    utf8 = []                # (command, True when both its outputs were UTF-8)
+
     def run(*args):
-        p = subprocess.run([INSPECT, "-s", "raw:" + img] + list(args), capture_output=True, text=True, timeout=120)
-        return p.returncode, p.stdout, p.stderr
+        p = subprocess.run([INSPECT, "-s", "raw:" + img] + list(args), capture_output=True, timeout=120)
+        try:
+            p.stdout.decode(), p.stderr.decode()
+            utf8.append((args[0], True))
+        except UnicodeDecodeError:
+            utf8.append((args[0], False))
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
     def clean(rc, err):
         return rc in (0, 1, 2) and "Sanitizer" not in err and "runtime error" not in err
@@ -223,6 +230,30 @@ def corrupted_images(g, name):
         patch(p2, saved.to_bytes(8, "little"))
         rc, out, err = run("tasks")
         report(rc == 0 and len(out.splitlines()) > 10, "%s: the repaired image reads again" % name, err)
+        # a task name of bytes that are not text (a kernel keeps any bytes a
+        # process gave prctl(PR_SET_NAME)): PID 1's comm, found near its
+        # task_struct's list node, is printed escaped, in tasks and metrics
+        comm1 = [l.split(None, 3)[3] for l in out.splitlines()[1:] if l.split()[0] == "1"]
+        with open(img, "rb") as f:
+            f.seek(max(0, p1 - 16384))
+            window = f.read(32768)
+        key = comm1[0].encode() + b"\0" if comm1 else b"?"
+        at = [i for i in range(len(window)) if window.startswith(key, i) and i % 8 == 0]
+        if len(at) == 1:
+            cpa = max(0, p1 - 16384) + at[0]
+            orig16 = window[at[0]:at[0] + 16]
+            patch(cpa, b"\xb3\xff\x01ok\xc3\xa9\0")
+            rc, out, err = run("tasks")
+            line = [l for l in out.splitlines()[1:] if l.split()[0] == "1"]
+            rc2, out2, err2 = run("metrics", "--json", "--bundle", BUNDLE)
+            m = json.loads(out2) if rc2 == 0 and out2.startswith("{") else {}
+            names = [t.get("task.comm") for t in m.get("tasks", []) if t.get("task.pid") == 1]
+            report(rc == 0 and line and line[0].endswith(" \\xb3\\xff\\x01ok\u00e9") and names == ["\\xb3\\xff\\x01ok\u00e9"],
+                   "%s: a task name that is not text prints escaped (\\xNN), its UTF-8 as it is, in tasks and "
+                   "metrics --json" % name, "%r %r\n%s%s" % (line, names, err, err2))
+            patch(cpa, orig16)
+        else:
+            report(False, "%s: PID 1's name (%r) found once beside its task_struct" % (name, comm1), str(at))
         # garbage kernel page tables
         rc, out, err = run("info")
         pgd = int([l for l in out.splitlines() if l.startswith("paging")][0].split("phys")[1], 16)
@@ -298,6 +329,8 @@ def corrupted_images(g, name):
                "%s: 2000 garbage pages: every command exits cleanly (%s)" %
                (name, ", ".join(str(r[0]) for r in results)),
                "\n".join(r[2][-500:] for r in results))
+        report(all(ok for _, ok in utf8), "%s: whatever the image holds, every command prints UTF-8 text "
+               "(a kernel string's other bytes as \\xNN)" % name, str([c for c, ok in utf8 if not ok]))
         # no VMCOREINFO at all
         data = bytearray(open(img, "rb").read())
         i = data.find(b"OSRELEASE=")

@@ -61,6 +61,24 @@ static void test_edit_distance(void)
 	CHECK("edit-long", u_edit_distance("a", "abcdefghijklmnop", 3) == 4);
 }
 
+/* kernel strings as text: UTF-8 kept, other bytes and controls \xNN, cut at a whole character */
+static void test_printable(void)
+{
+	char b[32];
+	CHECK("printable-ascii", u_printable(b, sizeof b, "kworker/0:1", 16, "") == 11 && !strcmp(b, "kworker/0:1"));
+	CHECK("printable-bytes", u_printable(b, sizeof b, "\xb3\xff\x01ok", 16, "") == 14 &&
+	      !strcmp(b, "\\xb3\\xff\\x01ok"));
+	CHECK("printable-utf8", !strcmp((u_printable(b, sizeof b, "caf\xc3\xa9", 16, ""), b), "caf\xc3\xa9"));
+	CHECK("printable-c1", !strcmp((u_printable(b, sizeof b, "\xc2\x85x", 16, ""), b), "\\xc2\\x85x"));
+	CHECK("printable-del", !strcmp((u_printable(b, sizeof b, "a\x7f", 16, ""), b), "a\\x7f"));
+	CHECK("printable-keep", !strcmp((u_printable(b, sizeof b, "a\nb\tc", 16, "\n"), b), "a\nb\\x09c"));
+	CHECK("printable-len", !strcmp((u_printable(b, sizeof b, "abcdef", 3, ""), b), "abc"));
+	CHECK("printable-torn", !strcmp((u_printable(b, sizeof b, "ab\xc3", 3, ""), b), "ab\\xc3"));
+	CHECK("printable-cut", u_printable(b, 6, "ab\xff" "cd", 16, "") == 2 && !strcmp(b, "ab"));
+	CHECK("printable-cut-utf8", u_printable(b, 4, "a\xe2\x82\xac", 16, "") == 1 && !strcmp(b, "a"));
+	CHECK("printable-empty", u_printable(b, 1, "abc", 3, "") == 0 && !b[0]);
+}
+
 static void test_catalog(void)
 {
 	CHECK("catalog-lookup", cat_lookup("host.mem_free", 13) == MET_HOST_MEM_FREE);
@@ -198,6 +216,7 @@ int main(void)
 	test_durations();
 	test_units();
 	test_edit_distance();
+	test_printable();
 	test_catalog();
 	test_scalar_locations();
 	test_src_loc_utf8();
