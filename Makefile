@@ -77,7 +77,7 @@ PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/senti
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
 	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
 ifeq ($(HAVE_FUZZER),1)
-TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg
+TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest
 endif
 
 .PHONY: all check demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install
@@ -283,9 +283,20 @@ $(B)/fuzz_cg: tests/fuzz/fuzz_cg.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(CC_
 		$(YAML_CFLAGS) $(JANSSON_CFLAGS) $(ALL_CFLAGS) -o $@ tests/fuzz/fuzz_cg.c $(RULEC_LIB_SRC) $(CC_SRC) \
 		$(LIBS) $(JANSSON_LIBS) $(LLVM_LIBS) -lpthread
 
-fuzz: $(B)/fuzz_rules $(B)/fuzz_cg
+# libFuzzer target: a hostile guest; writes into a real guest's RAM image,
+# then a tick of the shipped rules on the CPU backend (the file says how).
+$(B)/fuzz_guest: tests/fuzz/fuzz_guest.c $(RULEC_LIB_SRC) $(KS_SRC) $(CC_SRC) $(ENG_SRC) $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) \
+		$(RT_BC) config.mk
+	@mkdir -p $(B)
+	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(YAML_CFLAGS) $(ALL_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ tests/fuzz/fuzz_guest.c $(RULEC_LIB_SRC) $(KS_SRC) $(CC_SRC) \
+		$(ENG_SRC) $(ALL_LIBS)
+
+fuzz: $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest
 	sh tests/fuzz/run.sh long rules
 	sh tests/fuzz/run.sh long cg
+	sh tests/fuzz/run.sh long guest
 
 $(B)/procpoll: bench/procpoll.c
 	$(CC) -O2 -o $@ $<

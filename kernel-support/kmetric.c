@@ -28,6 +28,7 @@
  * each metric as one function.
  */
 #include "kcore.h"
+#include "kx.h"
 
 #define KM_INLINE static inline __attribute__((always_inline))
 #define KM_NAN __builtin_nan("")
@@ -484,19 +485,21 @@ double km_cpu_nr_running(u32 cpu) { return (double)KR(per_cpu_ptr(&runqueues, cp
 /* ---- tasks ------------------------------------------------------------------ */
 
 /* The thread-group leaders, as /proc lists them: init_task.tasks, each step
- * checked (next->prev must point back), at most cap.  Lane 0 walks; the
- * count (or a negative error) goes to every lane. */
+ * checked (next->prev must point back, no node twice: kx_loop), at most
+ * cap.  Lane 0 walks; the count (or a negative error) goes to every lane. */
 int km_task_walk(u64 *out, u32 cap)
 {
 	int n = 0;
 	if (simt_lane() == 0) {
 		struct list_head *head = KP(init_task.tasks);
 		struct list_head *cur = head;
+		kx_loop lp;
+		kx_loop_init(&lp, km_addr(head));
 		for (;;) {
 			struct list_head *next = cur->next;
 			if (next == head || __llview_failed())
 				break;
-			if ((u32)n >= cap || next->prev != cur) {
+			if ((u32)n >= cap || next->prev != cur || kx_loop_seen(&lp, km_addr(next))) {
 				n = -40;        /* KX_ELOOP: a corrupt, changing or too long list */
 				break;
 			}
@@ -661,13 +664,20 @@ KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
 		return;
 	u64 u = KR(sig->utime), s = KR(sig->stime), r = KR(sig->sum_sched_runtime);
 	struct list_head *head = KP(sig->thread_head), *n = head->next;
-	for (u32 i = 0; n != head && i < KM_MAX_THREADS && !__llview_failed(); i++) {
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
+	u32 i = 0;
+	for (; n != head && i < KM_MAX_THREADS && !__llview_failed(); i++) {
 		struct task_struct *t = kcontainer_of(n, struct task_struct, thread_node);
+		if (kx_loop_seen(&lp, km_addr(n)))
+			break;
 		u += KR(t->utime);
 		s += KR(t->stime);
 		r += KR(t->se.sum_exec_runtime);
 		n = n->next;
 	}
+	if (n != head)                           /* a cycle, or the cap: no sum is the group's */
+		return;
 	double pu = (double)KR(sig->prev_cputime.utime), ps = (double)KR(sig->prev_cputime.stime);
 	double rt = (double)r, sa, ua;
 	if (ps + pu >= rt) {                     /* nothing new since the kernel's last answer */
@@ -812,6 +822,8 @@ int km_disk_walk(u64 *out, u32 cap)
 	struct list_head *head = KP(sb->s_inodes), *cur = head, *next = KR(head->next);
 	unsigned long back = koffsetof(struct bdev_inode, vfs_inode);
 	int n = 0;
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
 	for (u32 seen = 0;; seen++) {
 		if (next == head || simt_any(__llview_failed()))
 			break;
@@ -828,7 +840,7 @@ int km_disk_walk(u64 *out, u32 cap)
 		a[KW_PARTNO] = km_bdev_partno_at(b);
 		a[KW_SECTORS] = km_addr(KP(b->bd_nr_sectors));
 		km_gather(a, KW__N, v);
-		if (seen >= KM_MAX_BDEV_INODES || v[KW_PREV] != km_addr(cur))
+		if (seen >= KM_MAX_BDEV_INODES || v[KW_PREV] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
 		if (v[KW_HASHED] && v[KW_DISK] && v[KW_STATS] && (!(v[KW_PARTNO] & 0xff) || v[KW_SECTORS])) {
 			if ((u32)n < cap && simt_lane() == 0)
@@ -1034,14 +1046,17 @@ static int km_cgroup_levels(u64 *out, u32 cap)
 			u64 cur = km_word(mine ? head : dummy);
 			if (!mine)
 				cur = head;
+			kx_loop lp;
+			kx_loop_init(&lp, head);
+			int looped = 0;
 			while (simt_any(cur != head)) {
 				u64 buf[KM_CG_CHUNK];
 				u32 k = 0, total;
-				while (k < KM_CG_CHUNK && cur != head && !__llview_failed()) {
+				while (k < KM_CG_CHUNK && cur != head && !__llview_failed() && !(looped = kx_loop_seen(&lp, cur))) {
 					buf[k++] = cur;          /* a child's sibling list_head; next is its first word */
 					cur = km_word(cur);
 				}
-				if (__llview_failed())
+				if (__llview_failed() || looped)
 					cur = head;
 				u32 at = n + km_lane_prefix(k, &total);
 				for (u32 i = 0; i < k; i++)
@@ -1051,6 +1066,8 @@ static int km_cgroup_levels(u64 *out, u32 cap)
 				n += total;
 				if (simt_any(__llview_failed()))
 					return -14;
+				if (simt_any(looped))
+					return -40;             /* KX_ELOOP: a children list that comes round */
 				if (n > cap || n > KM_MAX_CGROUP_STEPS)
 					return -1;
 			}
@@ -1090,7 +1107,11 @@ int km_cgroup_walk(u64 *out, u32 cap)
 	struct cgroup_subsys_state *root = KP(cgrp_dfl_root.cgrp.self), *cur = root;
 	u32 depth = 0;
 	int n = 0;
+	kx_loop lp;                     /* the cgroups reached going down or across: each once */
+	kx_loop_init(&lp, km_addr(root));
 	for (u32 step = 0; step < KM_MAX_CGROUP_STEPS; step++) {
+		if (step && kx_loop_seen(&lp, km_addr(cur)))
+			return -40;             /* KX_ELOOP: a corrupt or endless tree */
 		/* its first child, next sibling, parent and flags: one load for the warp */
 		u64 a[KG__N], v[KG__N];
 		a[KG_CHILD] = km_addr(KP(cur->children.next));
@@ -1343,12 +1364,14 @@ int km_net_walk(u64 *out, u32 cap)
 		return -2;                      /* KX_ENOENT: a kernel without networking */
 	struct list_head *head = KP(init_net.dev_base_head), *cur = head, *next = KR(head->next);
 	int n = 0;
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
 	for (u32 seen = 0;; seen++) {
 		if (next == head || simt_any(__llview_failed()))
 			break;
 		u64 a[2] = {km_addr(&next->next), km_addr(&next->prev)}, v[2];
 		km_gather(a, 2, v);
-		if (seen >= KM_MAX_NETDEVS || v[1] != km_addr(cur))
+		if (seen >= KM_MAX_NETDEVS || v[1] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
 		if ((u32)n < cap && simt_lane() == 0)
 			out[n] = km_addr(kcontainer_of(next, struct net_device, dev_list));
@@ -1603,6 +1626,8 @@ static int km_mnt_list(struct mnt_namespace___list *ns, u64 *out, u32 cap)
 {
 	struct list_head *head = KP(ns->list), *cur = head, *next = KR(head->next);
 	int n = 0;
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
 	for (u32 seen = 0;; seen++) {
 		if (next == head || simt_any(__llview_failed()))
 			break;
@@ -1610,7 +1635,7 @@ static int km_mnt_list(struct mnt_namespace___list *ns, u64 *out, u32 cap)
 		u64 a[4] = {km_addr(&next->next), km_addr(&next->prev), km_addr(KP(m->mnt.mnt_sb)),
 			    km_addr(KP(m->mnt.mnt_flags))}, v[4];
 		km_gather(a, 4, v);
-		if (seen >= KM_MAX_MOUNTS || v[1] != km_addr(cur))
+		if (seen >= KM_MAX_MOUNTS || v[1] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
 		n = km_fs_keep(m, v[2], v[3], KM_MNT_CURSOR, out, cap, n);
 		cur = next;
@@ -1625,12 +1650,14 @@ static int km_mnt_tree(struct mnt_namespace___rb *ns, u64 *out, u32 cap)
 	struct rb_node *node = KR(ns->mounts.rb_node), *l;
 	u32 steps = 0;
 	int n = 0;
+	kx_loop lp;                                 /* in order, each mount once */
+	kx_loop_init(&lp, 0);
 	while (node && (l = KR(node->rb_left)) && steps++ < KM_MAX_MOUNTS)
 		node = l;
 	while (node) {
 		if (simt_any(__llview_failed()))
 			return -14;
-		if (++steps > 4 * KM_MAX_MOUNTS)
+		if (++steps > 4 * KM_MAX_MOUNTS || kx_loop_seen(&lp, km_addr(node)))
 			return -40;
 		struct mount *m = (struct mount *)kcontainer_of(node, struct mount___list, mnt_node);
 		u64 a[4] = {km_addr(KP(node->rb_right)), km_addr(KP(node->__rb_parent_color)),

@@ -247,6 +247,7 @@ void kx_list_begin(kx_list_iter *it, uint64_t head, uint32_t cap)
 	it->cur = head;
 	it->n = 0;
 	it->cap = cap;
+	kx_loop_init(&it->loop, head);
 }
 
 int kx_list_next(const kx_mem *m, kx_list_iter *it, uint64_t *node)
@@ -262,7 +263,7 @@ int kx_list_next(const kx_mem *m, kx_list_iter *it, uint64_t *node)
 	err = kx_read64(m, next + 8, &back);              /* next->prev */
 	if (err)
 		return err;
-	if (back != it->cur)
+	if (back != it->cur || kx_loop_seen(&it->loop, next))
 		return KX_ELOOP;                          /* torn, corrupt or a cycle */
 	it->cur = next;
 	*node = next;

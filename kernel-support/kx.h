@@ -113,11 +113,45 @@ int kx_percpu(const kx_cpus *c, uint64_t sym, uint32_t cpu, uint64_t *va);
 bool kx_cpu_online(const kx_cpus *c, uint32_t cpu);
 bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
 
+/* A walk's loop check (Brent's): give it every node the walk reaches, in
+ * order; true once a node comes round again.  A list or tree the kernel
+ * keeps never does that; a cycle that does not pass the head does, made by
+ * corruption or by a hostile guest (two nodes whose next and prev agree),
+ * and is caught within three times its start plus its length, instead of
+ * at the walk's cap (a million steps for some).  No reads; the walk's
+ * nodes may be a function of more state than the node (a depth), as long
+ * as that state is finite: a walk that never ends still repeats. */
+typedef struct kx_loop {
+	uint64_t mark;
+	uint32_t lam, power;
+} kx_loop;
+
+static inline void kx_loop_init(kx_loop *l, uint64_t start)
+{
+	l->mark = start;
+	l->lam = 0;
+	l->power = 1;
+}
+
+static inline bool kx_loop_seen(kx_loop *l, uint64_t node)
+{
+	if (node == l->mark)
+		return true;
+	if (++l->lam == l->power) {
+		l->mark = node;
+		l->power <<= 1;
+		l->lam = 0;
+	}
+	return false;
+}
+
 /* A checked walk of a kernel list_head ring: each step verifies that
- * next->prev points back, and the walk stops with KX_ELOOP after cap nodes. */
+ * next->prev points back and that the walk has not come round (kx_loop),
+ * and the walk stops with KX_ELOOP after cap nodes. */
 typedef struct kx_list_iter {
 	uint64_t head, cur;
 	uint32_t n, cap;
+	kx_loop loop;
 } kx_list_iter;
 
 void kx_list_begin(kx_list_iter *it, uint64_t head, uint32_t cap);

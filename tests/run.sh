@@ -50,6 +50,7 @@ run_suite "compiler: CO-RE and LLView on IR (FileCheck)" sh tests/compiler/run.s
 run_suite "valgrind" sh tests/valgrind.sh "$B/rulec"
 run_suite "fuzz smoke: front end (libFuzzer)" sh tests/fuzz/run.sh smoke rules
 run_suite "fuzz smoke: code generator (libFuzzer)" sh tests/fuzz/run.sh smoke cg
+run_suite "fuzz smoke: a hostile guest (libFuzzer, a real guest's RAM image)" sh tests/fuzz/run.sh smoke guest
 
 p=$(grep -c '^pass$' "$RESULTS")
 f=$(grep -c '^fail$' "$RESULTS")

@@ -1,9 +1,12 @@
 #!/bin/sh
-# Run a fuzzer: rules (the front end) or cg (the code generator, on what
-# the front end accepts).  smoke: 20 s (make check);  long: 1,000,000 runs.
-# The corpus starts from every rule file in the tree; findings are saved as
-# build/fuzz-findings/crash-* and make the run fail.
-#   sh tests/fuzz/run.sh [smoke|long|LIBFUZZER-FLAGS] [rules|cg]
+# Run a fuzzer: rules (the front end), cg (the code generator, on what
+# the front end accepts) or guest (a hostile guest: writes into a real
+# guest's RAM image, then a tick of the shipped rules; fuzz_guest.c).
+# smoke: 20 s (make check);  long: 1,000,000 runs.  The corpus of rules and
+# cg starts from every rule file in the tree; guest's image is booted and
+# captured once (build/fuzz-guest.ram, tests/fuzz/guest_image.py).
+# Findings are saved as build/fuzz-findings/crash-* and make the run fail.
+#   sh tests/fuzz/run.sh [smoke|long|LIBFUZZER-FLAGS] [rules|cg|guest]
 set -u
 . "$(dirname "$0")/../lib.sh"
 mode=${1:-smoke}
@@ -14,8 +17,24 @@ if [ "${HAVE_FUZZER:-1}" != 1 ] || [ ! -x "$fz" ]; then
 	exit 0
 fi
 corpus=build/fuzz-corpus
+opts="-max_len=4096 -dict=tests/fuzz/rules.dict"
 mkdir -p "$corpus" build/fuzz-findings
-cp rules/*.yaml examples/*.yaml tests/check/*.yaml tests/schema/*.yaml "$corpus"/ 2>/dev/null
+if [ "$what" = guest ]; then
+	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
+		skip "fuzz/guest" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+		exit 0
+	fi
+	corpus=build/fuzz-corpus-guest
+	opts="-max_len=1024"
+	mkdir -p "$corpus"
+	[ -s build/fuzz-guest.ram ] || ${PYTHON:-python3} tests/fuzz/guest_image.py build/fuzz-guest.ram >&2 ||
+		{ fail "fuzz/guest" "could not capture a guest's RAM image (tests/fuzz/guest_image.py)"; exit 0; }
+	build/rulec -o build/fuzz-rules.bundle rules/ >&2 ||
+		{ fail "fuzz/guest" "could not compile rules/ (build/rulec -o build/fuzz-rules.bundle rules/)"; exit 0; }
+	export SENTINEL_FUZZ_IMAGE=build/fuzz-guest.ram SENTINEL_FUZZ_BUNDLE=build/fuzz-rules.bundle
+else
+	cp rules/*.yaml examples/*.yaml tests/check/*.yaml tests/schema/*.yaml "$corpus"/ 2>/dev/null
+fi
 case $mode in
 smoke) limits="-max_total_time=20" ;;
 long) limits="-runs=1000000" ;;
@@ -23,8 +42,8 @@ long) limits="-runs=1000000" ;;
 esac
 start=$(date +%s)
 # shellcheck disable=SC2086
-if "$fz" $limits -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	-artifact_prefix=build/fuzz-findings/ -dict=tests/fuzz/rules.dict "$corpus" > build/fuzz-$what.log 2>&1; then
+if "$fz" $limits $opts -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+	-artifact_prefix=build/fuzz-findings/ "$corpus" > build/fuzz-$what.log 2>&1; then
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzz-$what.log)
 	pass "fuzz/$what ($mode: ${runs:-?} runs in $(( $(date +%s) - start ))s, nothing found)"
 else

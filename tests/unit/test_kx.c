@@ -176,6 +176,13 @@ static void test_lists(void)
 	while ((r = kx_list_next(&M, &it, &n)) > 0)
 		count++;
 	CHECK("cycle that skips the head is caught by next->prev", r == KX_ELOOP && count < 5);
+	put64(node[1] + 8, POB + node[3]);       /* and 1's prev agrees: only the loop check sees it */
+	kx_list_begin(&it, POB + head, 1000000);
+	count = 0;
+	while ((r = kx_list_next(&M, &it, &n)) > 0)
+		count++;
+	CHECK("cycle whose prev pointers agree is ELOOP within a few laps, not at the cap", r == KX_ELOOP && count < 12);
+	put64(node[1] + 8, POB + node[0]);
 	put64(node[3], POB + head);
 	put64(node[2] + 8, POB + 0x99000);       /* torn prev */
 	kx_list_begin(&it, POB + head, 100);
@@ -187,6 +194,27 @@ static void test_lists(void)
 	while ((r = kx_list_next(&M, &it, &n)) > 0)
 		;
 	CHECK("next outside RAM is a read error", r < 0 && r != KX_ELOOP);
+}
+
+/* Brent's check alone: no false alarm on distinct nodes, a cycle of any
+ * length found within three times its start plus its length */
+static void test_loop_check(void)
+{
+	kx_loop l;
+	int bad = 0;
+	kx_loop_init(&l, 0);
+	for (uint64_t i = 1; i < 100000; i++)
+		bad += kx_loop_seen(&l, i);
+	CHECK("loop check: 100,000 distinct nodes, no alarm", bad == 0);
+	for (uint64_t start = 0; start < 40; start += 13)
+		for (uint64_t len = 1; len < 300; len += 37) {
+			kx_loop_init(&l, 1000);
+			uint64_t i = 0;
+			while (i < 100000 && !kx_loop_seen(&l, i < start ? i : start + (i - start) % len))
+				i++;
+			bad += i >= 3 * (start + len);
+		}
+	CHECK("loop check: every cycle found within three times its start plus its length", bad == 0);
 }
 
 static void test_seqcount(void)
@@ -298,6 +326,7 @@ int main(void)
 	test_tlb(5);
 	test_garbage();
 	test_lists();
+	test_loop_check();
 	test_seqcount();
 	test_tasks();
 	free(ram);

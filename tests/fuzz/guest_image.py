@@ -1,0 +1,34 @@
+"""A guest's RAM image for the hostile-guest fuzzer (tests/fuzz/fuzz_guest.c):
+boot a Debian guest (its disk, NIC and cgroups as the guest tests set them up),
+let it settle, pause it, copy its RAM to PATH (raw: address 0 first), stop it.
+
+    python3 tests/fuzz/guest_image.py PATH [KERNEL]     (KERNEL: debian-6.12)
+"""
+import os
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
+import guest  # noqa: E402
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    path, kname = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "debian-6.12"
+    ks = guest.kernels()
+    with guest.Guest(ks[kname], mem_mb=256, cpus=2, name="fuzzimg") as g:
+        g.check("mkdir -p /sys/fs/cgroup/work && echo +memory +pids > /sys/fs/cgroup/cgroup.subtree_control; "
+                "echo $$ > /sys/fs/cgroup/work/cgroup.procs; true")
+        time.sleep(2)
+        g.hmp("stop")
+        tmp = path + ".part"
+        shutil.copyfile(g.ram, tmp)
+        os.replace(tmp, path)
+        g.hmp("cont")
+    print("guest_image: %s (%s, %d MiB)" % (path, kname, os.path.getsize(path) >> 20))
+
+
+if __name__ == "__main__":
+    main()
