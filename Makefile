@@ -209,6 +209,11 @@ $(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
+# the hostile-guest fuzzer without libFuzzer, for the GPU (tests/fuzz/fuzz_guest.c)
+$(B)/portable/fuzz_guest_gpu: tests/fuzz/fuzz_guest.c $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -DFG_STANDALONE $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
+
 $(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm

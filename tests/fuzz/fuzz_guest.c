@@ -30,6 +30,11 @@
  * alerts) from tick to tick, as it would against a guest that turns
  * hostile.  Nothing may crash, hang (libFuzzer's -timeout), or read outside
  * the image: the image sits between two inaccessible guard regions.
+ *
+ * SENTINEL_FUZZ_BACKEND=cuda ticks on the GPU instead (the pages are still
+ * traced by a CPU tick, the same code): no input may fault the GPU.  Built
+ * with -DFG_STANDALONE (no libFuzzer: the GPU machines have no clang), main()
+ * below feeds it random inputs: fuzz_guest_gpu RUNS [SEED].
  */
 #include "bundle.h"
 #include "engine.h"
@@ -56,12 +61,14 @@ static uint32_t *fg_pages;          /* the pages a clean tick read, as page numb
 static size_t fg_npages, fg_cap;
 static unsigned long fg_alerts, fg_runs;
 static double fg_clean_us, fg_slow_us;   /* a clean tick; the slowest hostile one */
+static clockid_t fg_clock = CLOCK_THREAD_CPUTIME_ID;
 
-/* The thread's CPU time: what a tick costs, not what preempted it */
+/* What a tick costs: the thread's CPU time on the CPU backend (not what
+ * preempted it), the wall clock on the GPU (the host waits) */
 static double fg_now_us(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	clock_gettime(fg_clock, &ts);
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
@@ -130,6 +137,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	EngOpts eo = {.backend = "cpu", .tick_ns = 100000000ull, .threads = 1};
 	if (eng_open(fg_b, fg_t, &eo, &fg_e, err, sizeof err))
 		fg_die("eng_open", err);
+	const char *backend = getenv("SENTINEL_FUZZ_BACKEND");
 	eng_tick(fg_e, 0, err, sizeof err);    /* first tick: lazily built state, before tracing */
 
 	fg_cap = (fg_src->map_len + 4095) >> 12;      /* every page, at most: no allocation in the handler */
@@ -143,17 +151,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	sigaction(SIGSEGV, &old, NULL);
 	if (!fg_npages)
 		fg_die("tracing", "a tick read no page of the image");
+	if (backend && strcmp(backend, "cpu")) {
+		/* every page written once, so each is the process's own before the
+		 * GPU pins it: the inputs' writes then land where the GPU reads */
+		for (size_t off = 0; off < fg_src->map_len; off += 4096)
+			((volatile char *)base)[off] = base[off];
+		eng_close(fg_e);
+		eo.backend = backend;
+		if (eng_open(fg_b, fg_t, &eo, &fg_e, err, sizeof err))
+			fg_die("eng_open", err);
+		fg_clock = CLOCK_MONOTONIC;
+	}
 	for (int i = 0; i < 100; i++) {
 		double t0 = fg_now_us();
-		eng_tick(fg_e, 0, err, sizeof err);
+		if (eng_tick(fg_e, 0, err, sizeof err))
+			fg_die("a clean tick", err);
 		double us = fg_now_us() - t0;
 		if (!i || us < fg_clean_us)
 			fg_clean_us = us;
 	}
 	const sn_world *w = eng_view(fg_e, err, sizeof err);
 	fprintf(stderr, "fuzz_guest: Linux %s, %u tasks, a tick reads %zu pages (%zu KiB) of %zu MiB; %u rules; "
-		"a clean tick %.0f us\n", fg_t->release, w ? w->tasks.n : 0, fg_npages, fg_npages * 4,
-		fg_src->map_len >> 20, (unsigned)fg_b->nrules, fg_clean_us);
+		"%s; a clean tick %.0f us\n", fg_t->release, w ? w->tasks.n : 0, fg_npages, fg_npages * 4,
+		fg_src->map_len >> 20, (unsigned)fg_b->nrules, eng_backend_note(fg_e), fg_clean_us);
 	return 0;
 }
 
@@ -228,7 +248,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		i += 5 + used;
 	}
 	double t0 = fg_now_us();
-	eng_tick(fg_e, 0, err, sizeof err);
+	if (eng_tick(fg_e, 0, err, sizeof err)) {  /* the GPU's fault: a finding */
+		fprintf(stderr, "fuzz_guest: input %lu: the tick failed: %s\n", fg_runs, err);
+		abort();
+	}
 	double us = fg_now_us() - t0;
 	if (us > fg_slow_us) {                    /* kept, to be run again: a guest's lever, or a hiccup? */
 		fg_slow_us = us;
@@ -253,3 +276,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
+
+#ifdef FG_STANDALONE
+/* xorshift64*: the inputs of a run are its seed's */
+static uint64_t fg_rand(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545f4914f6cdd1dull;
+}
+
+int main(int argc, char **argv)
+{
+	long runs = argc > 1 ? atol(argv[1]) : 100000;
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1, x = seed ? seed : 1;
+	if (runs <= 0) {
+		fprintf(stderr, "usage: fuzz_guest_gpu RUNS [SEED]   (SENTINEL_FUZZ_IMAGE, SENTINEL_FUZZ_BUNDLE, "
+			"SENTINEL_FUZZ_BACKEND=cuda)\n");
+		return 2;
+	}
+	LLVMFuzzerInitialize(&argc, &argv);
+	uint8_t buf[1024];
+	for (long i = 0; i < runs; i++) {
+		size_t n = 5 + fg_rand(&x) % (sizeof buf - 5);
+		for (size_t j = 0; j < n; j++)
+			buf[j] = (uint8_t)fg_rand(&x);
+		LLVMFuzzerTestOneInput(buf, n);
+	}
+	fprintf(stderr, "fuzz_guest: %ld random inputs (seed %llu), nothing found: %lu alerts, the slowest tick %.0f us "
+		"(clean %.0f us)\n", runs, (unsigned long long)seed, fg_alerts, fg_slow_us, fg_clean_us);
+	return 0;
+}
+#endif

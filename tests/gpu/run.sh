@@ -4,7 +4,7 @@
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
-#                        families [BACKENDS SECONDS]|targets [N,N SECONDS]]
+#                        families [BACKENDS SECONDS]|targets [N,N SECONDS]|fuzz [RUNS [SEED]]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -54,6 +54,14 @@ fi
 if [ "$what" = taskbench ]; then
 	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py)
 	PYTHONUNBUFFERED=1 python3 bench/task_scale.py "$work/bin" "${2:-cuda,cpu}" "${3:-60,5000,50000}" "${4:-10}" || rc=1
+fi
+if [ "$what" = fuzz ]; then
+	# the hostile guest with every tick on the GPU (tests/fuzz/fuzz_guest.c, no libFuzzer
+	# here): a guest booted and captured on this machine, random writes where a tick reads
+	img=$work/fuzz-guest.ram
+	PYTHONUNBUFFERED=1 python3 tests/fuzz/guest_image.py "$img" &&
+		SENTINEL_FUZZ_IMAGE=$img SENTINEL_FUZZ_BUNDLE=$work/bin/rules.bundle SENTINEL_FUZZ_BACKEND=cuda \
+		"$work/bin/fuzz_guest_gpu" "${2:-100000}" "${3:-1}" || rc=1
 fi
 if [ "$what" = families ]; then
 	# tick time with every object family: 8 disks, 8 interfaces, 200 cgroups (bench/families.py)
