@@ -252,6 +252,8 @@ static void fmt_value(const Metric *m, double v, char *buf, size_t n)
 		snprintf(buf, n, "%.0f KiB", v / 1024);
 	else if (m->unit == MU_LOAD)
 		snprintf(buf, n, "%.2f", v);
+	else if (m->unit == MU_BYTES_PER_SECOND)
+		snprintf(buf, n, "%.0f Mb/s", v * 8 / 1e6);
 	else
 		snprintf(buf, n, "%.0f", v);
 }

@@ -400,6 +400,7 @@ struct virtnet_info {
 	struct send_queue *sq;
 	struct receive_queue *rq;
 	u16 max_queue_pairs;
+	u32 speed;              /* Mb/s, SPEED_UNKNOWN (-1) unless the host says */
 };
 
 /* Filesystems: the mounts of the initial mount namespace, a list (up to

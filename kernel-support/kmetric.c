@@ -1411,6 +1411,7 @@ enum {
 	KN_CORE_RXD = KN_G1, KN_CORE_TXD,                        /* the core's drops, summed over CPUs */
 	KN_LO_PACKETS, KN_LO_BYTES,                              /* loopback */
 	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* virtio_net's queues, summed */
+	KN_V_SPEED,                                              /* virtio_net's link speed (Mb/s) */
 	KN_KIND, KN_FAILED, KN__COUNT
 };
 _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOCK)");
@@ -1429,8 +1430,11 @@ KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
 	u64 priv = KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
 						   : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
 	struct virtnet_info *vi = (struct virtnet_info *)(unsigned long)priv;
-	u64 a[3] = {km_addr(KP(vi->sq)), km_addr(KP(vi->rq)), km_addr(KP(vi->max_queue_pairs))}, v[3];
-	km_gather(a, 3, v);
+	u64 a[4] = {km_addr(KP(vi->sq)), km_addr(KP(vi->rq)), km_addr(KP(vi->max_queue_pairs)),
+		    KFIELD_EXISTS(virtnet_info, speed) ? km_addr(KP(vi->speed)) : km_dummy_addr()}, v[4];
+	km_gather(a, 4, v);
+	/* SPEED_UNKNOWN (-1) until the host tells (VIRTIO_NET_F_SPEED_DUPLEX) */
+	blk[KN_V_SPEED] = KFIELD_EXISTS(virtnet_info, speed) ? v[3] & 0xffffffffu : 0xffffffffu;
 	struct send_queue *sq = (struct send_queue *)(unsigned long)v[0];
 	struct receive_queue *rq = (struct receive_queue *)(unsigned long)v[1];
 	u32 nq = (u32)(v[2] & 0xffff), lane = simt_lane(), nl = simt_nlanes();
@@ -1527,6 +1531,7 @@ int km_net_stats(u64 d, u64 *blk)
 	}
 	for (u32 f = 0; f < 6; f++)
 		blk[KN_V_RXP + f] = 0;
+	blk[KN_V_SPEED] = 0xffffffffu;
 	if (kind == KN_VIRTIO && km_virtio_types())
 		km_virtio_queues(dev, blk);
 	blk[KN_KIND] = kind;
@@ -1575,6 +1580,18 @@ double km_net_rx_dropped(u64 d, const u64 *blk)
 	u64 core = blk[KN_CORE_RXD];
 	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED]);
 }
+/* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field; no
+ * other driver keeps one (ethtool asks the driver) */
+double km_net_speed(u64 d, const u64 *blk)
+{
+	if (blk[KN_FAILED])
+		return KM_NAN;
+	u64 mbps = blk[KN_V_SPEED];
+	if (blk[KN_KIND] != KN_VIRTIO || mbps == 0 || mbps >= 0x7fffffffu)
+		return KM_ABSENT;       /* SPEED_UNKNOWN, or no driver we read */
+	return (double)mbps * 125000.0;
+}
+
 double km_net_tx_dropped(u64 d, const u64 *blk)
 {
 	u64 core = blk[KN_CORE_TXD];

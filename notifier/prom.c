@@ -39,7 +39,8 @@ static void px_name(const Metric *m, char *buf, size_t n)
 	for (size_t i = 0; i < k && i < n; i++)
 		if (buf[i] == '.')
 			buf[i] = '_';
-	const char *unit = m->unit == MU_SECONDS ? "_seconds" : m->unit == MU_BYTES ? "_bytes" : "";
+	const char *unit = m->unit == MU_SECONDS ? "_seconds" : m->unit == MU_BYTES ? "_bytes"
+			   : m->unit == MU_BYTES_PER_SECOND ? "_bytes_per_second" : "";
 	snprintf(buf + k, n > k ? n - k : 0, "%s%s", unit, m->kind == MK_COUNTER ? "_total" : "");
 }
 

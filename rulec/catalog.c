@@ -22,6 +22,7 @@
 #define SECONDS MU_SECONDS
 #define BYTES MU_BYTES
 #define LOAD MU_LOAD
+#define BYTES_PER_SECOND MU_BYTES_PER_SECOND
 
 const Metric cat_metrics[MET__COUNT] = {
 #define X(id, name, ent, kind, type, unit, flags, desc, src) \
@@ -93,6 +94,6 @@ const char *cat_kind_name(MetricKind k) { return k == MK_GAUGE ? "gauge" : "coun
 
 const char *cat_unit_name(MetricUnit u)
 {
-	static const char *n[] = {"-", "count", "seconds", "bytes", "load"};
+	static const char *n[] = {"-", "count", "seconds", "bytes", "load", "bytes/s"};
 	return n[u];
 }

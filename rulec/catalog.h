@@ -25,7 +25,7 @@ typedef struct EntityInfo {
 extern const EntityInfo cat_entities[ENT__COUNT];
 typedef enum { MK_GAUGE, MK_COUNTER } MetricKind;
 typedef enum { MT_NUM, MT_BOOL, MT_STR, MT_STATE } MetricType;
-typedef enum { MU_NONE, MU_COUNT, MU_SECONDS, MU_BYTES, MU_LOAD } MetricUnit;
+typedef enum { MU_NONE, MU_COUNT, MU_SECONDS, MU_BYTES, MU_LOAD, MU_BYTES_PER_SECOND } MetricUnit;
 
 #define MF_RATE_LE_1 1u
 #define MF_SIGNED 2u

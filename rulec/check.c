@@ -363,6 +363,7 @@ static Ty c_metric(Chk *C, const Expr *e)
 	Dim d = {0, 0};
 	if (m->unit == MU_SECONDS) d.time = 1;
 	if (m->unit == MU_BYTES) d.bytes = 1;
+	if (m->unit == MU_BYTES_PER_SECOND) d.bytes = 1, d.time = -1;
 	return ty_num(d, (m->flags & MF_SIGNED) ? -INFINITY : 0, INFINITY);
 }
 

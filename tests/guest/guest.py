@@ -171,9 +171,11 @@ class Guest:
         # virtio NICs on QEMU's user-mode network (no host interface needed):
         # eth0, the network metrics' device, gateway 10.0.2.2
         # (no option ROM: nothing boots from them, and a carried QEMU's
-        # firmware folder holds only what -kernel needs)
+        # firmware folder holds only what -kernel needs); eth0 told its
+        # link is 1 Gb/s (net.speed), the others no speed (unknown)
         for i in range(self.nics):
-            cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=" % i]
+            cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=%s" %
+                    (i, ",speed=1000,duplex=full" if i == 0 else "")]
         # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
         for i in range(self.ndisks):
             cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]

@@ -62,7 +62,7 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
          "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
          "for d in /sys/class/net/*; do read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
-         "echo \"N ${d##*/} $f $c\"; done; "
+         "s=-; read -r s < $d/speed 2>/dev/null; echo \"N ${d##*/} $f $c $s\"; done; "
          "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
          "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
@@ -120,8 +120,8 @@ def parse_truth(out):
             # "  eth0: RXBYTES RXPKTS ERRS DROP FIFO FRAME COMPR MCAST TXBYTES TXPKTS ERRS DROP ..."
             name, rest = l.split(":", 1)
             t.setdefault("netdev", {})[name.strip()] = [int(x) for x in rest.split()]
-        elif sec == "netdev" and f[0] == "N" and len(f) == 4:
-            t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3]}
+        elif sec == "netdev" and f[0] == "N" and len(f) == 5:
+            t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3], "speed": f[4]}
         elif sec == "fs" and f[0] == "M" and len(f) == 4:
             # "M MOUNTPOINT TYPE ro|rw" (/proc/mounts)
             t.setdefault("mounts", {})[f[1]] = {"type": f[2], "ro": f[3] == "ro"}
@@ -406,6 +406,12 @@ def compare_nets(b, a, m, out, between, release=None):
             v = o.get("net.up")
             out.append((v is not None and v in up, "net.up{interface=%s} %s, /sys/class/net says %s" %
                         (name, v, " then ".join("up" if u else "down" for u in up)), repr(v)))
+            # speed in Mb/s, -1 unknown, unreadable for loopback: ours in bytes/s, or unknown
+            sp = sb["speed"] if sb["speed"] == sa["speed"] else None
+            want = int(sp) * 125000 if sp and sp.lstrip("-").isdigit() and int(sp) > 0 else None
+            v = o.get("net.speed")
+            out.append((sp is not None and v == want, "net.speed{interface=%s} %s, /sys/class/net says %s Mb/s" %
+                        (name, v, sp), "ours %r, want %r (speed file %r then %r)" % (v, want, sb["speed"], sa["speed"])))
 
 
 # the filesystems fs.* lists: ext2/3/4, tmpfs (and devtmpfs, rootfs on tmpfs), xfs, btrfs
