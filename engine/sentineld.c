@@ -1442,10 +1442,11 @@ int main(int argc, char **argv)
 	 * which halves the compile of a start or reload; backend = cuda
 	 * compiles it to say what is wrong with the GPU */
 	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION,
-			  .host_only = !gpu && strcmp(D.cf.backend, "cuda")};
+			  .host_only = !gpu && strcmp(D.cf.backend, "cuda"), .tick_s = (double)D.cf.tick_ns / 1e9};
 	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
-	if (r == 1) {
+	if (diags)                               /* errors (r == 1), or warnings: the rules run */
 		fputs(diags, stderr);
+	if (r == 1) {
 		rc = 1;
 		goto out;
 	}

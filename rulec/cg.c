@@ -15,9 +15,17 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* sn_rdesc as the generated code lays it out (cg_rule): two u64, six u32 */
+_Static_assert(sizeof(sn_rdesc) == 40, "sn_rdesc: rulec/cg.c builds it as {i64, i64, i32 x 6}");
+_Static_assert(offsetof(sn_rdesc, for_ns) == 0 && offsetof(sn_rdesc, clear_for_ns) == 8 &&
+	       offsetof(sn_rdesc, m_of) == 16 && offsetof(sn_rdesc, n_of) == 20 && offsetof(sn_rdesc, has_clear) == 24 &&
+	       offsetof(sn_rdesc, pid_slot) == 28 && offsetof(sn_rdesc, obj) == 32 && offsetof(sn_rdesc, _pad) == 36,
+	       "sn_rdesc: the field order rulec/cg.c's constant follows");
 
 /* ---- IR building ---------------------------------------------------------------- */
 
@@ -677,7 +685,8 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
 	LLVMValueRef value, entity;
 	cg_value(C, r->expr, &value, &entity);
-	/* the rule's constants: an sn_rdesc */
+	/* the rule's constants: an sn_rdesc, field for field (the asserts
+	 * below hold this struct type to snrt.h's) */
 	int vent = cg_value_entity(r->expr);
 	LLVMTypeRef ft[8] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32, C->i32, C->i32};
 	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 8, 0);

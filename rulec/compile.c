@@ -434,7 +434,7 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 	size_t npaths = 0;
 	RuleSet rs = {0};
 	DiagCtx d = {.max_errors = 1000};
-	CheckOpts co = {.tick = 0.1};
+	CheckOpts co = {.tick = o->tick_s > 0 ? o->tick_s : 0.1};
 	CgProg plan = {0};
 	*out = NULL;
 	*diags = NULL;
@@ -453,16 +453,23 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 	rs_check_all(&rs, &d);
 	if (!d.nerr)
 		cg_analyse(&plan, &rs, &d);
-	if (d.nerr) {
+	if (d.nerr || d.nwarn) {
 		size_t len;
 		FILE *m = open_memstream(diags, &len);
 		if (m) {
 			diag_sort(&d);
 			diag_print_text(&d, m, false);
-			fprintf(m, "%u error%s in %zu rule%s from %zu file%s; the running rules are unchanged\n", d.nerr,
-				d.nerr == 1 ? "" : "s", rs.n, rs.n == 1 ? "" : "s", rs.nfiles, rs.nfiles == 1 ? "" : "s");
+			if (d.nerr)
+				fprintf(m, "%u error%s in %zu rule%s from %zu file%s; the running rules are unchanged\n",
+					d.nerr, d.nerr == 1 ? "" : "s", rs.n, rs.n == 1 ? "" : "s", rs.nfiles,
+					rs.nfiles == 1 ? "" : "s");
+			else
+				fprintf(m, "%u warning%s in %zu rule%s from %zu file%s\n", d.nwarn, d.nwarn == 1 ? "" : "s",
+					rs.n, rs.n == 1 ? "" : "s", rs.nfiles, rs.nfiles == 1 ? "" : "s");
 			fclose(m);
 		}
+	}
+	if (d.nerr) {
 		e = 1;
 		goto out;
 	}

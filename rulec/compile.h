@@ -23,6 +23,8 @@ typedef struct CompOpts {
 	bool verify_only;         /* generate, relocate, LLView, verify; no optimisation or code */
 	bool full;                /* LLVM's default<O2> and full code generation (slower) */
 	bool host_only;           /* no GPU code: the bundle is for the CPU backend alone */
+	double tick_s;            /* comp_dir: the engine's tick, for the checker's warnings (a for:
+				   * or window shorter than it); 0: 100 ms */
 } CompOpts;
 
 /* The baseline PTX every GPU since Volta runs (the driver compiles it for
@@ -35,7 +37,8 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 
 /* Everything rulec -o does for a directory of rule files: load, check,
  * plan, compile.  On rule errors returns 1 and *diags holds them as
- * `rulec --check` prints them (malloc'd); -errno on other failures. */
+ * `rulec --check` prints them (malloc'd); -errno on other failures.  A
+ * success with warnings returns 0 and *diags holds those. */
 int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n);
 
 /* Only what the plan's code would need from a kernel: generate and

@@ -160,6 +160,23 @@ def startup_failures(tmp):
         f.write("groups:\n  - name: x\n    rules:\n      - alert: X\n        expr: host.mem_fre < 5%\n        severity: info\n")
     run(conf(tmp, "ramfile:/dev/null", rules="directory = %s" % broken), 1, "x.yaml:5:15: error",
         "broken rules: rulec's diagnostics")
+    # the checker's warnings about the tick are said, at the configured tick
+    warn = os.path.join(tmp, "warn-rules")
+    os.makedirs(warn, exist_ok=True)
+    with open(os.path.join(warn, "w.yaml"), "w") as f:
+        f.write("groups:\n  - name: w\n    rules:\n      - alert: W\n        expr: host.mem_free < 1MiB\n"
+                "        for: 50ms\n        severity: info\n")
+    for tick, want in (("100ms", True), ("10ms", False)):
+        path = os.path.join(tmp, "warn.conf")
+        with open(path, "w") as f:
+            f.write("[target]\nsource = ramfile:/dev/null\n[rules]\ndirectory = %s\n[engine]\nbackend = cpu\n"
+                    "tick = %s\n" % (warn, tick))
+        p = subprocess.run([SENTINELD, "-c", path, "--check-config"], capture_output=True, text=True, timeout=120)
+        line = "w.yaml:6:14: warning: for: 50ms is shorter than one tick (%s)" % tick in p.stderr
+        said = "[for-below-tick]" in p.stderr
+        report(clean_exit(p.returncode) and "Sanitizer" not in p.stderr and said == want and line == want,
+               "a rule's for: 50ms at a %s tick: %s" % (tick, "the checker's warning, with its line" if want else
+                                                       "no warning"), "exit %d\n%s" % (p.returncode, p.stderr))
     if not os.path.exists("/dev/nvidiactl"):
         run(conf(tmp, "ramfile:/dev/null", rules=shipped, backend="cuda"), 2, "not a memory image",
             "a source that is no memory image")

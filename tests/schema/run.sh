@@ -33,9 +33,17 @@ for f in tests/schema/bad-*.yaml; do
 		fail "schema/rejects $f" "the schema accepted it"
 	elif [ $rc -ne 3 ]; then
 		fail "schema/rejects $f" "the validator failed (exit $rc): $out"
-	elif "$rulec" --check -q "$f" >/dev/null 2>&1; then
-		fail "schema/rejects $f" "the schema rejects it but rulec accepts it"
 	else
-		pass "schema/rejects $f"
+		# rulec rejects with exit 1 (errors); 0 accepts, 2 is usage or I/O,
+		# and anything else a crash, none of which is a rejection
+		"$rulec" --check -q "$f" >/dev/null 2>&1
+		rrc=$?
+		if [ $rrc -eq 0 ]; then
+			fail "schema/rejects $f" "the schema rejects it but rulec accepts it"
+		elif [ $rrc -ne 1 ]; then
+			fail "schema/rejects $f" "rulec --check exited $rrc, not 1 (its errors)"
+		else
+			pass "schema/rejects $f"
+		fi
 	fi
 done
