@@ -37,7 +37,7 @@ struct Engine {
 	void *on_tick_ctx;
 	void *snap;                   /* eng_values' copy: the block up to the task maps */
 	uint64_t hb, hb_ns;           /* eng_health: the heartbeat last seen, and when it moved */
-	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_fault) */
+	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_test_fault) */
 };
 
 static uint64_t eng_clock(void)
@@ -241,21 +241,26 @@ static void eng_sleep_until(uint64_t t)
 
 /* The CPU backend's clock: the same schedule the GPU kernel keeps (a late
  * tick is counted; far behind, the schedule skips instead of bursting). */
-/* Test hook: whether the file named by SENTINEL_TEST_FAULTS holds `what`:
- * "handover" fails a GPU handover just after the old kernel stopped;
- * "stall" holds the CPU backend's tick thread before its tick, as a tick
- * stuck in a read would (tests/engine). */
-static bool eng_fault(const char *what)
+long eng_test_fault_n(const char *what)
 {
 	const char *path = getenv("SENTINEL_TEST_FAULTS");
 	FILE *f = path && *path ? fopen(path, "r") : NULL;
 	if (!f)
-		return false;
+		return 0;
 	char buf[128];
 	size_t k = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[k] = 0;
-	return strstr(buf, what) != NULL;
+	const char *at = strstr(buf, what);
+	if (!at)
+		return 0;
+	long v = strtol(at + strlen(what), NULL, 10);
+	return v > 0 ? v : 1;
+}
+
+bool eng_test_fault(const char *what)
+{
+	return eng_test_fault_n(what) > 0;
 }
 
 static void *eng_cpu_thread(void *arg)
@@ -281,7 +286,7 @@ static void *eng_cpu_thread(void *arg)
 		eng_sleep_until(next);
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			break;
-		while (e->faults && eng_fault("stall") && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+		while (e->faults && eng_test_fault("stall") && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			eng_sleep_until(eng_clock() + 10000000);
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -356,7 +361,7 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 				&e->params, gpu_block_addr(old->gpu));
 		int r = gpu_upload(e->gpu, err, n);
 		return r ? r : gpu_takeover(e->gpu, old->gpu, 10000000000ull + 4 * old->params.tick_ns,
-					    old->faults && eng_fault("handover"), err, n);
+					    old->faults && eng_test_fault("handover"), err, n);
 	}
 	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, old->b, &old->params, &e->params,
 			(uint64_t)(uintptr_t)old->block);

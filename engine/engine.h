@@ -97,6 +97,15 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
  * what was done, empty when nothing was. */
 int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
 
+/* Test hook: whether the file named by SENTINEL_TEST_FAULTS holds `what`:
+ * "handover" fails a GPU handover just after the old kernel stopped;
+ * "stall" holds the CPU backend's tick thread before its tick, as a tick
+ * stuck in a read would; "reload-oom N" makes a reload's compile run out
+ * of memory at its Nth allocation (sentineld) (tests/engine).
+ * eng_test_fault_n: the number after `what` (1 if none), 0 if absent. */
+bool eng_test_fault(const char *what);
+long eng_test_fault_n(const char *what);
+
 EngBackend eng_backend(const Engine *e);
 /* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */
 const char *eng_backend_note(const Engine *e);

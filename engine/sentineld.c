@@ -418,6 +418,8 @@ static void *d_compile_thread(void *arg)
 	DCompile *j = arg;
 	/* Linux: a thread's own nice value, inherited by the compiler's threads */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	if (getenv("SENTINEL_TEST_FAULTS"))
+		u_oom_after(eng_test_fault_n("reload-oom"));
 	j->r = comp_dir(j->D->cf.rules_dir, &j->D->co, j->out, j->diags, j->err, j->n);
 	return NULL;
 }

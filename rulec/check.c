@@ -50,10 +50,9 @@ static void c_error(Chk *C, SrcLoc loc, DiagCode code, const char *fmt, ...)
 	va_start(ap, fmt);
 	sb_vprintf(&b, fmt, ap);
 	va_end(ap);
-	diag_report(C->d, loc, code, "%s", b.s);
 	if (diag_default_severity(code) == SEV_ERROR)
 		C->failed = true;
-	sb_free(&b);
+	diag_report_msg(C->d, loc, code, b.s);    /* takes the message */
 }
 
 /* The expression's own text, for messages. */

@@ -428,58 +428,95 @@ int comp_relocs(const CgProg *p, ReloSet *out, char *err, size_t n)
 	return e;
 }
 
-int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n)
+/* What comp_dir holds while it runs, freed at its end: also when the front
+ * end runs out of memory part way (u_oom), so on the heap and reached
+ * through one pointer that setjmp's frame does not change. */
+typedef struct CompDir {
+	char **paths;
+	size_t npaths;
+	RuleSet rs;
+	DiagCtx d;
+	CgProg plan;
+} CompDir;
+
+static void comp_dir_free(CompDir *c)
 {
-	char **paths = NULL;
-	size_t npaths = 0;
-	RuleSet rs = {0};
-	DiagCtx d = {.max_errors = 1000};
+	cg_free(&c->plan);
+	rs_free(&c->rs);
+	diag_free(&c->d);
+	for (size_t i = 0; i < c->npaths; i++)
+		free(c->paths[i]);
+	free(c->paths);
+	free(c);
+}
+
+static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err,
+			size_t n)
+{
 	CheckOpts co = {.tick = o->tick_s > 0 ? o->tick_s : 0.1};
-	CgProg plan = {0};
-	*out = NULL;
-	*diags = NULL;
-	int e = rs_list_dir(dir, &paths, &npaths);
+	int e = rs_list_dir(dir, &c->paths, &c->npaths);
 	if (e) {
 		snprintf(err, n, "%s: cannot read the rule directory: %s", dir, strerror(-e));
-		goto out;
+		return e;
 	}
-	if (!npaths) {
+	if (!c->npaths) {
 		snprintf(err, n, "%s: no rule files (*.yaml) in the rule directory", dir);
-		e = -ENOENT;
-		goto out;
+		return -ENOENT;
 	}
-	for (size_t i = 0; i < npaths; i++)
-		rf_load(&rs, paths[i], &d, &co);
-	rs_check_all(&rs, &d);
-	if (!d.nerr)
-		cg_analyse(&plan, &rs, &d);
-	if (d.nerr || d.nwarn) {
+	for (size_t i = 0; i < c->npaths; i++)
+		rf_load(&c->rs, c->paths[i], &c->d, &co);
+	rs_check_all(&c->rs, &c->d);
+	if (!c->d.nerr)
+		cg_analyse(&c->plan, &c->rs, &c->d);
+	const DiagCtx *d = &c->d;
+	const RuleSet *rs = &c->rs;
+	if (d->nerr || d->nwarn) {
 		size_t len;
 		FILE *m = open_memstream(diags, &len);
 		if (m) {
-			diag_sort(&d);
-			diag_print_text(&d, m, false);
-			if (d.nerr)
+			diag_sort(&c->d);
+			diag_print_text(d, m, false);
+			if (d->nerr)
 				fprintf(m, "%u error%s in %zu rule%s from %zu file%s; the running rules are unchanged\n",
-					d.nerr, d.nerr == 1 ? "" : "s", rs.n, rs.n == 1 ? "" : "s", rs.nfiles,
-					rs.nfiles == 1 ? "" : "s");
+					d->nerr, d->nerr == 1 ? "" : "s", rs->n, rs->n == 1 ? "" : "s", rs->nfiles,
+					rs->nfiles == 1 ? "" : "s");
 			else
-				fprintf(m, "%u warning%s in %zu rule%s from %zu file%s\n", d.nwarn, d.nwarn == 1 ? "" : "s",
-					rs.n, rs.n == 1 ? "" : "s", rs.nfiles, rs.nfiles == 1 ? "" : "s");
+				fprintf(m, "%u warning%s in %zu rule%s from %zu file%s\n", d->nwarn, d->nwarn == 1 ? "" : "s",
+					rs->n, rs->n == 1 ? "" : "s", rs->nfiles, rs->nfiles == 1 ? "" : "s");
 			fclose(m);
 		}
 	}
-	if (d.nerr) {
-		e = 1;
-		goto out;
+	if (d->nerr)
+		return 1;
+	return comp_build(&c->plan, o, out, err, n);
+}
+
+#define COMP_OOM "%s: out of memory checking the rules; nothing changed (free memory, then try again)"
+
+/* comp_dir_run, with the front end's out-of-memory caught (u_oom): the
+ * caller's rules stay, and what this compile had allocated is freed */
+int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n)
+{
+	*out = NULL;
+	*diags = NULL;
+	CompDir *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, n, COMP_OOM, dir);
+		return -ENOMEM;
 	}
-	e = comp_build(&plan, o, out, err, n);
-out:
-	cg_free(&plan);
-	rs_free(&rs);
-	diag_free(&d);
-	for (size_t i = 0; i < npaths; i++)
-		free(paths[i]);
-	free(paths);
+	c->d.max_errors = 1000;
+	jmp_buf jb;
+	jmp_buf *prev = u_oom_catch(&jb);
+	int e;
+	if (setjmp(jb)) {
+		free(*diags);
+		*diags = NULL;
+		snprintf(err, n, COMP_OOM, dir);
+		e = -ENOMEM;
+	} else {
+		e = comp_dir_run(c, dir, o, out, diags, err, n);
+	}
+	u_oom_catch(prev);
+	comp_dir_free(c);
 	return e;
 }

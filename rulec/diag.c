@@ -22,10 +22,13 @@ DiagSeverity diag_default_severity(DiagCode c) { return diag_info[c].sev; }
 
 SrcFile *src_new(const char *name, char *text, size_t len)
 {
-	SrcFile *f = calloc(1, sizeof *f);
-	if (!f)
-		abort();
-	f->name = strdup(name);
+	char *nm = u_xstrdup(name);
+	SrcFile *f = u_tcalloc(1, sizeof *f);
+	if (!f) {
+		free(nm);
+		u_oom();                /* text is still the caller's */
+	}
+	f->name = nm;
 	f->text = text;
 	f->len = len;
 	return f;
@@ -49,9 +52,7 @@ static void src_index_lines(const SrcFile *cf)
 	size_t n = 1;
 	for (size_t i = 0; i < f->len; i++)
 		n += f->text[i] == '\n';
-	f->line_start = malloc(n * sizeof *f->line_start);
-	if (!f->line_start)
-		abort();
+	f->line_start = u_xmalloc(n * sizeof *f->line_start);
 	f->line_start[0] = 0;
 	size_t k = 1;
 	for (size_t i = 0; i < f->len; i++)
@@ -97,17 +98,24 @@ size_t src_offset(const SrcFile *f, unsigned line, unsigned col)
 	return i;
 }
 
-static Diag *diag_push(DiagCtx *d)
+/* A new diagnostic holding msg (taken: freed too when there is no room,
+ * before u_oom, so a caller's message never leaks). */
+static Diag *diag_push(DiagCtx *d, char *msg)
 {
 	if (d->n == d->cap) {
-		d->cap = d->cap ? d->cap * 2 : 16;
-		d->v = realloc(d->v, d->cap * sizeof *d->v);
-		if (!d->v)
-			abort();
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		Diag *v = u_trealloc(d->v, cap * sizeof *v);
+		if (!v) {
+			free(msg);
+			u_oom();
+		}
+		d->v = v;
+		d->cap = cap;
 	}
 	Diag *g = &d->v[d->n];
 	memset(g, 0, sizeof *g);
 	g->seq = d->n++;
+	g->msg = msg;
 	return g;
 }
 
@@ -115,35 +123,44 @@ static char *vfmt(const char *fmt, va_list ap)
 {
 	StrBuf b = {0};
 	sb_vprintf(&b, fmt, ap);
-	return b.s ? b.s : strdup("");
+	return b.s ? b.s : u_xstrdup("");
 }
 
-void diag_report(DiagCtx *d, SrcLoc loc, DiagCode code, const char *fmt, ...)
+void diag_report_msg(DiagCtx *d, SrcLoc loc, DiagCode code, char *msg)
 {
 	DiagSeverity sev = diag_info[code].sev;
-	if (d->truncated)
+	if (d->truncated) {
+		free(msg);
 		return;
+	}
 	if (d->max_errors && sev == SEV_ERROR && d->nerr >= d->max_errors) {
-		Diag *g = diag_push(d);
+		free(msg);
+		Diag *g = diag_push(d, u_xstrdup("too many errors; stopping (raise --max-errors to see more)"));
 		g->loc = loc;
 		g->code = DIAG_TOO_MANY_ERRORS;
 		g->sev = SEV_ERROR;
-		g->msg = strdup("too many errors; stopping (raise --max-errors to see more)");
 		d->truncated = true;
 		return;
 	}
-	va_list ap;
-	va_start(ap, fmt);
-	Diag *g = diag_push(d);
+	Diag *g = diag_push(d, msg ? msg : u_xstrdup(""));
 	g->loc = loc;
 	g->code = code;
 	g->sev = sev;
-	g->msg = vfmt(fmt, ap);
-	va_end(ap);
 	if (sev == SEV_ERROR)
 		d->nerr++;
 	else
 		d->nwarn++;
+}
+
+void diag_report(DiagCtx *d, SrcLoc loc, DiagCode code, const char *fmt, ...)
+{
+	if (d->truncated)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = vfmt(fmt, ap);
+	va_end(ap);
+	diag_report_msg(d, loc, code, msg);
 }
 
 void diag_note(DiagCtx *d, SrcLoc loc, const char *fmt, ...)

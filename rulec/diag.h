@@ -66,6 +66,8 @@ SrcLoc src_loc_at(const SrcFile *f, size_t off, unsigned len);
 /* Byte offset of a (line, col) location. */
 size_t src_offset(const SrcFile *f, unsigned line, unsigned col);
 
+/* The same with a message already made (malloc'd; taken, whatever happens) */
+void diag_report_msg(DiagCtx *d, SrcLoc loc, DiagCode code, char *msg);
 void diag_report(DiagCtx *d, SrcLoc loc, DiagCode code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Attach a note with its own location to the diagnostic just reported. */

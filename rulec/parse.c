@@ -67,13 +67,13 @@ static void p_error(Parser *P, unsigned off, unsigned len, DiagCode code, const 
 	if (P->failed)
 		return;
 	P->failed = true;
+	SrcLoc loc = expr_loc(P->src, off, len ? len : 1);   /* first: it may allocate, and b is held after */
 	StrBuf b = {0};
 	va_list ap;
 	va_start(ap, fmt);
 	sb_vprintf(&b, fmt, ap);
 	va_end(ap);
-	diag_report(P->d, expr_loc(P->src, off, len ? len : 1), code, "%s", b.s);
-	sb_free(&b);
+	diag_report_msg(P->d, loc, code, b.s);   /* takes the message */
 }
 
 /* ---- lexer (lex_) ---- */

@@ -1,5 +1,6 @@
 /* relo.c - relocation records (see relo.h). */
 #include "relo.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,8 +45,8 @@ long relo_intern(ReloSet *r, ReloKind kind, const char *a, const char *b, uint32
 	}
 	Relo *x = &r->v[r->n];
 	x->kind = kind;
-	x->a = strdup(a);
-	x->b = strdup(b);
+	x->a = u_xstrdup(a);
+	x->b = u_xstrdup(b);
 	x->bits = bits;
 	x->weak = weak;
 	if (!x->a || !x->b) {

@@ -11,6 +11,7 @@
 #include "rules.h"
 #include "tmpl.h"
 #include "units.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,16 +70,16 @@ static void rf_unknown_keys(RfCtx *C, const YtNode *map, const char *const *allo
 		}
 		if (!strcmp(ks, "keep_firing_for"))
 			best = "clear_for";
-		StrBuf keys = {0};
-		for (const char *const *a = allowed; *a; a++)
-			sb_printf(&keys, "%s%s", a == allowed ? "" : ", ", *a);
-		if (best)
-			diag_report(C->d, rf_key_loc(k), DIAG_UNKNOWN_KEY,
-				    "unknown key '%s' in %s; did you mean '%s'?", ks, where, best);
-		else
-			diag_report(C->d, rf_key_loc(k), DIAG_UNKNOWN_KEY,
-				    "unknown key '%s' in %s; the keys are: %s", ks, where, keys.s);
-		sb_free(&keys);
+		SrcLoc loc = rf_key_loc(k);            /* first: it may allocate, and msg is held after */
+		StrBuf msg = {0};
+		if (best) {
+			sb_printf(&msg, "unknown key '%s' in %s; did you mean '%s'?", ks, where, best);
+		} else {
+			sb_printf(&msg, "unknown key '%s' in %s; the keys are: ", ks, where);
+			for (const char *const *a = allowed; *a; a++)
+				sb_printf(&msg, "%s%s", a == allowed ? "" : ", ", *a);
+		}
+		diag_report_msg(C->d, loc, DIAG_UNKNOWN_KEY, msg.s);   /* takes the message */
 	}
 }
 
@@ -314,9 +315,7 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 	RuleSet *rs = C->rs;
 	if (rs->n == rs->cap) {
 		rs->cap = rs->cap ? rs->cap * 2 : 64;
-		rs->v = realloc(rs->v, rs->cap * sizeof *rs->v);
-		if (!rs->v)
-			abort();
+		rs->v = u_xrealloc(rs->v, rs->cap * sizeof *rs->v);
 	}
 	Rule *r = &rs->v[rs->n];
 	memset(r, 0, sizeof *r);
@@ -414,21 +413,21 @@ static void rf_file(RfCtx *C, const YtNode *root)
 	}
 	if (!rf_expect(C, groups, YT_SEQ, "groups"))
 		return;
-	const YtNode **names = malloc((groups->u.seq.n + 1) * sizeof *names);
+	/* in the arena: nothing to free, also when a group runs out of memory (u_oom) */
+	const YtNode **names = arena_alloc(&C->rs->arena, (groups->u.seq.n + 1) * sizeof *names);
 	size_t nnames = 0;
 	for (size_t i = 0; i < groups->u.seq.n; i++)
 		rf_group(C, groups->u.seq.v[i], names, &nnames);
-	free(names);
 }
 
+/* text (malloc'd, or NULL) is rs's from here on, whatever fails */
 static SrcFile *rs_add_file(RuleSet *rs, const char *name, char *text, size_t len)
 {
+	rs->pending = text;
+	rs->files = u_xrealloc(rs->files, (rs->nfiles + 1) * sizeof *rs->files);
 	SrcFile *f = src_new(name, text, len);
+	rs->pending = NULL;
 	f->index = (unsigned)rs->nfiles;
-	SrcFile **v = realloc(rs->files, (rs->nfiles + 1) * sizeof *v);
-	if (!v)
-		abort();
-	rs->files = v;
 	rs->files[rs->nfiles++] = f;
 	return f;
 }
@@ -466,9 +465,7 @@ void rs_check_all(RuleSet *rs, DiagCtx *d)
 	size_t cap = 16;
 	while (cap < rs->n * 2)
 		cap *= 2;
-	Rule **tab = calloc(cap, sizeof *tab);
-	if (!tab)
-		abort();
+	Rule **tab = arena_alloc(&rs->arena, cap * sizeof *tab);   /* rs's: nothing to free (u_oom) */
 	for (size_t i = 0; i < rs->n; i++) {
 		Rule *r = &rs->v[i];
 		unsigned long h = 5381;
@@ -488,7 +485,6 @@ void rs_check_all(RuleSet *rs, DiagCtx *d)
 			}
 		}
 	}
-	free(tab);
 }
 
 void rs_free(RuleSet *rs)
@@ -497,6 +493,7 @@ void rs_free(RuleSet *rs)
 		src_free(rs->files[i]);
 	free(rs->files);
 	free(rs->v);
+	free(rs->pending);
 	arena_free(&rs->arena);
 	memset(rs, 0, sizeof *rs);
 }

@@ -40,6 +40,8 @@ typedef struct RuleSet {
 	SrcFile **files;
 	size_t nfiles;
 	Arena arena;
+	char *pending;            /* a file's text before its SrcFile holds it: rs_free frees it
+				   * when the front end ran out of memory in between (u_oom) */
 } RuleSet;
 
 typedef struct CheckOpts {

@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +16,73 @@ struct ArenaBlock {
 
 #define ARENA_BLOCK 65536
 
-static void *u_xalloc(size_t n)
+static _Thread_local jmp_buf *u_trap;        /* u_oom_catch */
+static _Thread_local long u_fail_in;          /* u_oom_after */
+
+_Noreturn void u_oom(void)
 {
-	void *p = malloc(n);
-	if (!p) {
-		fputs("sentinel: out of memory\n", stderr);
-		abort();
+	jmp_buf *t = u_trap;
+	if (t) {
+		u_trap = NULL;                /* once: a second u_oom() while unwinding aborts */
+		longjmp(*t, 1);
 	}
+	fputs("sentinel: out of memory\n", stderr);
+	abort();
+}
+
+jmp_buf *u_oom_catch(jmp_buf *jb)
+{
+	jmp_buf *prev = u_trap;
+	u_trap = jb;
+	return prev;
+}
+
+void u_oom_after(long n) { u_fail_in = n; }
+
+/* the test hook's count: this allocation fails when it reaches zero */
+static bool u_injected(void)
+{
+	return u_fail_in > 0 && --u_fail_in == 0;
+}
+
+void *u_xmalloc(size_t n)
+{
+	void *p = u_injected() ? NULL : malloc(n ? n : 1);
+	if (!p)
+		u_oom();
 	return p;
+}
+
+void *u_tcalloc(size_t n, size_t size)
+{
+	return u_injected() ? NULL : calloc(n ? n : 1, size ? size : 1);
+}
+
+void *u_xcalloc(size_t n, size_t size)
+{
+	void *p = u_tcalloc(n, size);
+	if (!p)
+		u_oom();
+	return p;
+}
+
+void *u_trealloc(void *p, size_t n)
+{
+	return u_injected() ? NULL : realloc(p, n ? n : 1);
+}
+
+void *u_xrealloc(void *p, size_t n)
+{
+	void *q = u_trealloc(p, n);
+	if (!q)
+		u_oom();
+	return q;
+}
+
+char *u_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(u_xmalloc(n), s, n);
 }
 
 void *arena_alloc(Arena *a, size_t n)
@@ -35,7 +95,7 @@ void *arena_alloc(Arena *a, size_t n)
 		b->off = b->cap;
 	if (!b || b->cap - b->off < n) {
 		size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
-		b = u_xalloc(sizeof *b + cap);
+		b = u_xmalloc(sizeof *b + cap);
 		b->cap = cap;
 		b->off = 0;
 		if (cap == n && a->head) {	/* big block: keep the current one open */
@@ -106,10 +166,11 @@ static void sb_grow(StrBuf *b, size_t extra)
 	size_t cap = b->cap ? b->cap * 2 : 256;
 	while (cap < b->len + extra + 1)
 		cap *= 2;
-	char *s = realloc(b->s, cap);
-	if (!s) {
-		fputs("sentinel: out of memory\n", stderr);
-		abort();
+	char *s = u_trealloc(b->s, cap);
+	if (!s) {                         /* the buffer goes: a local StrBuf's owner unwinds (u_oom) */
+		free(b->s);
+		*b = (StrBuf){0};
+		u_oom();
 	}
 	b->s = s;
 	b->cap = cap;

@@ -6,6 +6,7 @@
 #ifndef SENTINEL_UTIL_H
 #define SENTINEL_UTIL_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -15,7 +16,28 @@ typedef struct Arena {
 	size_t used;      /* bytes handed out, for limits and statistics */
 } Arena;
 
-void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned; aborts on OOM */
+/* Out of memory in the front end.  The allocations it cannot go on without
+ * (arenas, string buffers, the rule and diagnostic arrays) are made by the
+ * u_x* helpers, which call u_oom() when malloc fails: that abort()s, unless
+ * the calling thread set a catch (u_oom_catch, comp_dir: a reload's compile
+ * in sentineld fails, the daemon and its running rules stay), where it
+ * longjmps back; what the abandoned work had allocated leaks. */
+_Noreturn void u_oom(void);
+/* Make u_oom() on this thread jump to *jb (NULL: abort again); returns the
+ * catch set before, to put back. */
+jmp_buf *u_oom_catch(jmp_buf *jb);
+/* Test hook: the nth u_x* allocation from now on this thread fails (0: none). */
+void u_oom_after(long n);
+void *u_xmalloc(size_t n);
+void *u_xcalloc(size_t n, size_t size);
+/* The same, NULL instead of u_oom(): for a caller that must let go of what
+ * it holds first (counted by the test hook too). */
+void *u_tcalloc(size_t n, size_t size);
+void *u_trealloc(void *p, size_t n);
+void *u_xrealloc(void *p, size_t n);
+char *u_xstrdup(const char *s);
+
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned; u_oom() when out of memory */
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

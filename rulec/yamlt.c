@@ -1,5 +1,6 @@
 /* yamlt.c - libyaml events -> YtNode tree, with limits. */
 #include "yamlt.h"
+#include "util.h"
 
 #include <string.h>
 #include <yaml.h>
@@ -116,9 +117,7 @@ static void yt_frame_push_item(Frame *fr, void *item)
 {
 	if (fr->n == fr->cap) {
 		fr->cap = fr->cap ? fr->cap * 2 : 8;
-		void **v = realloc(fr->items, fr->cap * sizeof *v);
-		if (!v)
-			abort();
+		void **v = u_xrealloc(fr->items, fr->cap * sizeof *v);
 		fr->items = v;
 	}
 	fr->items[fr->n++] = item;
@@ -162,7 +161,8 @@ static void yt_add(Loader *L, YtNode *n)
 
 static void yt_finish_collection(Loader *L, yaml_mark_t end)
 {
-	Frame *fr = &L->stack[--L->depth];
+	Frame *fr = &L->stack[L->depth - 1];  /* popped once its items are copied: until then a
+						 * load that runs out of memory frees them (yt_run_free) */
 	YtNode *n = fr->node;
 	n->end = (uint32_t)yt_mark_off(L, end);
 	if (n->kind == YT_SEQ) {
@@ -198,6 +198,7 @@ static void yt_finish_collection(Loader *L, yaml_mark_t end)
 	free(fr->items);
 	char *anchor = fr->anchor;
 	memset(fr, 0, sizeof *fr);
+	L->depth--;
 	yt_anchor(L, anchor, n);
 	yt_add(L, n);
 }
@@ -273,52 +274,87 @@ static bool yt_event(Loader *L, yaml_event_t *ev, int *docs)
 	}
 }
 
-YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d)
-{
-	Loader L = {.f = f, .a = a, .d = d};   /* libyaml counts a BOM as one character */
+/* A load's state, on the heap: yt_load frees it also when the front end
+ * runs out of memory part way (u_oom), then passes that on. */
+typedef struct YtRun {
+	Loader L;
 	yaml_parser_t p;
 	yaml_event_t ev;
+	bool p_live, ev_live;
+} YtRun;
+
+static void yt_run_free(YtRun *R)
+{
+	if (R->ev_live)
+		yaml_event_delete(&R->ev);
+	if (R->p_live)
+		yaml_parser_delete(&R->p);
+	while (R->L.depth > 0)
+		free(R->L.stack[--R->L.depth].items);
+	free(R);
+}
+
+static YtNode *yt_run(YtRun *R, const SrcFile *f, DiagCtx *d)
+{
+	Loader *L = &R->L;
 	int docs = 0;
 	unsigned nerr = d->nerr;
 
-	if (!yt_precheck(f, d, &L.ascii))
+	if (!yt_precheck(f, d, &L->ascii))
 		return NULL;
-	if (!yaml_parser_initialize(&p)) {
+	if (!yaml_parser_initialize(&R->p)) {
 		diag_report(d, (SrcLoc){f, 0, 0, 0}, DIAG_IO, "cannot initialise the YAML parser (out of memory?)");
 		return NULL;
 	}
-	yaml_parser_set_input_string(&p, (const unsigned char *)f->text, f->len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
+	R->p_live = true;
+	yaml_parser_set_input_string(&R->p, (const unsigned char *)f->text, f->len);
+	yaml_parser_set_encoding(&R->p, YAML_UTF8_ENCODING);
 	for (;;) {
-		if (!yaml_parser_parse(&p, &ev)) {
-			SrcLoc loc = yt_mark_loc(&L, p.problem_mark);
-			if (p.context)
-				diag_report(d, loc, DIAG_YAML_SYNTAX, "%s %s (line %zu)", p.problem,
-					    p.context, (size_t)p.context_mark.line + 1);
+		if (!yaml_parser_parse(&R->p, &R->ev)) {
+			SrcLoc loc = yt_mark_loc(L, R->p.problem_mark);
+			if (R->p.context)
+				diag_report(d, loc, DIAG_YAML_SYNTAX, "%s %s (line %zu)", R->p.problem,
+					    R->p.context, (size_t)R->p.context_mark.line + 1);
 			else
-				diag_report(d, loc, DIAG_YAML_SYNTAX, "%s", p.problem ? p.problem : "YAML error");
-			L.failed = true;
+				diag_report(d, loc, DIAG_YAML_SYNTAX, "%s", R->p.problem ? R->p.problem : "YAML error");
+			L->failed = true;
 			break;
 		}
-		bool go = yt_event(&L, &ev, &docs);
-		bool end = ev.type == YAML_STREAM_END_EVENT;
-		yaml_event_delete(&ev);
+		R->ev_live = true;
+		bool go = yt_event(L, &R->ev, &docs);
+		bool end = R->ev.type == YAML_STREAM_END_EVENT;
+		yaml_event_delete(&R->ev);
+		R->ev_live = false;
 		if (!go)
-			L.failed = true;
+			L->failed = true;
 		if (!go || end)
 			break;
 	}
-	yaml_parser_delete(&p);
-	while (L.depth > 0)
-		free(L.stack[--L.depth].items);
-	if (L.failed || d->nerr > nerr)
+	if (L->failed || d->nerr > nerr)
 		return NULL;
-	if (!L.root || yt_is_null(L.root)) {
+	if (!L->root || yt_is_null(L->root)) {
 		diag_report(d, (SrcLoc){f, 1, 1, 1}, DIAG_EMPTY_FILE,
 			    "the file has no rules; a rule file starts with 'groups:'");
 		return NULL;
 	}
-	return L.root;
+	return L->root;
+}
+
+YtNode *yt_load(const SrcFile *f, Arena *a, DiagCtx *d)
+{
+	YtRun *R = u_xcalloc(1, sizeof *R);
+	R->L = (Loader){.f = f, .a = a, .d = d};   /* libyaml counts a BOM as one character */
+	jmp_buf jb;
+	jmp_buf *prev = u_oom_catch(&jb);
+	if (setjmp(jb)) {
+		yt_run_free(R);
+		u_oom_catch(prev);
+		u_oom();                               /* on to the caller's catch */
+	}
+	YtNode *root = yt_run(R, f, d);
+	u_oom_catch(prev);
+	yt_run_free(R);
+	return root;
 }
 
 SrcLoc yt_loc(const YtNode *n)

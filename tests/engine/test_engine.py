@@ -541,6 +541,28 @@ def with_guest(tmp):
                status(tmp).get("reloads") == before.get("reloads"),
                "SIGHUP: the same, in the log", d.text()[-2000:])
         os.unlink(os.path.join(rules, "broken.yaml"))
+        # ---- a reload whose compile runs out of memory: the reload fails, not the daemon ------
+        # (at the 1st, 10th, 50th and 200th allocation of the front end: each
+        # part way through different work; ASan's leak check at sentineld's
+        # exit sees whatever an abandoned compile did not give back)
+        for at in (1, 10, 50, 200):
+            with open(fault, "w") as f:
+                f.write("reload-oom %d\n" % at)
+            before = status(tmp)
+            rc, out, err = ctl(tmp, "reload")
+            os.unlink(fault)
+            time.sleep(0.3)
+            after = status(tmp)
+            said = (out + err).strip()
+            report(rc != 0 and "out of memory checking the rules; nothing changed" in said and d.p.poll() is None and
+                   after.get("reloads") == before.get("reloads") and after.get("rules") == before.get("rules") and
+                   after.get("ticks", 0) > before.get("ticks", 0) and after.get("target", {}).get("state") == "ok",
+                   "a reload that runs out of memory at its allocation %d fails, and the daemon and its rules run "
+                   "on (%s)" % (at, said[-100:]),
+                   "rc %d\n%s\nbefore %s\nafter %s\n%s" % (rc, said, before, after, d.text()[-2000:]))
+        rc, out, err = ctl(tmp, "reload")
+        report(rc == 0 and status(tmp).get("reloads") == before.get("reloads", 0) + 1,
+               "with memory again, the next reload works (%s)" % out.strip()[:100], "rc %d\n%s%s" % (rc, out, err))
         # ---- a handover that fails after the old kernel stopped (CUDA) ---------------------
         if BACKEND == "cuda":
             with open(fault, "w") as f:

@@ -2,6 +2,7 @@
 #include "ast.h"
 #include "bundle.h"
 #include "catalog.h"
+#include "cg.h"
 #include "diag.h"
 #include "rules.h"
 #include "units.h"
@@ -77,6 +78,62 @@ static void test_printable(void)
 	CHECK("printable-cut", u_printable(b, 6, "ab\xff" "cd", 16, "") == 2 && !strcmp(b, "ab"));
 	CHECK("printable-cut-utf8", u_printable(b, 4, "a\xe2\x82\xac", 16, "") == 1 && !strcmp(b, "a"));
 	CHECK("printable-empty", u_printable(b, 1, "abc", 3, "") == 0 && !b[0]);
+}
+
+/* One try: 1 when the kth allocation failed and was caught. */
+static int oom_try(long k, char **paths, size_t n)
+{
+	RuleSet *rs = calloc(1, sizeof *rs);
+	DiagCtx *d = calloc(1, sizeof *d);
+	CgProg *plan = calloc(1, sizeof *plan);
+	d->max_errors = 1000;
+	CheckOpts co = {.tick = 0.1};
+	jmp_buf jb;
+	jmp_buf *prev = u_oom_catch(&jb);
+	int caught = 1;
+	u_oom_after(k);
+	if (!setjmp(jb)) {
+		for (size_t i = 0; i < n; i++)
+			rf_load(rs, paths[i], d, &co);
+		rs_check_all(rs, d);
+		cg_analyse(plan, rs, d);
+		caught = 0;
+	}
+	u_oom_after(0);
+	u_oom_catch(prev);
+	cg_free(plan);
+	rs_free(rs);
+	diag_free(d);
+	free(plan);
+	free(rs);
+	free(d);
+	return caught;
+}
+
+/* Out of memory anywhere in the front end (what sentineld's reload runs):
+ * every allocation of loading, checking and planning every rule file in
+ * rules/ and tests/check/ fails in turn, caught as comp_dir catches it;
+ * each must unwind cleanly, and what was built must free (ASan: no crash,
+ * LeakSanitizer at exit: no leak). */
+static void test_oom_everywhere(void)
+{
+	char **paths = NULL, **more = NULL;
+	size_t np = 0, nm = 0;
+	if (rs_list_dir("rules", &paths, &np) || rs_list_dir("tests/check", &more, &nm) ||
+	    !(paths = realloc(paths, (np + nm) * sizeof *paths))) {
+		CHECK("oom-files", 0);
+		return;
+	}
+	memcpy(paths + np, more, nm * sizeof *more);
+	free(more);
+	long k = 1;
+	while (k < 100000 && oom_try(k, paths, np + nm))
+		k++;
+	CHECK("oom-every-allocation-of-the-front-end-unwinds", k > 100 && k < 100000);
+	printf("     (%ld allocations failed in turn, %zu files)\n", k - 1, np + nm);
+	for (size_t i = 0; i < np + nm; i++)
+		free(paths[i]);
+	free(paths);
 }
 
 static void test_catalog(void)
@@ -217,6 +274,7 @@ int main(void)
 	test_units();
 	test_edit_distance();
 	test_printable();
+	test_oom_everywhere();
 	test_catalog();
 	test_scalar_locations();
 	test_src_loc_utf8();
