@@ -27,7 +27,7 @@ LIBS := $(YAML_LIBS) -lm
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
 	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
 	rulec/ruletest.c
-RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h
+RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h kernel-support/kstate.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
@@ -67,7 +67,7 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
 # into rulec (rulec/libbc.c) and linked with every rule set it compiles.
 RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c engine/snrt.c
-RT_HDR := kernel-support/kcore.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
+RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
 	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g \
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
@@ -188,7 +188,7 @@ $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC)
 	@mkdir -p $(B)
 	$(CLANG) -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) -g -O1 \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		$(YAML_CFLAGS) $(JANSSON_CFLAGS) -Irulec -Iengine -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS) $(JANSSON_LIBS)
+		$(YAML_CFLAGS) $(JANSSON_CFLAGS) -Irulec -Iengine -Ikernel-support -o $@ tests/fuzz/fuzz_rules.c $(RULEC_LIB_SRC) $(LIBS) $(JANSSON_LIBS)
 
 # sentinel-inspect with LLVM, libbpf, libelf, jansson and libyaml linked
 # statically: for GPU machines with no package registry (tests/gpu/pack.sh).

@@ -1242,7 +1242,8 @@ static int d_listen(Daemon *D, char *err, size_t n)
 	return 0;
 }
 
-/* One reply line.  It is small; a client that does not read it loses it. */
+/* Forget a client: its socket, its unread requests and unsent answers; a
+ * reload it waits for goes on with nobody to answer. */
 static void d_client_close(Daemon *D, Client *c)
 {
 	if (c->fd >= 0)

@@ -28,6 +28,7 @@
  * each metric as one function.
  */
 #include "kcore.h"
+#include "kstate.h"
 #include "kx.h"
 
 #define KM_INLINE static inline __attribute__((always_inline))
@@ -640,7 +641,7 @@ double km_task_state(u64 t)
 	unsigned int s = (state | (unsigned int)KR(p->exit_state)) & 0x7fu;   /* TASK_REPORT */
 	if (state == 0x402u)                                                  /* TASK_IDLE */
 		return 'I';
-	static const char letters[] = "RSDTtXZPI";
+	static const char letters[] = KSTATE_LETTERS;
 	unsigned i = 0;
 	while (s && i < 8) {               /* fls() */
 		i++;

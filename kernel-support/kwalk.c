@@ -1,5 +1,6 @@
 /* kwalk.c - freestanding kernel walks (see kwalk.h). */
 #include "kwalk.h"
+#include "kstate.h"
 
 /* task states as include/linux/sched.h has them since 5.14 */
 #define TASK_REPORT     0x7fu
@@ -9,7 +10,7 @@
 
 char kw_state_letter(uint32_t state, uint32_t exit_state)
 {
-	static const char letters[] = "RSDTtXZPI";
+	static const char letters[] = KSTATE_LETTERS;
 	if (state == TASK_IDLE)
 		return 'I';
 	uint32_t s = (state | exit_state) & TASK_REPORT, i = 0;

@@ -6,6 +6,7 @@
  * cannot be false (or true) is reported, as is a percentage above 100 held
  * against a quantity bounded by 100%.
  */
+#include "kstate.h"
 #include "rules.h"
 #include "units.h"
 
@@ -139,7 +140,7 @@ static const char *c_range(const Ty *t, char *buf, size_t n)
 	return buf;
 }
 
-static const char *const task_states = "RSDTtZXPI";
+static const char *const task_states = KSTATE_LETTERS;
 
 static Ty c_compare(Chk *C, const Expr *e)
 {

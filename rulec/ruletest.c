@@ -1,4 +1,5 @@
 /* ruletest.c - the rule test file parser (see ruletest.h). */
+#include "kstate.h"
 #include "ruletest.h"
 #include "units.h"
 
@@ -141,7 +142,7 @@ bool ut_expand(const char *s, const YtNode *n, bool letters, double **vout, size
 			ok = ut_push(&v, &nv, &cap, UT_MISSING, x ? reps : 1);
 		} else if (!strcmp(t, "stale") && !x) {
 			ok = ut_push(&v, &nv, &cap, UT_STALE, 1);
-		} else if (letters && strlen(t) == 1 && strchr("RSDTtZXPI", t[0])) {
+		} else if (letters && strlen(t) == 1 && strchr(KSTATE_LETTERS, t[0])) {
 			ok = ut_push(&v, &nv, &cap, (double)(unsigned char)t[0], x ? reps + 1 : 1);
 		} else {
 			char *e;
