@@ -54,7 +54,7 @@
 #define D_STR_(x) #x
 #define D_STR(x) D_STR_(x)
 
-typedef enum { TS_OK, TS_LOST } TargetState;
+typedef enum { TS_OK, TS_LOST, TS_PAUSED } TargetState;   /* PAUSED: by its hypervisor, not watched */
 
 /* One machine watched ([target] or [target NAME]): its memory, kernel and
  * engine.  Every target runs the same rules (Daemon.b), each on its own
@@ -72,6 +72,7 @@ typedef struct DTarget {
 	struct stat ram_st;           /* a ramfile target: the file we mapped */
 	TargetState ts;
 	char err[512];
+	char pause_why[96];           /* d_target_paused's answer */
 	unsigned restarts;
 	uint64_t next_check_ns;
 	bool tasks_full;              /* the target had more tasks than the table at the last check */
@@ -79,7 +80,7 @@ typedef struct DTarget {
 	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Engine *ne;                   /* a reload's engine for it, until the handover */
 	bool gone;                    /* a reload found it no more in the configuration */
-	bool dropping;                /* its VM is gone: its engine's alerts are not delivered (until reopened) */
+	bool dropping;                /* its VM is gone or paused: its engine's alerts are not delivered (until reopened) */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
@@ -284,6 +285,18 @@ static const char *d_target_gone(const DTarget *T)
 	return NULL;
 }
 
+/* Why the VM behind T is not running now though it is there (its
+ * hypervisor paused it: libvirt's domain status), or NULL.  Its memory
+ * holds still: no context switch, and not hung. */
+static const char *d_target_paused(DTarget *T)
+{
+	char st[32];
+	if (ms_vm_state(T->cf.source, st, sizeof st) || (strcmp(st, "paused") && strcmp(st, "pmsuspended")))
+		return NULL;
+	snprintf(T->pause_why, sizeof T->pause_why, "paused by its hypervisor (libvirt: %s)", st);
+	return T->pause_why;
+}
+
 static void d_log_disabled(DTarget *T)
 {
 	Daemon *D = T->D;
@@ -305,9 +318,10 @@ static void d_alert(void *ctx, const sn_alert *a)
 	Daemon *D = T->D;
 	if (a->rule >= D->b->nrules || T->dropping)
 		return;
-	/* the VM stopped since the last check: what its frozen memory says now
-	 * (no context switch, say) is not news; the watch looks at once */
-	if (d_target_gone(T)) {
+	/* the VM stopped or was paused since the last check: what its frozen
+	 * memory says now (no context switch, say) is not news; the watch
+	 * looks at once */
+	if (d_target_gone(T) || d_target_paused(T)) {
 		T->dropping = true;
 		T->next_check_ns = 0;
 		return;
@@ -937,6 +951,15 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			lost = "its memory no longer holds the kernel found at start (rebooted, or overwritten)";
 		if (!lost && eng_health(T->e, err, sizeof err))
 			lost = err;
+		const char *paused = lost ? NULL : d_target_paused(T);
+		if (paused) {
+			snprintf(T->err, sizeof T->err, "%s", paused);
+			nt_log(D->nt, 5, "target paused: %s %s; its rules stop until it runs again", T->label, paused);
+			d_drain(D);
+			d_close_target(T);
+			T->ts = TS_PAUSED;
+			return;
+		}
 		if (!lost) {
 			d_watch_tasks(T);
 			d_watch_objects(T);
@@ -952,6 +975,11 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		return;
 	}
 	T->next_check_ns = now + D_TARGET_RETRY_NS;
+	const char *paused = d_target_paused(T);
+	if (paused) {                            /* not yet: its memory still holds still */
+		snprintf(T->err, sizeof T->err, "%s", paused);
+		return;
+	}
 	if (d_open_target(T, err, sizeof err)) {
 		snprintf(T->err, sizeof T->err, "%s", err);
 		return;
@@ -993,7 +1021,8 @@ static json_t *d_target_status(DTarget *T)
 {
 	Daemon *D = T->D;
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i}", "name", T->cf.name, "source", T->cf.source, "state",
-			      T->ts == TS_OK ? "ok" : "lost", "restarts", (int)T->restarts);
+			      T->ts == TS_OK ? "ok" : T->ts == TS_PAUSED ? "paused" : "lost", "restarts",
+			      (int)T->restarts);
 	if (T->ts != TS_OK)
 		json_object_set_new(o, "error", json_string(T->err));
 	if (T->cf.nlabels) {

@@ -138,15 +138,21 @@ static int ms_qemu_path(long pid, char *out, size_t outn, char *err, size_t n)
 	return 0;
 }
 
-/* libvirt:DOMAIN -> the PID libvirt wrote for the running domain's QEMU
- * ($SENTINEL_LIBVIRT_RUNDIR, else /run/libvirt/qemu, DOMAIN.pid). */
-static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
+/* Where libvirt keeps a running domain's files: $SENTINEL_LIBVIRT_RUNDIR,
+ * else /run/libvirt/qemu; DOMAIN.pid, DOMAIN.xml (its status). */
+static void ms_libvirt_file(const char *dom, const char *ext, char *path, size_t n)
 {
 	const char *dir = getenv("SENTINEL_LIBVIRT_RUNDIR");
+	snprintf(path, n, "%s/%s.%s", dir && *dir ? dir : "/run/libvirt/qemu", dom, ext);
+}
+
+/* libvirt:DOMAIN -> the PID libvirt wrote for the running domain's QEMU. */
+static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
+{
 	char path[4096];
 	if (!*dom || strchr(dom, '/'))
 		return ks_fail(err, n, -EINVAL, "libvirt:%s: give a domain's name (virsh list)", dom);
-	snprintf(path, sizeof path, "%s/%s.pid", dir && *dir ? dir : "/run/libvirt/qemu", dom);
+	ms_libvirt_file(dom, "pid", path, sizeof path);
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return ks_fail(err, n, -errno, "libvirt:%s: %s: %s (is the domain running? virsh start %s)", dom, path,
@@ -155,6 +161,33 @@ static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
 	fclose(f);
 	if (got != 1 || *pid <= 0)
 		return ks_fail(err, n, -EINVAL, "libvirt:%s: %s holds no PID", dom, path);
+	return 0;
+}
+
+int ms_vm_state(const char *spec, char *state, size_t n)
+{
+	if (strncmp(spec, "libvirt:", 8))
+		return -ENOTSUP;
+	const char *dom = spec + 8, *comma = strchr(dom, ',');
+	char name[256], path[4096], buf[4096];
+	snprintf(name, sizeof name, "%.*s", (int)(comma ? (size_t)(comma - dom) : strlen(dom)), dom);
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	ms_libvirt_file(name, "xml", path, sizeof path);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	size_t k = fread(buf, 1, sizeof buf - 1, f);    /* the root element comes first */
+	fclose(f);
+	buf[k] = 0;
+	const char *at = strstr(buf, "<domstatus");
+	const char *st = at ? strstr(at, "state=") : NULL;
+	if (!st || (st[6] != '\'' && st[6] != '"'))
+		return -EINVAL;
+	const char *end = strchr(st + 7, st[6]);
+	if (!end)
+		return -EINVAL;
+	snprintf(state, n, "%.*s", (int)(end - st - 7), st + 7);
 	return 0;
 }
 

@@ -73,6 +73,11 @@ void ms_refresh(const MemSource *s);
 /* 1 when the memory the source maps has changed shape since it was opened
  * (pmem: the device's ranges, after memory hotplug), 0 if not, -errno. */
 int ms_changed(const MemSource *s);
+/* The VM's run state as its hypervisor says, for spec libvirt:DOMAIN: the
+ * state of DOMAIN.xml's <domstatus> beside its PID file ("running",
+ * "paused", "pmsuspended", ...).  0, -ENOTSUP for other sources, or -errno.
+ * A paused VM's memory holds still: no context switches, and not hung. */
+int ms_vm_state(const char *spec, char *state, size_t n);
 /* Total bytes of RAM the source maps. */
 unsigned long long ms_total(const MemSource *s);
 /* Fill a kx_mem's ranges from the source. */

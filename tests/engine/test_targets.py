@@ -249,6 +249,38 @@ def live(tmp):
                "sentinelctl reload takes the drop-ins: c goes, d (libvirt:vm-d, RAM in a memfd) comes and runs the "
                "rules (%s)" % out.strip(),
                out + err + "\n" + json.dumps(targets(tmp), indent=1)[:2000] + "\n" + text()[-2000:])
+        # ---- d is paused by its hypervisor (virsh suspend), then resumed ---------------------------------
+        # libvirt stops the QEMU, then writes the domain's status beside its PID file
+        status_xml = os.path.join(virt, "vm-d.xml")
+
+        def domstatus(state):
+            with open(status_xml + ".new", "w") as f:
+                f.write("<domstatus state='%s' reason='user' pid='%d'>\n  <domain type='kvm'/>\n</domstatus>\n" %
+                        (state, gs["d"].proc.pid))
+            os.replace(status_xml + ".new", status_xml)
+        domstatus("running")
+        n0 = len(events(tmp))
+        gs["d"].hmp("stop")
+        domstatus("paused")
+        paused = wait(lambda: (lambda t: t if t.get("state") == "paused" else None)(targets(tmp).get("d", {})), 15)
+        time.sleep(4.0)                 # NoContextSwitches's 1 s window, many times over
+        rc, out, _ = ctl(tmp, "status")
+        report(paused is not None and "paused by its hypervisor (libvirt: paused)" in paused.get("error", "") and
+               "target paused: d (" in text() and
+               any(line.split()[:2] == ["d", "paused"] for line in out.splitlines()),
+               "d paused by its hypervisor: status says paused, and why (%s)" % (paused or {}).get("error"),
+               json.dumps(targets(tmp).get("d"), indent=1) + "\n" + out + "\n" + text()[-2000:])
+        gs["d"].hmp("cont")
+        domstatus("running")
+        back = wait(lambda: (lambda t: t if t.get("state") == "ok" and t.get("ticks", 0) > 20 else None)(
+            targets(tmp).get("d", {})), 30)
+        # (a new engine's ClockNotSynchronising goes pending again, as at any start: the guests keep no time)
+        wrong = [e for e in events(tmp)[n0:] if e["target"] == "d" and
+                 (e["alert"] == "NoContextSwitches" or e["state"] == "firing")]
+        report(back is not None and not wrong,
+               "d resumed: its rules run again, and its frozen memory raised nothing meanwhile (NoContextSwitches "
+               "would: a paused VM switches no context)",
+               json.dumps(wrong, indent=1)[:2000] + "\n" + json.dumps(targets(tmp).get("d"), indent=1))
         # ---- the others ---------------------------------------------------------------------------------
         t_after = targets(tmp)
         elapsed = time.time() - t0
