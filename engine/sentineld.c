@@ -980,6 +980,8 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		snprintf(T->err, sizeof T->err, "%s", paused);
 		return;
 	}
+	if (T->ts == TS_PAUSED)                  /* running again, or gone: looked for as a lost one */
+		T->ts = TS_LOST;
 	if (d_open_target(T, err, sizeof err)) {
 		snprintf(T->err, sizeof T->err, "%s", err);
 		return;

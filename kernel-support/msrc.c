@@ -164,13 +164,21 @@ static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
 	return 0;
 }
 
+/* The VM's name or PID in "qemu:ARG[,opts]" or "libvirt:ARG[,opts]" (arg
+ * points past the colon) into name; returns where its options start, or NULL. */
+static const char *ms_vm_arg(const char *arg, char *name, size_t n)
+{
+	const char *comma = strchr(arg, ',');
+	snprintf(name, n, "%.*s", (int)(comma ? (size_t)(comma - arg) : strlen(arg)), arg);
+	return comma;
+}
+
 int ms_vm_state(const char *spec, char *state, size_t n)
 {
 	if (strncmp(spec, "libvirt:", 8))
 		return -ENOTSUP;
-	const char *dom = spec + 8, *comma = strchr(dom, ',');
 	char name[256], path[4096], buf[4096];
-	snprintf(name, sizeof name, "%.*s", (int)(comma ? (size_t)(comma - dom) : strlen(dom)), dom);
+	ms_vm_arg(spec + 8, name, sizeof name);
 	if (!*name || strchr(name, '/'))
 		return -EINVAL;
 	ms_libvirt_file(name, "xml", path, sizeof path);
@@ -196,9 +204,8 @@ int ms_vm_state(const char *spec, char *state, size_t n)
 static int ms_resolve_vm(const char *spec, char **out, char *err, size_t n)
 {
 	bool virt = !strncmp(spec, "libvirt:", 8);
-	const char *arg = spec + (virt ? 8 : 5), *comma = strchr(arg, ',');
 	char name[256];
-	snprintf(name, sizeof name, "%.*s", (int)(comma ? (size_t)(comma - arg) : strlen(arg)), arg);
+	const char *comma = ms_vm_arg(spec + (virt ? 8 : 5), name, sizeof name);
 	long pid = 0;
 	int e;
 	if (virt) {
