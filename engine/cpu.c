@@ -72,7 +72,7 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	if (!r)
 		r = cpu_lookup(c, "sn_feed_tick", &feed, err, n);
 	if (!r)
-		r = cpu_lookup(c, "__sentinel_mem", &mem, err, n);
+		r = cpu_lookup(c, KX_MEM_SYM, &mem, err, n);
 	if (!r)
 		r = cpu_lookup(c, CORE_TABLE, &relo, err, n);
 	if (r) {

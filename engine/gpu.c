@@ -564,7 +564,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	if (r)
 		return r;
 	gpu_trace("start: globals");
-	if ((r = gpu_set_global(g, "__sentinel_mem", &dmem, sizeof dmem, err, n)) ||
+	if ((r = gpu_set_global(g, KX_MEM_SYM, &dmem, sizeof dmem, err, n)) ||
 	    (r = gpu_set_global(g, CORE_TABLE, res->value, res->n * sizeof *res->value, err, n)))
 		return r;
 	gpu_trace("start: alloc");

@@ -113,6 +113,14 @@ int kx_percpu(const kx_cpus *c, uint64_t sym, uint32_t cpu, uint64_t *va);
 bool kx_cpu_online(const kx_cpus *c, uint32_t cpu);
 bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
 
+/* The translation runtime's memory description (llview_rt.c): one global
+ * a loaded bundle, filled by the engine (engine/cpu.c, engine/gpu.c find
+ * it by its name, KX_MEM_SYM) and read by every load LLView rewrote. */
+#define KX_MEM_VAR __sentinel_mem
+#define KX_STR_(x) #x
+#define KX_STR(x) KX_STR_(x)
+#define KX_MEM_SYM KX_STR(KX_MEM_VAR)
+
 /* A walk's loop check (Brent's): give it every node the walk reaches, in
  * order; true once a node comes round again.  A list or tree the kernel
  * keeps never does that; a cycle that does not pass the head does, made by

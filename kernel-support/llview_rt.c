@@ -14,7 +14,7 @@
 #include "simt.h"
 
 /* The target's RAM as this reader sees it; the loader fills it in. */
-kx_mem __sentinel_mem;
+kx_mem KX_MEM_VAR;                  /* __sentinel_mem, by the name the engine looks for */
 
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err);
 uint64_t __llview_load_slow(uint64_t va, uint32_t size, int32_t *err);
