@@ -140,10 +140,13 @@ def tasks(g, name):
     stable = set(gs) & ga                      # present in both guest reads
     missing = sorted(p for p in stable if p not in host)
     extra = sorted(p for p in host if p not in gs and p not in ga)
-    # /proc/PID/stat shows a kworker's workqueue after a dash ("kworker/0:1-events")
-    # and a kernel thread's full name where task->comm keeps 15 characters
+    # /proc/PID/stat shows a kworker's workqueue after a dash ("kworker/0:1-events"),
+    # or after a plus while it runs a work item ("kworker/u8:1+flush-253:0": the
+    # kernel's wq_worker_comm), and a kernel thread's full name where task->comm
+    # keeps 15 characters
     badname = sorted((p, host[p], gs[p]) for p in stable if p in host and
                      not (gs[p] == host[p] or gs[p].startswith(host[p] + "-") or
+                          gs[p].startswith(host[p] + "+") or
                           (len(host[p]) == 15 and gs[p].startswith(host[p]))))
     report(not missing and not extra and not badname and len(host) > 10,
            "%s: task list (%d tasks) equals /proc PIDs and names" % (name, len(host)),
