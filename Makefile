@@ -48,7 +48,7 @@ KS_LIBS := $(LIBBPF_LIBS)
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
-ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
+ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)

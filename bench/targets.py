@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One sentineld, many targets: what each more target costs (CPU backend).
+"""One sentineld, many targets: what each more target costs.
 
     python3 bench/targets.py BUILD-DIR [N,N,...] [SECONDS] [TICK_MS] [TASKS]
 
@@ -11,7 +11,10 @@ N, sentineld runs the shipped rules against all of them at the given tick
 (default 100 ms) for SECONDS (default 30) and the table says: start-up time
 until every target ticks, sentineld's host CPU (all threads, schedstat),
 its resident memory, ticks and late ticks summed over the targets, the
-longest tick.  TASKS sets [engine] tasks, the task table's first rows
+longest tick.  BENCH_BACKEND=cuda runs the targets in the GPU's one kernel
+for all of them (a fleet), and the table adds its groups, its group ticks
+late and its longest group tick (default: cpu).  BENCH_PROFILE: a shell
+command run over the measurement window, {pid} being sentineld's.  TASKS sets [engine] tasks, the task table's first rows
 (default 4096; each row costs 4 KiB of history per windowed task metric,
 and the table grows for a target with more).  Results go in
 docs/benchmarks.md by hand.
@@ -33,6 +36,10 @@ COUNTS = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "1,10,50,100").
 SECS = float(sys.argv[3]) if len(sys.argv) > 3 else 30
 TICK_MS = float(sys.argv[4]) if len(sys.argv) > 4 else 100
 TASKS = int(sys.argv[5]) if len(sys.argv) > 5 else 4096
+BACKEND = os.environ.get("BENCH_BACKEND", "cpu")
+# BENCH_LIVE=1: N live guests instead (TCG, 1 CPU, 256 MiB each, booted for
+# each N), each watched through its RAM file: memory that moves
+LIVE = os.environ.get("BENCH_LIVE") == "1"
 
 
 def cpu_ns(pid):
@@ -44,6 +51,21 @@ def cpu_ns(pid):
         except OSError:
             pass
     return t
+
+
+def threads_ns(pid):
+    """CPU time by thread name (the main loop, the CUDA driver's threads, ...)."""
+    by = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                t = int(f.read().split()[0])
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        by[name] = by.get(name, 0) + t
+    return by
 
 
 def rss_mib(pid):
@@ -63,14 +85,14 @@ def status(sock):
         return {}
 
 
-def run(tmp, core, n):
+def run(tmp, core, n, sources=None):
     conf = os.path.join(tmp, "n%d.conf" % n)
     sock = os.path.join(tmp, "n%d.sock" % n)
     with open(conf, "w") as f:
         for i in range(n):
-            f.write("[target vm%04d]\nsource = vmcore:%s\n" % (i, core))
-        f.write("[rules]\ndirectory = %s\n[engine]\nbackend = cpu\ntick = %gms\ntasks = %d\n[notify]\nlog = no\n"
-                "[control]\nsocket = %s\n" % (os.path.join(TOP, "rules"), TICK_MS, TASKS, sock))
+            f.write("[target vm%04d]\nsource = %s\n" % (i, sources[i] if sources else "vmcore:" + core))
+        f.write("[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = %gms\ntasks = %d\n[notify]\nlog = no\n"
+                "[control]\nsocket = %s\n" % (os.path.join(TOP, "rules"), BACKEND, TICK_MS, TASKS, sock))
     log = open(os.path.join(tmp, "n%d.log" % n), "w")
     t0 = time.time()
     d = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
@@ -84,19 +106,39 @@ def run(tmp, core, n):
             time.sleep(0.5)
         if up is None:
             return "N=%d: did not start (see %s)" % (n, log.name)
-        s0, c0 = status(sock), cpu_ns(d.pid)
+        s0 = status(sock)
+        c0, b0 = cpu_ns(d.pid), threads_ns(d.pid)
+        prof = None
+        if os.environ.get("BENCH_PROFILE"):      # a command on sentineld over the window ({pid})
+            prof = subprocess.Popen(os.environ["BENCH_PROFILE"].replace("{pid}", str(d.pid)), shell=True)
         time.sleep(SECS)
-        s1, c1 = status(sock), cpu_ns(d.pid)
+        c1, b1 = cpu_ns(d.pid), threads_ns(d.pid)
+        if prof:
+            prof.wait()
+        s1 = status(sock)
+        top = sorted(((b1[k] - b0.get(k, 0), k) for k in b1), reverse=True)[:3]
+        alerts = s1.get("alerts_delivered", 0) - s0.get("alerts_delivered", 0)
+        who = ", ".join("%s %.2f%%" % (k, v / SECS / 1e7) for v, k in top)
         ticks = sum(t["ticks"] for t in s1["targets"]) - sum(t["ticks"] for t in s0["targets"])
         late = sum(t["late_ticks"] for t in s1["targets"]) - sum(t["late_ticks"] for t in s0["targets"])
         longest = max(t["max_tick_us"] for t in s1["targets"])
         tables = s1["targets"][0].get("table_bytes", 0) / 1048576
         hist = s1["targets"][0].get("history_bytes", 0) / 1048576
         last = sum(t["last_tick_us"] for t in s1["targets"]) / n
-        return ("N=%4d  start %6.1f s  CPU %7.2f%% of a core  RSS %7.0f MiB  ticks %7d (%.0f%% of due)  late %5d  "
-                "tick mean %7.0f us, longest %8.0f us  tables %.1f MiB a target (histories %.1f)" %
-                (n, up, (c1 - c0) / SECS / 1e7, rss_mib(d.pid), ticks, 100.0 * ticks / (n * SECS * 1000 / TICK_MS),
-                 late, last, longest, tables, hist))
+        fleet = ""
+        if BACKEND == "cuda":
+            f0, f1 = s0.get("gpu_fleet", {}), s1.get("gpu_fleet", {})
+            skipped = sum(t.get("skipped_ticks", 0) for t in s1["targets"]) - \
+                sum(t.get("skipped_ticks", 0) for t in s0["targets"])
+            fleet = ("\n        GPU %s: %d groups of %d blocks (grid %d); group ticks %d, late %d, longest %.0f us; "
+                     "skipped %d" % (f1.get("device"), f1.get("groups", 0), f1.get("group_blocks", 0),
+                                     f1.get("grid", 0), f1.get("group_ticks", 0) - f0.get("group_ticks", 0),
+                                     f1.get("late_group_ticks", 0) - f0.get("late_group_ticks", 0),
+                                     f1.get("max_group_tick_us", 0), skipped))
+        return ("N=%4d  start %6.1f s  CPU %7.2f%% of a core (%s)  RSS %7.0f MiB  ticks %7d (%.0f%% of due)  late %5d  "
+                "tick mean %7.0f us, longest %8.0f us  tables %.1f MiB a target (histories %.1f)  alerts %d" %
+                (n, up, (c1 - c0) / SECS / 1e7, who, rss_mib(d.pid), ticks, 100.0 * ticks / (n * SECS * 1000 / TICK_MS),
+                 late, last, longest, tables, hist, alerts)) + fleet
     finally:
         d.terminate()
         try:
@@ -106,15 +148,43 @@ def run(tmp, core, n):
             d.wait()
 
 
+def live(tmp):
+    """N live guests for each N: booted together, then watched."""
+    ks = guest.kernels()
+    print("live guests (Debian 6.12, TCG, 1 CPU, 256 MiB); backend %s, %s ms tick, %.0f s per N, task table %d "
+          "rows, %d CPUs here" % (BACKEND, TICK_MS, SECS, TASKS, os.cpu_count()), flush=True)
+    for n in COUNTS:
+        gs = []
+        try:
+            t0 = time.time()
+            for i in range(n):
+                g = guest.Guest(ks["debian-6.12"], mem_mb=256, cpus=1, name="bl%d" % i)
+                gs.append(g)
+                g.start()
+            print("N=%d: %d guests booted in %.0f s" % (n, n, time.time() - t0), flush=True)
+            print(run(tmp, None, n, ["ramfile:" + g.ram for g in gs]), flush=True)
+        except guest.GuestError as e:
+            print("N=%d: guest: %s" % (n, e), flush=True)
+        finally:
+            for g in gs:
+                g.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="sentinel-bench-targets-")
+    if LIVE:
+        try:
+            live(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     try:
         ks = guest.kernels()
         core = os.path.join(tmp, "guest.core")
         with guest.Guest(ks["debian-6.12"], name="bt") as g:
             g.dump(core)
-        print("image: %s (%.0f MiB); %s ms tick, %.0f s per N, task table %d rows, %d CPUs here" %
-              (core, os.path.getsize(core) / 1048576, TICK_MS, SECS, TASKS, os.cpu_count()), flush=True)
+        print("image: %s (%.0f MiB); backend %s, %s ms tick, %.0f s per N, task table %d rows, %d CPUs here" %
+              (core, os.path.getsize(core) / 1048576, BACKEND, TICK_MS, SECS, TASKS, os.cpu_count()), flush=True)
         for n in COUNTS:
             print(run(tmp, core, n), flush=True)
     finally:

@@ -490,11 +490,6 @@ int cf_load(Config *c, const char *path, FILE *errs)
 		fprintf(errs, "%s: error: [engine] record takes one target; this file has %u\n", path, c->ntargets);
 		R.nerr++;
 	}
-	if (c->ntargets > 1 && !strcmp(c->backend, "cuda")) {
-		fprintf(errs, "%s: error: %u targets: several targets run on the CPU backend for now (one GPU kernel for "
-			"all of them is not built yet); set [engine] backend = cpu or auto\n", path, c->ntargets);
-		R.nerr++;
-	}
 	return R.nerr;
 }
 

@@ -111,6 +111,12 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 			 "source = pmem (the sentinel_pmem module) for the GPU, or backend = cpu");
 		r = -EINVAL;
 		goto fail;
+	} else if (o->fleet) {
+		r = gpu_fleet_member((GpuFleet *)o->fleet, &e->gpu, err, n);
+		if (r)
+			goto fail;
+		e->backend = ENG_CUDA;
+		snprintf(e->note, sizeof e->note, "cuda: %s, one kernel for every target", gpu_device_name(e->gpu));
 	} else if (!strcmp(want, "cuda") || !strcmp(want, "auto")) {
 		char why[512];
 		r = gpu_open(b, o->gpu, &e->gpu, why, sizeof why);
@@ -454,3 +460,34 @@ int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n)
 	memcpy(out, (char *)e->block + e->L.o_rstate, bytes);
 	return 0;
 }
+
+/* ---- a fleet ------------------------------------------------------------------------------------ */
+
+/* An EngFleet is the GPU's fleet itself (gpu.h), behind the engine's name. */
+int eng_fleet_open(const Bundle *b, const EngOpts *o, EngFleet **out, char *err, size_t n)
+{
+	if (b->abi != SN_ABI_VERSION) {
+		snprintf(err, n, "the bundle was made for engine ABI %u, this is ABI %u: recompile the rules with "
+			 "this version's rulec", b->abi, SN_ABI_VERSION);
+		return -ENOEXEC;
+	}
+	GpuFleet *f;
+	int r = gpu_fleet_open(b, o ? o->gpu : 0, &f, err, n);
+	if (!r)
+		*out = (EngFleet *)f;
+	return r;
+}
+
+void eng_fleet_info(EngFleet *f, EngFleetInfo *out)
+{
+	GpuFleetInfo g;
+	gpu_fleet_info((GpuFleet *)f, &g);
+	*out = (EngFleetInfo){.members = g.members, .groups = g.groups, .group_blocks = g.group_blocks,
+			      .grid = g.grid, .launches = g.launches, .passes = g.passes,
+			      .late_passes = g.late_passes, .max_pass_ns = g.max_pass_ns};
+	snprintf(out->device, sizeof out->device, "%s", gpu_fleet_device((GpuFleet *)f));
+}
+
+int eng_fleet_halt(EngFleet *f, char *err, size_t n) { return gpu_fleet_halt((GpuFleet *)f, err, n); }
+
+void eng_fleet_close(EngFleet *f) { gpu_fleet_close((GpuFleet *)f); }

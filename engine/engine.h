@@ -24,6 +24,8 @@
 
 typedef enum { ENG_CPU, ENG_CUDA } EngBackend;
 
+typedef struct EngFleet EngFleet;
+
 typedef struct EngOpts {
 	const char *backend;      /* "cpu", "cuda" or "auto" (NULL: auto) */
 	uint64_t tick_ns;         /* 0: 100 ms */
@@ -35,6 +37,9 @@ typedef struct EngOpts {
 	uint32_t threads;         /* CPU backend: threads a tick runs on (0, 1: one; cpu_threads) */
 	uint64_t reg_chunk;       /* CUDA backend: the target's RAM registered in pieces of at most this (0: 64 GiB) */
 	int wake_fd;              /* > 0: an eventfd the engine writes when alerts wait in the ring (eng_arm) */
+	/* CUDA: run in this fleet's kernel, with every other target opened
+	 * with it (eng_fleet_open; the backend is then cuda) */
+	EngFleet *fleet;
 	/* CPU backend: called on the tick thread after every tick, with the
 	 * world as the rules saw it (a recording, engine/record.h) */
 	void (*on_tick)(void *ctx, const sn_world *w);
@@ -105,6 +110,23 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
  * eng_test_fault_n: the number after `what` (1 if none), 0 if absent. */
 bool eng_test_fault(const char *what);
 long eng_test_fault_n(const char *what);
+
+/* Several targets on one GPU: one persistent kernel runs them all, each
+ * engine opened with EngOpts.fleet a member of it (engine/gpu.h, "a
+ * fleet").  eng_start adds an engine to the running kernel, eng_stop and
+ * eng_close take it out (the kernel stops between two ticks and starts
+ * again; every target keeps its schedule).  eng_takeover is not for
+ * members yet.  Close the members first, then the fleet. */
+int eng_fleet_open(const Bundle *b, const EngOpts *o, EngFleet **out, char *err, size_t n);
+typedef struct EngFleetInfo {
+	unsigned members, groups, group_blocks, grid;  /* now: targets, groups of blocks, blocks a group, of */
+	uint64_t launches, passes, late_passes, max_pass_ns;  /* since it opened: groups' ticks */
+	char device[128];
+} EngFleetInfo;
+void eng_fleet_info(EngFleet *f, EngFleetInfo *out);
+/* Stop its kernel for good, before closing many members (shutting down). */
+int eng_fleet_halt(EngFleet *f, char *err, size_t n);
+void eng_fleet_close(EngFleet *f);
 
 EngBackend eng_backend(const Engine *e);
 /* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */

@@ -1,7 +1,6 @@
 /* gpu.c - the CUDA backend (see gpu.h). */
-#include "gpu.h"
+#include "gpu_int.h"
 #include "core.h"
-#include "cudadrv.h"
 #include "gpucap.h"
 
 #include <dlfcn.h>
@@ -23,51 +22,6 @@
  * takes one physically contiguous range a call; [engine] gpu_register_chunk) */
 #define GPU_REG_CHUNK (64ull << 30)
 
-#define GPU_BLOCK 128               /* threads per block: 4 warps */
-#define GPU_JIT_LEVEL 4             /* ptxas -O level of the driver's JIT (docs/benchmarks.md) */
-
-struct GpuCode {
-	CuDrv d;
-	CUdevice dev;
-	CUcontext ctx;                /* from the context pool (gpu_ctx_get) */
-	bool ctx_held;
-	CUmodule mod;
-	CUfunction fn_tick, fn_main;
-	char name[256];
-	int cc_major, cc_minor, sms;
-	const char *arch;
-	unsigned grid;                /* blocks the on-demand kernel runs */
-	unsigned grid_main;           /* blocks the persistent kernel runs */
-	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */
-	bool running;
-	/* alerts wake the host: a wait on stats->doorbell, then a host function
-	 * that writes wake_fd, queued on the watch stream (gpu_arm) */
-	CuStreamWaitValue32Fn wait_value;
-	CuLaunchHostFuncFn host_func;
-	CUstream watch;
-	int wake_fd;                  /* 0: none */
-	int armed;                    /* a wait is queued (atomic: the driver's thread clears it) */
-	/* the world */
-	const Bundle *b;
-	WdLayout L;
-	CUdeviceptr dblock, dring, dstats;
-	void *mirror;
-	sn_ring *ring;
-	sn_stats *stats;
-	struct GpuMap {               /* the target's RAM: our own mapping of the source, registered */
-		void *src, *map;      /* the source's mapping, ours */
-		size_t len;
-		CUdeviceptr dev;      /* the first piece's; the others follow it */
-		unsigned pieces;      /* registered, each reg_chunk bytes but the last */
-		unsigned flags;       /* the CU_MEMHOSTREGISTER_ flags the driver took */
-	} maps[KX_MAX_RANGES];
-	unsigned nmaps;
-	uint64_t reg_chunk;
-	char mapping[160];
-	uint64_t tick_ns;
-	size_t total;
-};
-
 /* SENTINEL_GPU_TRACE=1: every step of loading and running on stderr, with
  * the time, to see where a driver call waits. */
 bool gpu_tracing(void)
@@ -78,7 +32,7 @@ bool gpu_tracing(void)
 	return on;
 }
 
-static void gpu_trace(const char *step)
+void gpu_trace(const char *step)
 {
 	if (!gpu_tracing())
 		return;
@@ -88,9 +42,7 @@ static void gpu_trace(const char *step)
 }
 
 /* The one place a CUresult becomes a message. */
-static int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, ...)
+int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, ...)
 {
 	const char *name = NULL, *text = NULL;
 	if (g && g->d.GetErrorName)
@@ -106,7 +58,6 @@ static int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char
 	return -EIO;
 }
 
-#define CU(call, ...) do { CUresult _r = (call); if (_r != CUDA_SUCCESS) return gpu_err(g, _r, err, n, __VA_ARGS__); } while (0)
 
 #ifdef SENTINEL_STATIC
 /* The static build (make static) loads no driver: a static program cannot
@@ -300,7 +251,7 @@ static void gpu_ctx_put(GpuCode *g)
 }
 
 /* Every entry point makes the engine's context current on the calling thread. */
-static void gpu_enter(const GpuCode *g)
+void gpu_enter(const GpuCode *g)
 {
 	if (g->ctx_held)
 		g->d.CtxSetCurrent(g->ctx);
@@ -564,9 +515,18 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	if (r)
 		return r;
 	gpu_trace("start: globals");
-	if ((r = gpu_set_global(g, KX_MEM_SYM, &dmem, sizeof dmem, err, n)) ||
-	    (r = gpu_set_global(g, CORE_TABLE, res->value, res->n * sizeof *res->value, err, n)))
+	if (g->fleet) {              /* its own copies, which the fleet's kernel points its blocks at */
+		size_t rb = (res->n ? res->n : 1) * sizeof *res->value;
+		CU(g->d.MemAlloc(&g->dmem, sizeof dmem), "cannot allocate the target's memory description");
+		CU(g->d.MemAlloc(&g->drelo, rb), "cannot allocate the target's relocation table");
+		CU(g->d.MemcpyHtoDAsync(g->dmem, &dmem, sizeof dmem, g->copy), "cannot write the memory description");
+		if (res->n)
+			CU(g->d.MemcpyHtoDAsync(g->drelo, res->value, rb, g->copy), "cannot write the relocation table");
+		CU(g->d.StreamSynchronize(g->copy), "cannot write the target's tables");
+	} else if ((r = gpu_set_global(g, KX_MEM_SYM, &dmem, sizeof dmem, err, n)) ||
+		   (r = gpu_set_global(g, CORE_TABLE, res->value, res->n * sizeof *res->value, err, n))) {
 		return r;
+	}
 	gpu_trace("start: alloc");
 	CU(g->d.MemAlloc(&g->dblock, L->total), "cannot allocate %zu MiB of GPU memory for the rule tables",
 	   L->total >> 20);
@@ -606,6 +566,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 	unsigned want = (unsigned)((warps + GPU_BLOCK / 32 - 1) / (GPU_BLOCK / 32));
 	if (want < 1)
 		want = 1;
+	g->want = want;
 	if (want < g->grid)
 		g->grid = want;
 	if (want < g->grid_main)
@@ -615,6 +576,8 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 
 int gpu_run(GpuCode *g, char *err, size_t n)
 {
+	if (g->fleet)
+		return gpu_fleet_join(g, err, n);
 	gpu_enter(g);
 	gpu_trace("run: launch persistent kernel");
 	void *args[1] = {&g->dblock};
@@ -624,7 +587,6 @@ int gpu_run(GpuCode *g, char *err, size_t n)
 	return 0;
 }
 
-static CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns);
 
 /* Launch a stopped kernel again on its own world, on its schedule: the
  * world no longer takes over from anyone (its old one may be gone). */
@@ -678,6 +640,11 @@ static void gpu_takeover_undo(GpuCode *g, GpuCode *old, char *err, size_t n)
 
 int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, bool fault, char *err, size_t n)
 {
+	if (g->fleet || old->fleet) {
+		snprintf(err, n, "a reload of several targets on the GPU is not supported yet (one kernel runs them "
+			 "all): restart sentineld to load new rules, or run them on the CPU backend (backend = cpu)");
+		return -ENOTSUP;
+	}
 	/* the new kernel waits for the old one's last tick, then takes over */
 	int r = gpu_run(g, err, n);
 	if (r)
@@ -732,6 +699,8 @@ int gpu_upload(GpuCode *g, char *err, size_t n)
 
 int gpu_poll(GpuCode *g, char *err, size_t n)
 {
+	if (g->fleet)
+		return gpu_fleet_poll(g, err, n);
 	if (!g->running)
 		return 0;
 	gpu_enter(g);
@@ -749,6 +718,8 @@ int gpu_poll(GpuCode *g, char *err, size_t n)
 
 int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 {
+	if (g->fleet)
+		return gpu_fleet_leave(g, err, n);
 	if (!g->running)
 		return 0;
 	gpu_enter(g);
@@ -840,7 +811,7 @@ static void gpu_unwatch(GpuCode *g)
  * to spare. */
 #define GPU_REAP_MIN_TICK_NS 100000000ull      /* cuCtxDestroy took 56-83 ms on an H100 (syncprobe --destroy) */
 
-static uint64_t gpu_now(void)
+uint64_t gpu_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -848,7 +819,7 @@ static uint64_t gpu_now(void)
 }
 
 /* Wait up to timeout_ns for the persistent kernel to leave. */
-static CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns)
+CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns)
 {
 	struct timespec ts = {0, 50000};
 	for (uint64_t t0 = gpu_now(); gpu_now() - t0 < timeout_ns;) {
@@ -863,6 +834,8 @@ static CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns)
 int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 {
 	memset(out, 0, sizeof *out);
+	if (g->fleet)                /* the fleet has one context */
+		return 0;
 	pthread_mutex_lock(&gpu_ctx_lock);
 	size_t np = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
 	for (size_t i = 0; i < np; i++)
@@ -935,6 +908,10 @@ int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t 
 
 int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n)
 {
+	if (g->fleet) {
+		snprintf(err, n, "a fleet member has no on-demand tick: its fleet's kernel ticks it");
+		return -ENOTSUP;
+	}
 	gpu_enter(g);
 	void *args[2] = {&g->dblock, &now};
 	CU(g->d.LaunchKernel(g->fn_tick, g->grid, 1, 1, GPU_BLOCK, 1, 1, 0, NULL, args, NULL),
@@ -951,10 +928,44 @@ const sn_world *gpu_view(GpuCode *g, char *err, size_t n)
 	return wd_world(g->mirror);
 }
 
+/* Everything gpu_start made: the world, ring and statistics, the
+ * registrations of the target's RAM and our mappings of it. */
+void gpu_free_world(GpuCode *g)
+{
+	if (g->d.lib && g->ctx_held) {
+		gpu_enter(g);
+		for (unsigned i = 0; i < g->nmaps; i++)
+			for (unsigned k = 0; k < g->maps[i].pieces; k++)
+				g->d.MemHostUnregister((char *)g->maps[i].map + k * g->reg_chunk);
+		if (g->dblock)
+			g->d.MemFree(g->dblock);
+		if (g->dmem)
+			g->d.MemFree(g->dmem);
+		if (g->drelo)
+			g->d.MemFree(g->drelo);
+		if (g->ring)
+			g->d.MemFreeHost(g->ring);
+		if (g->stats)
+			g->d.MemFreeHost(g->stats);
+	}
+	g->dblock = g->dmem = g->drelo = 0;
+	g->ring = NULL;
+	g->stats = NULL;
+	for (unsigned i = 0; i < g->nmaps; i++)
+		munmap(g->maps[i].map, g->maps[i].len);
+	g->nmaps = 0;
+	free(g->mirror);
+	g->mirror = NULL;
+}
+
 void gpu_close(GpuCode *g)
 {
 	if (!g)
 		return;
+	if (g->fleet) {
+		gpu_fleet_drop(g);
+		return;
+	}
 	if (g->d.lib && g->ctx_held) {
 		char err[256];
 		gpu_enter(g);
@@ -969,22 +980,12 @@ void gpu_close(GpuCode *g)
 			g->d.StreamDestroy(g->copy);
 		if (g->watch)
 			g->d.StreamDestroy(g->watch);
-		for (unsigned i = 0; i < g->nmaps; i++)
-			for (unsigned k = 0; k < g->maps[i].pieces; k++)
-				g->d.MemHostUnregister((char *)g->maps[i].map + k * g->reg_chunk);
-		if (g->dblock)
-			g->d.MemFree(g->dblock);
-		if (g->ring)
-			g->d.MemFreeHost(g->ring);
-		if (g->stats)
-			g->d.MemFreeHost(g->stats);
+		gpu_free_world(g);
 		if (g->mod)
 			g->d.ModuleUnload(g->mod);
 		gpu_ctx_put(g);
 	}
-	for (unsigned i = 0; i < g->nmaps; i++)
-		munmap(g->maps[i].map, g->maps[i].len);
-	free(g->mirror);
+	gpu_free_world(g);
 	if (g->d.lib)
 		dlclose(g->d.lib);
 	free(g);

@@ -87,4 +87,32 @@ int gpu_read(GpuCode *g, size_t off, void *dst, size_t bytes, char *err, size_t 
 const sn_world *gpu_view(GpuCode *g, char *err, size_t n);
 void gpu_close(GpuCode *g);
 
+/* ---- a fleet: one persistent kernel over several targets (gpufleet.c) ----
+ *
+ * One context and one module for a bundle; each target a member (a
+ * GpuCode of its own world, ring, statistics and mapping, opened with
+ * gpu_fleet_member and started with gpu_start as usual).  gpu_run adds a
+ * member to the running kernel, gpu_halt and gpu_close take it out: the
+ * kernel stops between two ticks and is launched again with the new
+ * members, which keep their schedules (snrt.h, sn_gpu_fleet).  A member's
+ * gpu_poll says how the fleet's kernel is.  Not for a member: gpu_tick,
+ * gpu_takeover (a reload of several targets on the GPU is to come).
+ *
+ * Ownership: the fleet owns its context and module; close its members
+ * first, then gpu_fleet_close. */
+typedef struct GpuFleet GpuFleet;
+int gpu_fleet_open(const Bundle *b, int ordinal, GpuFleet **out, char *err, size_t n);
+int gpu_fleet_member(GpuFleet *f, GpuCode **out, char *err, size_t n);
+/* Groups and passes so far (snrt.h, sn_fleet_ctl); members now. */
+typedef struct GpuFleetInfo {
+	unsigned members, groups, group_blocks, grid;
+	uint64_t launches, passes, late_passes, max_pass_ns;
+} GpuFleetInfo;
+void gpu_fleet_info(GpuFleet *f, GpuFleetInfo *out);
+const char *gpu_fleet_device(const GpuFleet *f);
+/* Stop the kernel for good (shutting down: members then close without a
+ * launch each). */
+int gpu_fleet_halt(GpuFleet *f, char *err, size_t n);
+void gpu_fleet_close(GpuFleet *f);
+
 #endif

@@ -119,6 +119,7 @@ typedef struct DReload {
 	int r_targets, r_rules, r_open; /* the configuration's, d_rules_load's and eng_open's results */
 	CfTarget *added;              /* [nadded]: targets the configuration has now and sentineld not */
 	unsigned nadded;
+	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
 } DReload;
 
 typedef struct Daemon {
@@ -128,6 +129,7 @@ typedef struct Daemon {
 	unsigned ntg;
 	Bundle *b;
 	EngOpts eo;                   /* every engine's (task_cap: DTarget's) */
+	EngFleet *fleet;              /* several targets on the GPU: one kernel for all (eo.fleet) */
 	CompOpts co;
 	char archs[64];
 	int lfd;
@@ -487,9 +489,10 @@ static int d_targets_read(Daemon *D, DReload *R)
 	Config nc;
 	int nerr = cf_load(&nc, D->cf.path, errs);
 	int r = 0;
-	if (!nerr && nc.ntargets > 1 && D->ntg == 1 && D->tg[0].e && eng_backend(D->tg[0].e) == ENG_CUDA) {
-		fprintf(errs, "%s: error: %u targets: several targets run on the CPU backend for now; set [engine] "
-			"backend = cpu and restart sentineld\n", D->cf.path, nc.ntargets);
+	if (!nerr && nc.ntargets > 1 && D->ntg == 1 && !D->fleet && D->tg[0].e && eng_backend(D->tg[0].e) == ENG_CUDA) {
+		fprintf(errs, "%s: error: %u targets: sentineld started with one target on the GPU, which runs it "
+			"alone; restart sentineld to run several (one GPU kernel for all of them)\n", D->cf.path,
+			nc.ntargets);
 		nerr = 1;
 	}
 	if (nerr) {
@@ -525,6 +528,18 @@ static int d_targets_read(Daemon *D, DReload *R)
 	return r;
 }
 
+/* The same rules, compiled the same way: names and hashes (rulec's hash of
+ * each rule) in order. */
+static bool d_same_rules(const Bundle *a, const Bundle *b)
+{
+	if (a->nrules != b->nrules || a->njobs != b->njobs)
+		return false;
+	for (size_t i = 0; i < a->nrules; i++)
+		if (a->rules[i].hash != b->rules[i].hash || strcmp(a->rules[i].name, b->rules[i].name))
+			return false;
+	return true;
+}
+
 static void *d_reload_thread(void *arg)
 {
 	DReload *R = arg;
@@ -535,12 +550,24 @@ static void *d_reload_thread(void *arg)
 		R->r_targets = d_targets_read(D, R);
 	if (!R->grow && !R->r_targets)
 		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	/* the GPU fleet's kernel has no handover yet: the same rules go on
+	 * (targets may come and go), new ones need a restart */
+	if (D->fleet && !R->r_targets && !R->r_rules) {
+		R->same = !R->grow && d_same_rules(D->b, R->nb);
+		if (!R->same) {
+			R->r_open = -ENOTSUP;
+			snprintf(R->err, sizeof R->err, "%s with several targets on the GPU, which runs them in one kernel "
+				 "that cannot hand over yet; restart sentineld to run them (the targets in the "
+				 "configuration may change on a reload)", R->grow ? "the task table cannot grow" :
+				 "new rules cannot be loaded");
+		}
+	}
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
 	 * reload, and the running rules stay everywhere */
 	for (unsigned i = 0; i < D->ntg && !R->r_targets && !R->r_rules && !R->r_open; i++) {
 		DTarget *T = &D->tg[i];
-		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg))
+		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg) || R->same)
 			continue;
 		EngOpts eo = D->eo;
 		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
@@ -771,6 +798,10 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	D->eo.on_tick = NULL;
 	if (R->grow) {
 		G->task_cap = R->grow;         /* and later reloads keep it */
+	} else if (R->same) {              /* the fleet's kernel runs the rules it has */
+		bd_free(nb);
+		D->reloads++;
+		d_targets_apply_added(D, tchange, sizeof tchange);
 	} else {
 		bd_free(D->b);
 		D->b = nb;
@@ -801,6 +832,9 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 			 "%.300s%s%.200s", what, (double)(t1 - t0) / 1e6, (unsigned long long)os.ticks,
 			 (unsigned long long)ns.first_tick, (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6,
 			 (double)D->eo.tick_ns / 1e6, others, *settled ? "; " : "", settled);
+	else if (R->same)                /* the GPU fleet: the same rules run on */
+		snprintf(msg, n, "the rules did not change: %zu rules run on in the GPU's kernel for all targets%.300s",
+			 D->b->nrules, others);
 	else                             /* no target runs now: the rules start with them */
 		snprintf(msg, n, "%zu rules loaded; no target runs now, they start when one is back%.300s", D->b->nrules,
 			 others);
@@ -934,6 +968,16 @@ static bool d_all_lost(const Daemon *D)
 	return true;
 }
 
+/* The next check of a target after now: on the period's grid, so that the
+ * targets are checked together, in one wakeup of the main loop.  Checked
+ * each on its own schedule, 500 targets started over two minutes woke the
+ * loop 500 times a second, each time going over all of them (a tenth of
+ * a core, docs/benchmarks.md). */
+static uint64_t d_next_check(uint64_t now, uint64_t period)
+{
+	return (now / period + 1) * period;
+}
+
 /* One target, when its check is due: still the machine we mapped?  A lost
  * one: back yet?  Each target on its own: the others tick on. */
 static void d_watch_one(DTarget *T, uint64_t now)
@@ -943,7 +987,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		return;
 	char err[512] = "";
 	if (T->ts == TS_OK) {
-		T->next_check_ns = now + D_TARGET_CHECK_NS;
+		T->next_check_ns = d_next_check(now, D_TARGET_CHECK_NS);
 		const char *lost = d_target_gone(T);
 		if (!lost && ms_changed(T->src) > 0)
 			lost = "its RAM ranges changed (memory brought online or taken offline): mapping them again";
@@ -974,7 +1018,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			d_sd_notify("STATUS=target lost");
 		return;
 	}
-	T->next_check_ns = now + D_TARGET_RETRY_NS;
+	T->next_check_ns = d_next_check(now, D_TARGET_RETRY_NS);
 	const char *paused = d_target_paused(T);
 	if (paused) {                            /* not yet: its memory still holds still */
 		snprintf(T->err, sizeof T->err, "%s", paused);
@@ -1046,6 +1090,10 @@ static json_t *d_target_status(DTarget *T)
 	json_object_set_new(o, "backend_note", json_string(eng_backend_note(T->e)));
 	json_object_set_new(o, "ticks", json_integer((json_int_t)S.ticks));
 	json_object_set_new(o, "late_ticks", json_integer((json_int_t)S.late));
+	if (D->fleet) {                  /* its group had no time left for it, or it took more than its share */
+		json_object_set_new(o, "skipped_ticks", json_integer((json_int_t)S.skipped));
+		json_object_set_new(o, "ticks_over_share", json_integer((json_int_t)S.over_share));
+	}
 	json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
 	json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
 	json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
@@ -1117,6 +1165,16 @@ static json_t *d_status(Daemon *D)
 							     "failed", (json_int_t)hs.failed, "dropped", (json_int_t)hs.dropped,
 							     "queued", (int)hs.queued, "spool_bytes", (json_int_t)hs.spool_bytes,
 							     "spool_errors", (json_int_t)hs.spool_errors));
+	}
+	if (D->fleet) {                  /* one GPU kernel for all targets */
+		EngFleetInfo F;
+		eng_fleet_info(D->fleet, &F);
+		json_object_set_new(o, "gpu_fleet",
+				    json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:f}", "device", F.device,
+					      "targets", (int)F.members, "groups", (int)F.groups, "group_blocks",
+					      (int)F.group_blocks, "grid", (int)F.grid, "launches", (json_int_t)F.launches,
+					      "group_ticks", (json_int_t)F.passes, "late_group_ticks",
+					      (json_int_t)F.late_passes, "max_group_tick_us", (double)F.max_pass_ns / 1e3));
 	}
 	json_t *arr = json_array();
 	for (unsigned i = 0; i < D->ntg; i++)
@@ -1454,12 +1512,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sentineld: out of memory\n");
 			goto out;
 		}
-	/* several targets: the CPU backend, a tick thread each (one GPU kernel
-	 * for all of them is to come; config.c refuses backend = cuda) */
-	if (D.ntg > 1 && strcmp(D.cf.backend, "cpu")) {
-		free(D.cf.backend);
-		D.cf.backend = strdup("cpu");
-	}
+	/* several targets, or a directory of them: on the GPU one kernel runs
+	 * them all (a fleet, opened once the rules are compiled); on the CPU
+	 * backend each has a tick thread */
+	bool several = D.ntg > 1 || D.cf.targets_dir;
 	/* the engines write it when alerts wait; fd 0 is stdin, so never it */
 	int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	D.eo = (EngOpts){.backend = D.cf.backend, .tick_ns = D.cf.tick_ns, .task_cap = D.cf.tasks,
@@ -1487,6 +1543,24 @@ int main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
+	}
+	if (several && (!strcmp(D.cf.backend, "cuda") || (gpu && !strcmp(D.cf.backend, "auto")))) {
+		if (eng_fleet_open(D.b, &D.eo, &D.fleet, err, sizeof err)) {
+			if (!strcmp(D.cf.backend, "cuda")) {
+				fprintf(stderr, "sentineld: %s\n", err);
+				goto out;
+			}
+			fprintf(stderr, "sentineld: the CPU backend runs the targets: the GPU cannot (%s)\n", err);
+			free(D.cf.backend);
+			D.cf.backend = strdup("cpu");
+			D.eo.backend = D.cf.backend;
+		} else {
+			D.eo.fleet = D.fleet;
+		}
+	} else if (several && strcmp(D.cf.backend, "cpu")) {  /* auto, no GPU here */
+		free(D.cf.backend);
+		D.cf.backend = strdup("cpu");
+		D.eo.backend = D.cf.backend;
 	}
 	if (D.cf.record) {
 		if (strcmp(D.cf.backend, "cpu")) {
@@ -1564,7 +1638,7 @@ int main(int argc, char **argv)
 	D.started_ns = d_now();
 	for (unsigned i = 0; i < D.ntg; i++) {
 		DTarget *T = &D.tg[i];
-		T->next_check_ns = D.started_ns + (T->ts == TS_OK ? D_TARGET_CHECK_NS : D_TARGET_RETRY_NS);
+		T->next_check_ns = d_next_check(D.started_ns, T->ts == TS_OK ? D_TARGET_CHECK_NS : D_TARGET_RETRY_NS);
 		if (T->ts != TS_OK)
 			continue;
 		if (eng_start(T->e, err, sizeof err)) {
@@ -1712,11 +1786,14 @@ out:
 		unlink(D.cf.socket);
 	}
 	px_close(D.px);               /* before the engine: no scrape waits on it then */
+	if (D.fleet && eng_fleet_halt(D.fleet, err, sizeof err))
+		fprintf(stderr, "sentineld: %s\n", err);
 	for (unsigned i = 0; i < D.ntg; i++) {
 		d_close_target(&D.tg[i]);
 		cf_target_free(&D.tg[i].cf);
 	}
 	free(D.tg);
+	eng_fleet_close(D.fleet);
 	rec_close(D.rec);
 	bd_free(D.b);
 	nt_close(D.nt);

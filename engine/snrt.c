@@ -5,6 +5,7 @@
  */
 #include "snrt.h"
 #include "../kernel-support/simt.h"
+#include "../kernel-support/kx.h"
 
 #define SN_NAN __builtin_nan("")
 #define sn_isnan(x) ((x) != (x))
@@ -1102,20 +1103,42 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 }
 
 #ifdef __NVPTX__
-/* ---- the persistent kernel ---------------------------------------------------------------------- */
+/* ---- the persistent kernels ---------------------------------------------------------------------- */
 
 static uint64_t sn_clock(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
 
-/* The first `blocks` blocks of the grid meet here (all blocks are
- * resident: the loader sizes the grid by occupancy), counting on
- * w->sync[c] and w->sync[c + 1].  Every thread of those blocks calls it;
- * the block meets first, then its thread 0 counts in for the block, so a
- * barrier costs one atomic per block. */
-static void sn_blocks_sync(sn_world *w, uint32_t blocks, uint32_t c)
+/* This block's place among the blocks that run its world: the whole grid
+ * for the one-target kernels, its group for the fleet's (sn_enter). */
+static KX_SHARED uint32_t sn_blk, sn_nblk;
+
+/* The one-target kernels read the bundle's globals, which the loader fills
+ * (llview_rt.c, and rulec/core.c's table). */
+extern kx_mem KX_MEM_VAR;
+extern const uint64_t KX_RELO_VAR[];
+
+/* Every thread of a block: from here the block is block blk of nblk, and
+ * reads the target described by mem and relo (kx.h, kx_cur). */
+static void sn_enter(uint32_t blk, uint32_t nblk, const kx_mem *mem, const uint64_t *relo)
+{
+	if (__nvvm_read_ptx_sreg_tid_x() == 0) {
+		sn_blk = blk;
+		sn_nblk = nblk;
+		KX_CUR_VAR.mem = mem;
+		KX_CUR_VAR.relo = relo;
+	}
+	__nvvm_barrier_sync(0);
+}
+
+/* The first `blocks` blocks of the world's blocks meet here (all blocks
+ * are resident: the loader sizes the grid by occupancy), counting on
+ * sync[0] and sync[1].  Every thread of those blocks calls it; the block
+ * meets first, then its thread 0 counts in for the block, so a barrier
+ * costs one atomic per block. */
+static void sn_blocks_sync(uint64_t *sync, uint32_t blocks)
 {
 	__nvvm_barrier_sync(0);
 	if (__nvvm_read_ptx_sreg_tid_x() == 0) {
-		uint64_t *count = &w->sync[c], *gen = &w->sync[c + 1];
+		uint64_t *count = &sync[0], *gen = &sync[1];
 		__nvvm_membar_gl();
 		uint64_t g = sn_load_volatile(gen);
 		if (__atomic_fetch_add(count, 1, __ATOMIC_RELAXED) == blocks - 1) {
@@ -1132,13 +1155,13 @@ static void sn_blocks_sync(sn_world *w, uint32_t blocks, uint32_t c)
 }
 
 /* The task phases' blocks (sn_tasks_grid). */
-static void sn_grid_sync_n(sn_world *w, uint32_t blocks) { sn_blocks_sync(w, blocks, SN_SYNC_PCOUNT); }
+static void sn_grid_sync_n(sn_world *w, uint32_t blocks) { sn_blocks_sync(&w->sync[SN_SYNC_PCOUNT], blocks); }
 
-/* The whole grid. */
+/* All of the world's blocks. */
 static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 {
 	(void)nwarps;
-	sn_blocks_sync(w, (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), SN_SYNC_COUNT);
+	sn_blocks_sync(&w->sync[SN_SYNC_COUNT], sn_nblk);
 }
 
 /* The jobs, each timed on its warp (sn_stats.job_us) */
@@ -1164,8 +1187,8 @@ static void sn_phase(sn_world *w, uint32_t gt, uint32_t ph, uint64_t *t)
 	*t = now;
 }
 
-/* The objects' rows over the whole grid (sn_obj_rows), when the bundle
- * collects objects; the same phases in sn_gpu_main and sn_gpu_tick. */
+/* The objects' rows over all the world's blocks (sn_obj_rows), when the
+ * bundle collects objects. */
 static void sn_objs_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
 {
 	if (sn_has_objs(w)) {
@@ -1175,14 +1198,14 @@ static void sn_objs_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *
 	sn_phase(w, warp * 32 + simt_lane(), SN_PH_OBJS, t);
 }
 
-/* The task phases (see sn_tasks_find) over the first blocks of the grid:
- * as many as the PID tree's slots need (a thread a slot), and at least
- * those whose warps evaluate rules, which read the rows next.  The other
- * blocks wait at the tick's last barrier: a small task table pays for a
- * few blocks' barriers, not the grid's. */
+/* The task phases (see sn_tasks_find) over the world's first blocks: as
+ * many as the PID tree's slots need (a thread a slot), and at least those
+ * whose warps evaluate rules, which read the rows next.  The other blocks
+ * wait at the tick's last barrier: a small task table pays for a few
+ * blocks' barriers, not all of them. */
 static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
 {
-	uint32_t bs = (uint32_t)__nvvm_read_ptx_sreg_ntid_x(), nb = (uint32_t)__nvvm_read_ptx_sreg_nctaid_x();
+	uint32_t bs = (uint32_t)__nvvm_read_ptx_sreg_ntid_x(), nb = sn_nblk;
 	uint32_t gt = warp * 32 + simt_lane();
 	(void)nwarps;
 	if (!w->has_tasks) {
@@ -1200,7 +1223,7 @@ static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t 
 		nbl = 1;
 	if (nbl > nb)
 		nbl = nb;
-	if ((uint32_t)__nvvm_read_ptx_sreg_ctaid_x() >= nbl)
+	if (sn_blk >= nbl)
 		return;
 	uint32_t nt = nbl * bs;
 	sn_tp_scan(w, gt, nt);
@@ -1221,11 +1244,59 @@ static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t 
 	sn_phase(w, gt, SN_PH_FIELDS, t);
 }
 
+/* The leader (the world's warp 0, lane 0): tick w begins at t, due at due. */
+static void sn_tick_begin(sn_world *w, uint64_t t, uint64_t due)
+{
+	sn_stats *S = w->stats;
+	if (t - due > w->tick_ns)
+		S->late++;
+	w->now = t;
+	w->tick++;
+	if (!S->first_tick) {
+		S->first_tick = w->tick;
+		S->first_tick_ns = t;
+	}
+	S->heartbeat++;
+	sn_emit_begin(w);
+}
+
+/* One tick of w over its blocks, begun by the leader (sn_tick_begin)
+ * before a barrier: the jobs, the objects, the tasks, the rules; then the
+ * leader ends it (statistics, the ring's head, the doorbell).  Returns the
+ * tick's length (in the leader). */
+static uint64_t sn_tick_run(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	uint64_t t = w->now;              /* thread 0's: the phases' times */
+	sn_collect_timed(w, warp, nwarps);
+	sn_grid_sync(w, nwarps);
+	sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
+	sn_objs_grid(w, warp, nwarps, &t);
+	sn_tasks_grid(w, warp, nwarps, &t);
+	sn_eval_all(w, warp, nwarps);
+	sn_grid_sync(w, nwarps);
+	sn_phase(w, warp * 32 + simt_lane(), SN_PH_RULES, &t);
+	if (warp || simt_lane())
+		return 0;
+	sn_stats *S = w->stats;
+	uint64_t len = sn_clock() - w->now;
+	S->last_tick_ns = w->now;
+	S->last_tick_len_ns = len;
+	if (len > S->max_tick_len_ns)
+		S->max_tick_len_ns = len;
+	sn_emit_end(w);
+	sn_fence_system();
+	*(volatile uint64_t *)&S->ticks = w->tick;
+	*(volatile uint32_t *)&S->doorbell = (uint32_t)sn_load_volatile(&w->ring->head);
+	return len;
+}
+
 __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 {
+	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), &KX_MEM_VAR,
+		 KX_RELO_VAR);
 	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
-	uint32_t warp = __nvvm_read_ptx_sreg_ctaid_x() * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
-	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
+	uint32_t warp = sn_blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
+	uint32_t nwarps = sn_nblk * warps_per_block;
 	sn_stats *S = w->stats;
 	/* a first start ticks now; a kernel resumed after a pause (the loader
 	 * destroying an idle context, gpu_reap) keeps its schedule */
@@ -1260,44 +1331,16 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 			}
 			*(volatile uint64_t *)&w->sync[SN_SYNC_STOP] = quit;
 			if (!quit) {
-				if (t - next > w->tick_ns)
-					S->late++;
-				w->now = t;
-				w->tick++;
-				if (!S->first_tick) {
-					S->first_tick = w->tick;
-					S->first_tick_ns = t;
-				}
+				sn_tick_begin(w, t, next);
 				next += w->tick_ns;
 				if (next < t)              /* far behind: skip, do not burst */
 					next = t + w->tick_ns;
-				S->heartbeat++;
-				sn_emit_begin(w);
 			}
 		}
 		sn_grid_sync(w, nwarps);
 		if (sn_load_volatile(&w->sync[SN_SYNC_STOP]))
 			break;
-		uint64_t t = w->now;              /* thread 0's: the phases' times */
-		sn_collect_timed(w, warp, nwarps);
-		sn_grid_sync(w, nwarps);
-		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
-		sn_objs_grid(w, warp, nwarps, &t);
-		sn_tasks_grid(w, warp, nwarps, &t);
-		sn_eval_all(w, warp, nwarps);
-		sn_grid_sync(w, nwarps);
-		sn_phase(w, warp * 32 + simt_lane(), SN_PH_RULES, &t);
-		if (warp == 0 && simt_lane() == 0) {
-			uint64_t len = sn_clock() - w->now;
-			S->last_tick_ns = w->now;
-			S->last_tick_len_ns = len;
-			if (len > S->max_tick_len_ns)
-				S->max_tick_len_ns = len;
-			sn_emit_end(w);
-			sn_fence_system();
-			*(volatile uint64_t *)&S->ticks = w->tick;
-			*(volatile uint32_t *)&S->doorbell = (uint32_t)sn_load_volatile(&w->ring->head);
-		}
+		sn_tick_run(w, warp, nwarps);
 	}
 	if (warp == 0 && simt_lane() == 0) {
 		sn_fence_system();
@@ -1308,9 +1351,11 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 /* One tick on demand (tests and `sentinel-inspect metrics --backend cuda`). */
 __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 {
+	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), &KX_MEM_VAR,
+		 KX_RELO_VAR);
 	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
-	uint32_t warp = __nvvm_read_ptx_sreg_ctaid_x() * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
-	uint32_t nwarps = __nvvm_read_ptx_sreg_nctaid_x() * warps_per_block;
+	uint32_t warp = sn_blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
+	uint32_t nwarps = sn_nblk * warps_per_block;
 	if (warp == 0 && simt_lane() == 0) {
 		w->now = now ? now : sn_clock();
 		w->tick++;
@@ -1326,5 +1371,102 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 	sn_grid_sync(w, nwarps);
 	if (warp == 0 && simt_lane() == 0)
 		sn_emit_end(w);
+}
+
+/* ---- the fleet kernel (snrt.h, sn_fleet) ---------------------------------------------------------- */
+
+/* A group's words: its barrier (count, generation), two decision words
+ * used in turn (a block may still read the last one when the leader writes
+ * the next: it passed the barrier but has not looked yet; it has before
+ * the barrier after that), and how many groups left. */
+enum { SN_FL_COUNT, SN_FL_GEN, SN_FL_SAY0, SN_FL_SAY1 };
+_Static_assert(SN_FL_SAY1 < SN_FLEET_SYNC, "a fleet group's sync words");
+
+/* The leader said v; after the barrier every thread of the group reads it. */
+static uint64_t sn_fleet_say(uint64_t *gs, uint32_t nblk, uint32_t *k, int leader, uint64_t v)
+{
+	uint64_t *say = &gs[SN_FL_SAY0 + (*k & 1)];
+	++*k;
+	if (leader)
+		*(volatile uint64_t *)say = v;
+	sn_blocks_sync(gs, nblk);
+	return sn_load_volatile(say);
+}
+
+__attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
+{
+	uint32_t g = (uint32_t)__nvvm_read_ptx_sreg_ctaid_x() / F->group_blocks;
+	if (g >= F->ngroups)
+		return;                           /* a block past the last group */
+	uint32_t blk = (uint32_t)__nvvm_read_ptx_sreg_ctaid_x() % F->group_blocks, nblk = F->group_blocks;
+	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
+	uint32_t warp = blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
+	uint32_t nwarps = nblk * warps_per_block, k = 0;
+	int leader = warp == 0 && simt_lane() == 0;
+	uint64_t *gs = &F->sync[(uint64_t)g * SN_FLEET_SYNC];
+	sn_fleet_ctl *C = F->ctl;
+	uint64_t next = 0, due = 0;
+	if (leader) {
+		/* the group's schedule goes on from its members' (a launch
+		 * after a membership change) or starts now */
+		for (uint32_t i = g; i < F->nmembers; i += F->ngroups) {
+			const sn_stats *S = F->m[i].w->stats;
+			if (S->last_tick_ns && S->last_tick_ns + F->tick_ns > next)
+				next = S->last_tick_ns + F->tick_ns;
+		}
+		if (!next)
+			next = sn_clock();
+	}
+	for (;;) {
+		uint64_t quit = 0;
+		if (leader) {
+			uint64_t t;
+			quit = *(volatile uint32_t *)&C->stop;
+			while (!quit && (t = sn_clock()) < next) {
+				__nvvm_nanosleep(1000);
+				quit = *(volatile uint32_t *)&C->stop;
+			}
+			due = next;
+		}
+		if (sn_fleet_say(gs, nblk, &k, leader, quit))
+			break;
+		for (uint32_t i = g; i < F->nmembers; i += F->ngroups) {
+			const sn_fleet_member *M = &F->m[i];
+			sn_world *w = M->w;
+			uint64_t skip = 0;
+			if (leader) {
+				/* the group's tick is over: the rest wait for the next */
+				uint64_t t = sn_clock();
+				skip = t - due >= F->tick_ns;
+				if (skip) {
+					w->stats->skipped++;
+					w->stats->late++;
+				} else {
+					sn_tick_begin(w, t, due);
+				}
+			}
+			sn_enter(blk, nblk, (const kx_mem *)M->mem, M->relo);
+			if (sn_fleet_say(gs, nblk, &k, leader, skip))
+				continue;
+			uint64_t len = sn_tick_run(w, warp, nwarps);
+			if (leader && F->share_ns && len > F->share_ns)
+				w->stats->over_share++;
+		}
+		if (leader) {
+			uint64_t t = sn_clock(), len = t - due;
+			__atomic_fetch_add(&C->passes, 1, __ATOMIC_RELAXED);
+			if (len > F->tick_ns)
+				__atomic_fetch_add(&C->late_passes, 1, __ATOMIC_RELAXED);
+			if (len > sn_load_volatile(&C->max_pass_ns))
+				*(volatile uint64_t *)&C->max_pass_ns = len;   /* a race between groups loses a sample */
+			next = due + F->tick_ns;
+			if (next < t)                     /* far behind: skip, do not burst */
+				next = t + F->tick_ns;
+		}
+	}
+	if (leader) {
+		sn_fence_system();
+		__atomic_fetch_add(&C->stopped, 1, __ATOMIC_RELAXED);
+	}
 }
 #endif

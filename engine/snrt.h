@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 8u
+#define SN_ABI_VERSION 9u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -97,6 +97,11 @@ typedef struct sn_stats {
 	 * error (KX_*; -34 KX_ERANGE: more than the table's slots) */
 	uint32_t objs_found[4];
 	int32_t objs_err[4];
+	/* the fleet kernel (sn_gpu_fleet): ticks this target's group had no
+	 * time left for (each also late), and ticks that took longer than the
+	 * target's share of its group's tick (sn_fleet.share_ns) */
+	uint64_t skipped;
+	uint64_t over_share;
 } sn_stats;
 
 /* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
@@ -422,5 +427,43 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f);
  * on the GPU in the new persistent kernel, all warps; on the host in the
  * tick thread. */
 void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps);
+
+/* ---- the fleet: one persistent kernel over several targets (the GPU) ----------
+ *
+ * sn_gpu_fleet runs every member's tick, each with its own world, memory
+ * description and relocation table (targets of different kernels).  The
+ * grid is cut into ngroups groups of group_blocks blocks; member i belongs
+ * to group i % ngroups, and a group runs its members' ticks one after the
+ * other on its own blocks, with barriers over those blocks only (counters
+ * in sync, SN_FLEET_SYNC words a group).  A group whose tick runs out
+ * skips its remaining members for that tick (their stats->skipped) rather
+ * than fall behind: a hostile or huge target costs its group's others
+ * that tick, never the other groups.  Membership is fixed for a launch:
+ * the host stops the kernel (ctl->stop) and launches it again with the
+ * new members, whose worlds keep their schedules (stats->last_tick_ns). */
+#define SN_FLEET_SYNC 4u
+
+typedef struct sn_fleet_member {
+	struct sn_world *w;
+	const void *mem;           /* its kx_mem (kernel-support/kx.h) */
+	const uint64_t *relo;      /* its relocation table */
+} sn_fleet_member;
+
+typedef struct sn_fleet_ctl {  /* host-mapped */
+	uint32_t stop;             /* host -> GPU: leave after the tick in progress */
+	uint32_t stopped;          /* GPU -> host: every group left */
+	uint64_t passes;           /* group ticks completed, all groups */
+	uint64_t late_passes;      /* group ticks that ran past their tick */
+	uint64_t max_pass_ns;      /* the longest group tick */
+} sn_fleet_ctl;
+
+typedef struct sn_fleet {
+	uint64_t tick_ns;
+	uint64_t share_ns;         /* a member's share of its group's tick (0: no check) */
+	uint32_t nmembers, ngroups, group_blocks, _pad;
+	sn_fleet_member *m;        /* [nmembers] */
+	uint64_t *sync;            /* [ngroups * SN_FLEET_SYNC] */
+	sn_fleet_ctl *ctl;
+} sn_fleet;
 
 #endif

@@ -120,6 +120,32 @@ bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
 #define KX_STR_(x) #x
 #define KX_STR(x) KX_STR_(x)
 #define KX_MEM_SYM KX_STR(KX_MEM_VAR)
+/* The relocation table of a loaded bundle (rulec/core.c makes it, the
+ * engine fills it) */
+#define KX_RELO_VAR __sentinel_relo
+
+/* Which target a GPU block reads now.  The fleet kernel (engine/snrt.c,
+ * sn_gpu_fleet) runs several targets' ticks, one after another on each
+ * group of blocks; before each it points its blocks at that target's
+ * memory description and relocation table.  Per block, in shared memory
+ * (NVPTX address space 3): translated loads (llview_rt.c) read `mem`, and
+ * the GPU code's relocation loads (rulec/core.c) read `relo`.  The
+ * one-target kernels point it at KX_MEM_VAR and the relocation global.  On
+ * the host each loaded bundle has one target, and the globals are read
+ * directly: the x86-64 code has no such indirection. */
+typedef struct kx_cur {
+	const kx_mem *mem;
+	const uint64_t *relo;
+} kx_cur;
+#define KX_CUR_VAR __sentinel_cur
+#define KX_CUR_SYM KX_STR(KX_CUR_VAR)
+#ifdef __NVPTX__
+#define KX_SHARED __attribute__((address_space(3)))
+extern KX_SHARED kx_cur KX_CUR_VAR;
+#define KX_MEM_NOW (KX_CUR_VAR.mem)
+#else
+#define KX_MEM_NOW (&KX_MEM_VAR)
+#endif
 
 /* A walk's loop check (Brent's): give it every node the walk reaches, in
  * order; true once a node comes round again.  A list or tree the kernel

@@ -15,6 +15,9 @@
 
 /* The target's RAM as this reader sees it; the loader fills it in. */
 kx_mem KX_MEM_VAR;                  /* __sentinel_mem, by the name the engine looks for */
+#ifdef __NVPTX__
+KX_SHARED kx_cur KX_CUR_VAR;        /* this block's target (kx.h) */
+#endif
 
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err);
 uint64_t __llview_load_slow(uint64_t va, uint32_t size, int32_t *err);
@@ -31,7 +34,7 @@ void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
  * reads) goes through the full translation, out of line. */
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 {
-	const kx_mem *m = &__sentinel_mem;
+	const kx_mem *m = KX_MEM_NOW;
 	uint64_t img = va - KX_START_KERNEL_MAP;
 	int in_img = img < m->image_size;
 	uint64_t pa = in_img ? img + m->phys_base : va - m->page_offset_base;
@@ -57,9 +60,9 @@ __attribute__((noinline)) uint64_t __llview_load_slow(uint64_t va, uint32_t size
 	uint64_t v = 0;
 	int e;
 	if (size == 8 && !(va & 7))
-		e = kx_read64(&__sentinel_mem, va, &v);
+		e = kx_read64(KX_MEM_NOW, va, &v);
 	else if (size <= 8 && (size & (size - 1)) == 0)
-		e = kx_read(&__sentinel_mem, va, &v, size);   /* unaligned or narrow */
+		e = kx_read(KX_MEM_NOW, va, &v, size);   /* unaligned or narrow */
 	else
 		e = KX_EINVAL;
 	if (e) {
@@ -72,7 +75,7 @@ __attribute__((noinline)) uint64_t __llview_load_slow(uint64_t va, uint32_t size
 
 __attribute__((noinline)) void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err)
 {
-	int e = kx_read(&__sentinel_mem, va, dst, n);
+	int e = kx_read(KX_MEM_NOW, va, dst, n);
 	if (e) {
 		uint8_t *d = (uint8_t *)dst;
 		for (uint64_t i = 0; i < n; i++)

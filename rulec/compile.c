@@ -41,7 +41,7 @@ static void comp_phase(const CompOpts *o, const char *what, double *t0)
 static void comp_internalize(LLVMModuleRef m)
 {
 	static const char *const keep[] = {"sn_tick", "sn_tick_step", "sn_handoff", "sn_feed_tick", "sn_gpu_main",
-					   "sn_gpu_tick", KX_MEM_SYM, CORE_TABLE};
+					   "sn_gpu_tick", "sn_gpu_fleet", KX_MEM_SYM, CORE_TABLE};
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
 		size_t len;
 		const char *name = LLVMGetValueName2(f, &len);

@@ -10,6 +10,7 @@
  * type, 4 elements (composites) -- DebugInfoMetadata.h's getRaw*() order.
  */
 #include "core.h"
+#include "kx.h"
 
 #include <llvm-c/DebugInfo.h>
 
@@ -39,6 +40,7 @@ typedef struct Core {
 	LLVMBuilderRef b;
 	ReloSet *r;
 	LLVMValueRef table;          /* __sentinel_relo, a [0 x i64] placeholder until core_finish */
+	LLVMValueRef cur;            /* GPU code: __sentinel_cur, the block's target (kx.h); NULL on the host */
 	LLVMTypeRef i64, i8, ptr;
 	unsigned md_access, md_invariant;
 	char *err;
@@ -94,7 +96,12 @@ static LLVMValueRef core_load(Core *C, LLVMValueRef before, long idx)
 {
 	LLVMPositionBuilderBefore(C->b, before);
 	LLVMValueRef k = LLVMConstInt(C->i64, (unsigned long long)idx, 0);
-	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, C->i64, C->table, &k, 1, "relo.slot");
+	LLVMValueRef base = C->table;
+	if (C->cur) {                /* the table of the target this block reads now */
+		LLVMValueRef f = LLVMBuildStructGEP2(C->b, LLVMGlobalGetValueType(C->cur), C->cur, 1, "cur.relo.p");
+		base = LLVMBuildLoad2(C->b, C->ptr, f, "cur.relo");
+	}
+	LLVMValueRef p = LLVMBuildInBoundsGEP2(C->b, C->i64, base, &k, 1, "relo.slot");
 	LLVMValueRef v = LLVMBuildLoad2(C->b, C->i64, p, "relo");
 	LLVMSetMetadata(v, C->md_invariant, LLVMMetadataAsValue(C->ctx, LLVMMDNodeInContext2(C->ctx, NULL, 0)));
 	core_note_use(C, before, idx);
@@ -570,6 +577,7 @@ int core_relocate(LLVMModuleRef m, ReloSet *r, char *err, size_t n)
 	C.table = LLVMGetNamedGlobal(m, CORE_TABLE);
 	if (!C.table)
 		C.table = LLVMAddGlobal(m, LLVMArrayType2(C.i64, 0), CORE_TABLE);
+	C.cur = LLVMGetNamedGlobal(m, KX_CUR_SYM);
 	int e = 0;
 	/* 1. access chains */
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {

@@ -18,6 +18,7 @@
 #ifndef SENTINEL_CORE_H
 #define SENTINEL_CORE_H
 
+#include "kx.h"
 #include "relo.h"
 
 #include <llvm-c/Core.h>
@@ -35,6 +36,7 @@ int core_relocate(LLVMModuleRef m, ReloSet *r, char *err, size_t n);
  * with r->n slots, each RELO_POISON until the loader fills it. */
 int core_finish(LLVMModuleRef m, const ReloSet *r);
 
-#define CORE_TABLE "__sentinel_relo"
+/* the table's name (kx.h) */
+#define CORE_TABLE KX_STR(KX_RELO_VAR)
 
 #endif

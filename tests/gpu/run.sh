@@ -4,7 +4,8 @@
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
-#                        families [BACKENDS SECONDS]|targets [N,N SECONDS]|fuzz [RUNS [SEED]]]
+#                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
+#                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fuzz [RUNS [SEED]]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -68,9 +69,20 @@ if [ "$what" = families ]; then
 	PYTHONUNBUFFERED=1 python3 bench/families.py "$work/bin" "${2:-cuda,cpu}" "${3:-10}" || rc=1
 fi
 if [ "$what" = targets ]; then
-	# several targets in one sentineld (CPU backend): the scenarios, then what each target costs
-	PYTHONUNBUFFERED=1 python3 tests/engine/test_targets.py "$work/bin" || rc=1
-	PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,10,100}" "${3:-20}" || rc=1
+	# several targets in one sentineld, in the GPU's one kernel for all of them: the
+	# scenarios, then what each target costs (bench/targets.py: captured images)
+	SENTINEL_TARGETS_BACKEND=cuda PYTHONUNBUFFERED=1 python3 tests/engine/test_targets.py "$work/bin" || rc=1
+	for t in $(echo "${4:-100,10}" | tr , ' '); do
+		BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,100,500}" "${3:-20}" \
+			"$t" "${5:-1024}" || rc=1
+	done
+fi
+if [ "$what" = livetargets ]; then
+	# N live guests in one sentineld on the GPU (bench/targets.py, BENCH_LIVE)
+	for t in $(echo "${4:-100,10}" | tr , ' '); do
+		BENCH_LIVE=1 BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,8,32}" \
+			"${3:-20}" "$t" "${5:-1024}" || rc=1
+	done
 fi
 if [ "$what" = demo ]; then
 	# the main job (make demo) on the GPU
