@@ -89,13 +89,23 @@ ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(
 	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
-$(B)/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
+# Header dependencies: the compiler writes each object's (-MMD) into
+# OBJ.d beside it, read back below; an object without one (never built,
+# or built before) is built again.
+DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
+$(B)/obj/%.o: %.c $(B)/obj/%.d config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-$(B)/san/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
+$(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+# (named, not a pattern: a missing one then makes its object again)
+DEP_FILES := $(foreach d,obj san/obj static/obj,$(patsubst %.c,$(B)/$(d)/%.d,$(wildcard rulec/*.c engine/*.c \
+	kernel-support/*.c notifier/*.c)))
+$(DEP_FILES):
+-include $(wildcard $(DEP_FILES))
 
 $(B)/obj/rulec/libbc.o $(B)/san/obj/rulec/libbc.o: $(RT_BC)
 
@@ -259,9 +269,9 @@ dkms-install:
 STATIC_ENG_SRC := $(filter-out engine/gpucap.c,$(ENG_SRC))
 STATIC_OBJ := $(addprefix $(B)/static/obj/,$(RULEC_LIB_SRC:.c=.o) $(KS_SRC:.c=.o) $(STATIC_ENG_SRC:.c=.o) rulec/nocompile.o)
 STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -ljansson -linih -lyaml -lm -lpthread
-$(B)/static/obj/%.o: %.c $(RULEC_HDR) $(KS_HDR) $(ENG_HDR) $(wildcard notifier/*.h) config.mk
+$(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(B)/static/sentinel-inspect: $(B)/static/obj/kernel-support/inspect.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)

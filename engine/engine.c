@@ -95,6 +95,8 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		.obj_cap = o->obj_cap,
 	};
 	int r = rl_resolve(b, t, &e->res, err, n);
+	if (!r && (r = rl_limit(b, &e->res, o->target_name, o->target_labels, o->target_nlabels)))
+		snprintf(err, n, "out of memory");
 	if (!r)
 		r = wd_layout(b, &e->params, &e->L, err, n);
 	if (r)

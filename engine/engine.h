@@ -40,6 +40,12 @@ typedef struct EngOpts {
 	/* CUDA: run in this fleet's kernel, with every other target opened
 	 * with it (eng_fleet_open; the backend is then cuda) */
 	EngFleet *fleet;
+	/* the target's name and labels ([2 * nlabels] keys and values): a
+	 * rule limited to targets by label (targets:) that this one is not
+	 * runs disabled, with the reason (reloc.h, rl_limit) */
+	const char *target_name;
+	char *const *target_labels;
+	size_t target_nlabels;
 	/* CPU backend: called on the tick thread after every tick, with the
 	 * world as the rules saw it (a recording, engine/record.h) */
 	void (*on_tick)(void *ctx, const sn_world *w);

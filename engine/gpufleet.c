@@ -290,9 +290,9 @@ int gpu_fleet_poll(GpuCode *g, char *err, size_t n)
 	int r = 0;
 	uint64_t now = gpu_now();
 	if (f->running && now - f->polled_ns < GPU_FLEET_POLL_NS) {
-		/* asked for every member in turn: the driver once in a while
-		 * (a cuStreamQuery of the running kernel costs the host ~0.5 ms:
-		 * 500 targets once a second were a third of a core) */
+		/* asked for every member in turn, the driver once in a while:
+		 * a cuStreamQuery per target and second, 500 targets took 23%
+		 * of a core on an H100's host (docs/benchmarks.md) */
 	} else if (f->running) {
 		gpu_enter(f->g);
 		CUresult c = f->g->d.StreamQuery(f->g->run);

@@ -211,6 +211,8 @@ bool rl_entry_ok(const Bundle *b, const RlResult *res, const char *fn)
 
 const char *rl_rule_blocked(const Bundle *b, const RlResult *res, size_t rule, MetricId *metric)
 {
+	if (res->rule_off && rule < res->nrules && res->rule_off[rule])
+		return res->rule_off[rule];
 	for (int m = 0; m < MET__COUNT; m++)
 		if (met_has(&b->rules[rule].metrics, (MetricId)m) && !res->avail[m]) {
 			if (metric)
@@ -220,8 +222,50 @@ const char *rl_rule_blocked(const Bundle *b, const RlResult *res, size_t rule, M
 	return NULL;
 }
 
+/* The value of label key on the target, NULL if it has none. */
+static const char *rl_label(const char *name, char *const *labels, size_t nlabels, const char *key)
+{
+	if (!strcmp(key, "target"))
+		return name;
+	for (size_t i = 0; i < nlabels; i++)
+		if (!strcmp(labels[2 * i], key))
+			return labels[2 * i + 1];
+	return NULL;
+}
+
+int rl_limit(const Bundle *b, RlResult *res, const char *name, char *const *labels, size_t nlabels)
+{
+	for (size_t r = 0; r < b->nrules; r++) {
+		const BdRule *x = &b->rules[r];
+		size_t k;
+		for (k = 0; k < x->ntargets; k++) {
+			const char *v = rl_label(name ? name : "", labels, nlabels, x->targets[k].key);
+			if (!v || strcmp(v, x->targets[k].value))
+				break;
+		}
+		if (k == x->ntargets)
+			continue;
+		if (!res->rule_off) {
+			res->rule_off = calloc(b->nrules, sizeof *res->rule_off);
+			if (!res->rule_off)
+				return -ENOMEM;
+			res->nrules = b->nrules;
+		}
+		const char *v = rl_label(name ? name : "", labels, nlabels, x->targets[k].key);
+		char why[256];
+		snprintf(why, sizeof why, "not for this target: the rule runs where %s is '%s', here it is %s%s%s",
+			 x->targets[k].key, x->targets[k].value, v ? "'" : "not set", v ? v : "", v ? "'" : "");
+		if (!(res->rule_off[r] = strdup(why)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 void rl_free(RlResult *r)
 {
+	for (size_t i = 0; r->rule_off && i < r->nrules; i++)
+		free(r->rule_off[i]);
+	free(r->rule_off);
 	for (size_t i = 0; r->why && i < r->n; i++)
 		free(r->why[i]);
 	for (int m = 0; m < MET__COUNT; m++)

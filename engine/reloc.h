@@ -27,6 +27,8 @@ typedef struct RlResult {
 	bool avail[MET__COUNT];      /* per catalog metric */
 	char *reason[MET__COUNT];    /* why a metric is unavailable */
 	unsigned failed, unavailable;
+	char **rule_off;             /* [nrules] or NULL: why the rule is not for this target (rl_limit) */
+	size_t nrules;
 } RlResult;
 
 int rl_resolve(const Bundle *b, const KTarget *t, RlResult *out, char *err, size_t n);
@@ -40,5 +42,10 @@ const char *rl_obj_fn(int ent, const char *what);
 /* Why rule r of b cannot run on this target (NULL: it can).  The string
  * lives in res. */
 const char *rl_rule_blocked(const Bundle *b, const RlResult *res, size_t rule, MetricId *metric);
+/* The rules limited to targets by label (a rule's targets:) that target
+ * name, with labels ([2 * nlabels] keys and values), is not one of: they
+ * are blocked on it, with the reason.  `target` matches the name.
+ * -ENOMEM, or 0. */
+int rl_limit(const Bundle *b, RlResult *res, const char *name, char *const *labels, size_t nlabels);
 
 #endif

@@ -240,6 +240,15 @@ static bool d_file_backed(const MemSource *s)
 	return s->kind == MS_RAMFILE || (s->kind == MS_PMEM && !s->pmem_device);
 }
 
+/* What the engine of T needs to know of it: its name and labels, for the
+ * rules limited to targets by label. */
+static void d_target_opts(const DTarget *T, EngOpts *eo)
+{
+	eo->target_name = T->cf.name;
+	eo->target_labels = T->cf.labels;
+	eo->target_nlabels = T->cf.nlabels;
+}
+
 /* Open the source, find the kernel, load the bundle on the backend. */
 static int d_open_target(DTarget *T, char *err, size_t n)
 {
@@ -260,6 +269,7 @@ static int d_open_target(DTarget *T, char *err, size_t n)
 	}
 	EngOpts eo = D->eo;
 	eo.task_cap = T->task_cap;
+	d_target_opts(T, &eo);
 	if ((r = eng_open(D->b, T->t, &eo, &T->e, why, sizeof why))) {
 		snprintf(err, n, "%s%s%s", D->ntg > 1 ? T->label : "", D->ntg > 1 ? ": " : "", why);
 		d_close_target(T);
@@ -305,7 +315,7 @@ static void d_log_disabled(DTarget *T)
 	const RlResult *res = eng_relocs(T->e);
 	for (size_t i = 0; i < D->b->nrules; i++) {
 		const char *why = rl_rule_blocked(D->b, res, i, NULL);
-		if (why)
+		if (why && !(res->rule_off && res->rule_off[i]))   /* (limited to other targets: as asked) */
 			nt_log(D->nt, 4, "rule %s (%s:%u) is disabled on %s%sLinux %s: %s", D->b->rules[i].name,
 			       D->b->rules[i].file, D->b->rules[i].line, D->ntg > 1 ? T->cf.name : "",
 			       D->ntg > 1 ? ", " : "", T->t->release, why);
@@ -528,15 +538,32 @@ static int d_targets_read(Daemon *D, DReload *R)
 	return r;
 }
 
-/* The same rules, compiled the same way: names and hashes (rulec's hash of
- * each rule) in order. */
+static bool d_same_kvs(const BdKV *a, size_t na, const BdKV *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t k = 0; k < na; k++)
+		if (strcmp(a[k].key, b[k].key) || strcmp(a[k].value, b[k].value))
+			return false;
+	return true;
+}
+
+/* The same rules, compiled the same way and saying the same: names and
+ * hashes (rulec's hash of what decides each rule's state) in order, and
+ * what their alerts carry and where they run. */
 static bool d_same_rules(const Bundle *a, const Bundle *b)
 {
 	if (a->nrules != b->nrules || a->njobs != b->njobs)
 		return false;
-	for (size_t i = 0; i < a->nrules; i++)
-		if (a->rules[i].hash != b->rules[i].hash || strcmp(a->rules[i].name, b->rules[i].name))
+	for (size_t i = 0; i < a->nrules; i++) {
+		const BdRule *x = &a->rules[i], *y = &b->rules[i];
+		if (x->hash != y->hash || strcmp(x->name, y->name) || strcmp(x->severity, y->severity) ||
+		    strcmp(x->description ? x->description : "", y->description ? y->description : "") ||
+		    !d_same_kvs(x->labels, x->nlabels, y->labels, y->nlabels) ||
+		    !d_same_kvs(x->annotations, x->nannotations, y->annotations, y->nannotations) ||
+		    !d_same_kvs(x->targets, x->ntargets, y->targets, y->ntargets))
 			return false;
+	}
 	return true;
 }
 
@@ -572,6 +599,7 @@ static void *d_reload_thread(void *arg)
 		EngOpts eo = D->eo;
 		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
 		eo.task_cap = R->grow ? R->grow : T->task_cap;
+		d_target_opts(T, &eo);
 		char why[900];
 		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
 		if (R->r_open)
@@ -1698,6 +1726,11 @@ int main(int argc, char **argv)
 			D.wake = "poll";
 		if (!armed && wait_ns > D.cf.delay_ns)
 			wait_ns = D.cf.delay_ns;
+		/* the GPU fleet rings no doorbell yet: its rings are looked at
+		 * every tick (at least every 10 ms) */
+		uint64_t every = D.eo.tick_ns > 10000000ull ? D.eo.tick_ns : 10000000ull;
+		if (D.fleet && running && wait_ns > every)
+			wait_ns = every;
 		int pr = poll(pf, (nfds_t)np, (int)((wait_ns + 999999) / 1000000));
 		if (pr > 0 && (pf[1].revents & POLLIN)) {
 			uint64_t count;

@@ -160,6 +160,8 @@ static json_t *bd_manifest(const Bundle *b)
 			json_object_set_new(o, "description", json_string(x->description));
 		json_object_set_new(o, "labels", bd_kvs(x->labels, x->nlabels));
 		json_object_set_new(o, "annotations", bd_kvs(x->annotations, x->nannotations));
+		if (x->ntargets)
+			json_object_set_new(o, "targets", bd_kvs(x->targets, x->ntargets));
 		json_t *ms = json_array();
 		for (int k = 0; k < MET__COUNT; k++)
 			if (met_has(&x->metrics, (MetricId)k))
@@ -426,7 +428,8 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 		x->m_of = (unsigned)json_integer_value(json_object_get(v, "m_of"));
 		x->n_of = (unsigned)json_integer_value(json_object_get(v, "n_of"));
 		if (bd_read_kvs(json_object_get(v, "labels"), &x->labels, &x->nlabels) ||
-		    bd_read_kvs(json_object_get(v, "annotations"), &x->annotations, &x->nannotations))
+		    bd_read_kvs(json_object_get(v, "annotations"), &x->annotations, &x->nannotations) ||
+		    bd_read_kvs(json_object_get(v, "targets"), &x->targets, &x->ntargets))
 			BAD("rule %s has malformed labels or annotations", x->name);
 		json_t *ms = json_object_get(v, "metrics"), *mv;
 		size_t q;
@@ -589,6 +592,7 @@ void bd_free(Bundle *b)
 		free(x->description);
 		bd_free_kvs(x->labels, x->nlabels);
 		bd_free_kvs(x->annotations, x->nannotations);
+		bd_free_kvs(x->targets, x->ntargets);
 	}
 	free(b->rules);
 	free(b->host_obj);

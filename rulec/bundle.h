@@ -41,6 +41,8 @@ typedef struct BdRule {
 	unsigned m_of, n_of;
 	BdKV *labels, *annotations;
 	size_t nlabels, nannotations;
+	BdKV *targets;            /* the labels a target must have for it to run there; none: every target */
+	size_t ntargets;
 	MetSet metrics;           /* the catalog metrics it reads */
 	int entity;               /* what its alerts are about: ENT_CPU, ENT_TASK, an object entity, -1 none */
 	uint64_t hash;            /* of everything that decides its alert state */

@@ -182,6 +182,10 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 		x->nlabels = r->nlabels;
 		x->annotations = comp_kvs(r->annotations, r->nannotations);
 		x->nannotations = r->nannotations;
+		if (r->ntargets) {
+			x->targets = comp_kvs(r->targets, r->ntargets);
+			x->ntargets = r->ntargets;
+		}
 		x->metrics = p->rule_metrics[i];
 		x->entity = cg_value_entity(r->expr);
 		x->hash = comp_rule_hash(r);

@@ -295,7 +295,7 @@ static Expr *rf_expr(RfCtx *C, Rule *r, const YtNode *n, ExprSrc *src, const cha
 static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 {
 	static const char *const keys[] = {"alert", "expr", "for", "clear", "clear_for", "severity",
-					   "labels", "annotations", "description", NULL};
+					   "labels", "annotations", "description", "targets", NULL};
 	if (!rf_expect(C, n, YT_MAP, "a rule"))
 		return;
 	rf_unknown_keys(C, n, keys, "a rule");
@@ -351,6 +351,15 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 		rf_kv(C, x, "annotations", true, &r->annotations, &r->nannotations);
 		for (size_t i = 0; i < r->nannotations; i++)
 			rf_template(C, r, r->annotations[i].vnode);
+	}
+	/* targets: {role: db}: only on targets with these labels (sentineld's
+	 * [target NAME] labels; `target` is the target's name) */
+	if ((x = yt_get(n, "targets"))) {
+		rf_kv(C, x, "targets", true, &r->targets, &r->ntargets);
+		if (x->kind == YT_MAP && !x->u.map.n)
+			diag_report(C->d, rf_loc(x), DIAG_MISSING_KEY,
+				    "targets: names labels a target must have (e.g. targets: {role: db}); an empty map "
+				    "limits nothing: remove it");
 	}
 	if ((x = yt_get(n, "description")) && rf_expect(C, x, YT_SCALAR, "description")) {
 		r->description = x->u.scalar.s;

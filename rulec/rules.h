@@ -31,6 +31,8 @@ typedef struct Rule {
 	Severity severity;
 	KV *labels, *annotations;
 	size_t nlabels, nannotations;
+	KV *targets;              /* targets: the labels a target must have for the rule to run on it */
+	size_t ntargets;
 	const char *description;
 } Rule;
 

@@ -157,6 +157,10 @@ def live(tmp):
     rules = os.path.join(tmp, "rules")
     shutil.rmtree(rules, ignore_errors=True)
     shutil.copytree(os.path.join(TOP, "rules"), rules)
+    # a rule limited to targets by label: true everywhere, run on b alone (role=db)
+    with open(os.path.join(rules, "limited.yaml"), "w") as f:
+        f.write("groups:\n  - name: limited\n    rules:\n      - alert: DbOnly\n        expr: host.threads > 0\n"
+                "        severity: info\n        targets:\n          role: db\n")
     gs = {}
     d = None
     log = open(os.path.join(tmp, "sentineld.log"), "w+")
@@ -204,6 +208,17 @@ def live(tmp):
         rc, out, _ = ctl(tmp, "status")
         report(rc == 0 and all(("\n%s " % n) in out for n in watched) and "TARGET" in out,
                "sentinelctl status has a line per target", out)
+        fired = wait(lambda: [e for e in events(tmp) if e["alert"] == "DbOnly" and e["state"] == "firing"], 15)
+        where = sorted({e["target"] for e in events(tmp) if e["alert"] == "DbOnly"})
+        rc, out, _ = ctl(tmp, "--json", "rules")
+        try:
+            rs = json.loads(out)
+        except ValueError:
+            rs = {}
+        off = [r for r in json.dumps(rs).split("not for this target")][1:]
+        report(fired and where == ["b"] and len(off) >= 2,
+               "a rule limited to targets by label (targets: {role: db}) fires for b alone, and is disabled on the "
+               "others with the reason (fired for %s)" % where, out[:2000] + "\n" + text()[-1500:])
         if BACKEND == "cuda":
             st = status(tmp)
             fl = st.get("gpu_fleet", {})
