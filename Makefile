@@ -69,7 +69,7 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c engine/snrt.c
 RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
-	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g \
+	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g -Ikernel-support -Iengine \
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
@@ -103,7 +103,7 @@ $(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
 
 # (named, not a pattern: a missing one then makes its object again)
 DEP_FILES := $(foreach d,obj san/obj static/obj,$(patsubst %.c,$(B)/$(d)/%.d,$(wildcard rulec/*.c engine/*.c \
-	kernel-support/*.c notifier/*.c)))
+	kernel-support/*.c notifier/*.c tests/*.c tests/*/*.c bench/*.c)))
 $(DEP_FILES):
 -include $(wildcard $(DEP_FILES))
 

@@ -4,8 +4,8 @@
  * every bundle with the metric library and the generated rule code.
  */
 #include "snrt.h"
-#include "../kernel-support/simt.h"
-#include "../kernel-support/kx.h"
+#include "simt.h"
+#include "kx.h"
 
 #define SN_NAN __builtin_nan("")
 #define sn_isnan(x) ((x) != (x))

@@ -7,7 +7,7 @@
  * (one).
  */
 #include "cg.h"
-#include "../engine/snrt.h"
+#include "snrt.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>

@@ -4,7 +4,7 @@
 #include "llview.h"
 #include "kx.h"
 #include "lvm.h"
-#include "../engine/snrt.h"
+#include "snrt.h"
 
 #include <llvm-c/DebugInfo.h>
 

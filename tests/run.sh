@@ -37,6 +37,7 @@ c_tests() {
 	[ $rc -eq 0 ] || grep -q '^FAIL' "$out" || fail "$(basename "$1")/exit-status" "exited $rc"
 }
 
+run_suite "layers: includes through -I, never by path" sh tests/layers.sh
 run_suite "unit tests (ASan/UBSan)" c_tests "$B/san/test_unit"
 run_suite "runtime: windows on a simulated clock (ASan/UBSan)" c_tests "$B/san/test_snrt"
 run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
