@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,11 @@ static void print_status(json_t *s)
 	printf("backend:   %s\n", json_object_get(s, "backend_note") ? str(s, "backend_note") : "(stopped)");
 	if (ntg > 1)
 		printf("targets:   %zu (the lines below are about the first; every target is in the table)\n", ntg);
+	json_t *fl = json_object_get(s, "gpu_fleet");
+	if (fl)
+		printf("gpu:       one kernel for %.0f targets on %s: %.0f groups of %.0f blocks; %.0f group ticks, %.0f late, "
+		       "longest %.0f us\n", num(fl, "targets"), str(fl, "device"), num(fl, "groups"), num(fl, "group_blocks"),
+		       num(fl, "group_ticks"), num(fl, "late_group_ticks"), num(fl, "max_group_tick_us"));
 	printf("target:    %s (%s) %s%s%s\n", str(t, "source"), str(s, "target_name"), str(t, "state"),
 	       json_object_get(t, "kernel") ? ", Linux " : "", str(t, "kernel"));
 	if (json_object_get(t, "error"))
@@ -205,33 +211,9 @@ static void print_rules(json_t *a, bool alerts)
 	}
 }
 
-int main(int argc, char **argv)
+/* Ask sentineld at path, print its answer; the exit status. */
+static int ctl_run(const char *path, const char *cmd, bool json)
 {
-	const char *path = getenv("SENTINEL_SOCKET") ? getenv("SENTINEL_SOCKET") : "/run/sentinel/sentinel.sock";
-	const char *cmd = NULL;
-	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
-			printf("sentinelctl %s\n", SENTINEL_VERSION);
-			return 0;
-		} else if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--socket")) && i + 1 < argc) {
-			path = argv[++i];
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (argv[i][0] != '-' && !cmd) {
-			cmd = argv[i];
-		} else {
-			fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[i]);
-			return 2;
-		}
-	}
-	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "rules") && strcmp(cmd, "alerts") && strcmp(cmd, "reload"))) {
-		fprintf(stderr, "sentinelctl: give a command: status, rules, alerts or reload (see --help)\n");
-		return 2;
-	}
 	json_t *resp = request(path, cmd);
 	if (!resp)
 		return 2;
@@ -253,4 +235,50 @@ int main(int argc, char **argv)
 	}
 	json_decref(resp);
 	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
+		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *path = getenv("SENTINEL_SOCKET") ? getenv("SENTINEL_SOCKET") : "/run/sentinel/sentinel.sock";
+	bool json = false;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hVs:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("sentinelctl %s\n", SENTINEL_VERSION);
+			return 0;
+		case 's':
+			path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case ':':
+			fprintf(stderr, "sentinelctl: %s needs a value (the control socket's path); see sentinelctl --help\n",
+				argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	const char *cmd = optind < argc ? argv[optind] : NULL;
+	if (optind + 1 < argc) {
+		fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[optind + 1]);
+		return 2;
+	}
+	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "rules") && strcmp(cmd, "alerts") && strcmp(cmd, "reload"))) {
+		fprintf(stderr, "sentinelctl: give a command: status, rules, alerts or reload (see --help)\n");
+		return 2;
+	}
+	return ctl_run(path, cmd, json);
 }

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1498,25 +1499,41 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},      {"version", no_argument, NULL, 'V'},
+		{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'k'},
+		{NULL, 0, NULL, 0},
+	};
 	const char *config = SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf";
 	bool check_only = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+	int opt;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":hVc:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+		case 'V':
 			printf("sentineld %s\n", SENTINEL_VERSION);
 			return 0;
-		} else if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) && i + 1 < argc) {
-			config = argv[++i];
-		} else if (!strncmp(argv[i], "--config=", 9)) {
-			config = argv[i] + 9;
-		} else if (!strcmp(argv[i], "--check-config")) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'k':
 			check_only = true;
-		} else {
-			fprintf(stderr, "sentineld: unknown argument '%s'; see sentineld --help\n", argv[i]);
+			break;
+		case ':':
+			fprintf(stderr, "sentineld: %s needs a value (the configuration file); see sentineld --help\n",
+				argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "sentineld: unknown argument '%s'; see sentineld --help\n", argv[optind - 1]);
 			return 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sentineld: unknown argument '%s'; see sentineld --help\n", argv[optind]);
+		return 2;
 	}
 	Daemon D = {.lfd = -1};
 	for (int i = 0; i < D_MAX_CLIENTS; i++)

@@ -60,6 +60,24 @@ expect compile-shipped-rules 0 "$rulec" -o "${TMPDIR:-/tmp}/sentinel-cli.bundle"
 expect_msg compile-needs-clean-rules 1 "error:" "$rulec" -o "${TMPDIR:-/tmp}/sentinel-cli.bundle" tests/check/types.yaml
 expect_msg emit-unknown 2 "emit takes" "$rulec" --emit=bogus rules/paper.yaml
 rm -f "${TMPDIR:-/tmp}/sentinel-cli.bundle"
+# sentinelctl's command line (getopt_long): options before or after the
+# command, and each mistake an exit 2 that says what to do
+ctl=$(dirname "$rulec")/sentinelctl
+[ -x "$ctl" ] || ctl=$(dirname "$rulec")/../sentinelctl      # (build/san has no sentinelctl: build/'s)
+if [ ! -x "$ctl" ]; then
+	fail cli/ctl-built "no sentinelctl beside $rulec"
+else
+	expect_msg ctl-unknown-option 2 "unknown argument '--nope'" "$ctl" --nope status
+	expect_msg ctl-socket-needs-value 2 "needs a value" "$ctl" status -s
+	expect_msg ctl-extra-argument 2 "unknown argument 'extra'" "$ctl" status extra
+	expect_msg ctl-no-command 2 "give a command" "$ctl" --json
+	expect_msg ctl-options-after-command 2 "cannot reach sentineld at /nonexistent.sock" "$ctl" status --json -s /nonexistent.sock
+fi
+d=$(dirname "$rulec")/sentineld
+expect_msg sentineld-unknown-option 2 "unknown argument '--nope'" "$d" --nope
+expect_msg sentineld-config-needs-value 2 "needs a value" "$d" -c
+expect_msg sentineld-extra-argument 2 "unknown argument 'extra'" "$d" --check-config extra
+expect_msg sentineld-config-equals 2 "/nonexistent.conf" "$d" --config=/nonexistent.conf --check-config
 # A directory checks its *.yaml files: the sum over rules/ equals the files one by one.
 all=$("$rulec" --check rules/*.yaml 2>&1 | tail -n 1)
 dir=$("$rulec" --check rules/ 2>&1 | tail -n 1)
