@@ -271,36 +271,42 @@ void diag_print_text(const DiagCtx *d, FILE *out, bool color)
 	}
 }
 
-static void json_loc(StrBuf *b, SrcLoc l)
+/* A location's fields (and a note's message). */
+static json_t *diag_json(SrcLoc l, const char *msg)
 {
-	sb_puts(b, "\"file\":");
-	sb_json_str(b, l.file ? l.file->name : "");
-	sb_printf(b, ",\"line\":%u,\"column\":%u,\"length\":%u", l.line, l.col, l.len);
+	json_t *o = json_object();
+	json_object_set_new(o, "file", u_json_text(l.file ? l.file->name : ""));
+	json_object_set_new(o, "line", json_integer(l.line));
+	json_object_set_new(o, "column", json_integer(l.col));
+	json_object_set_new(o, "length", json_integer(l.len));
+	if (msg)
+		json_object_set_new(o, "message", u_json_text(msg));
+	return o;
 }
 
+/* {"diagnostics": [{file, line, column, length, message, severity, code,
+ * note: {file, line, column, length, message}}, ...], "errors": N,
+ * "warnings": N}, a diagnostic a line. */
 void diag_print_json(const DiagCtx *d, FILE *out)
 {
-	StrBuf b = {0};
-	sb_puts(&b, "{\"diagnostics\":[");
+	json_t *all = json_array();
 	for (size_t i = 0; i < d->n; i++) {
 		const Diag *g = &d->v[i];
-		sb_puts(&b, i ? ",\n{" : "\n{");
-		json_loc(&b, g->loc);
-		sb_printf(&b, ",\"severity\":\"%s\",\"code\":\"%s\",\"message\":",
-			  sev_word(g->sev), diag_info[g->code].name);
-		sb_json_str(&b, g->msg);
-		if (g->note_msg) {
-			sb_puts(&b, ",\"note\":{");
-			json_loc(&b, g->note_loc);
-			sb_puts(&b, ",\"message\":");
-			sb_json_str(&b, g->note_msg);
-			sb_putc(&b, '}');
-		}
-		sb_putc(&b, '}');
+		json_t *o = diag_json(g->loc, NULL);
+		json_object_set_new(o, "severity", json_string(sev_word(g->sev)));
+		json_object_set_new(o, "code", json_string(diag_info[g->code].name));
+		json_object_set_new(o, "message", u_json_text(g->msg));
+		if (g->note_msg)
+			json_object_set_new(o, "note", diag_json(g->note_loc, g->note_msg));
+		json_array_append_new(all, o);
 	}
-	sb_printf(&b, "],\n\"errors\":%u,\"warnings\":%u}\n", d->nerr, d->nwarn);
-	fputs(b.s, out);
-	sb_free(&b);
+	fputs("{\"diagnostics\":[", out);
+	for (size_t i = 0; i < json_array_size(all); i++) {
+		fputs(i ? ",\n" : "\n", out);
+		json_dumpf(json_array_get(all, i), out, JSON_PRESERVE_ORDER | JSON_COMPACT);
+	}
+	fprintf(out, "],\n\"errors\":%u,\"warnings\":%u}\n", d->nerr, d->nwarn);
+	json_decref(all);
 }
 
 void diag_free(DiagCtx *d)

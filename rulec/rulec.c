@@ -117,21 +117,18 @@ static void list_metrics(const char *fmt)
 		}
 		return;
 	}
-	if (!strcmp(fmt, "json")) {
-		StrBuf b = {0};
-		sb_puts(&b, "[");
+	if (!strcmp(fmt, "json")) {               /* a metric a line */
+		fputs("[", stdout);
 		for (int i = 0; i < MET__COUNT; i++) {
 			const Metric *m = &cat_metrics[i];
-			sb_puts(&b, i ? ",\n{\"name\":" : "\n{\"name\":");
-			sb_json_str(&b, m->name);
-			sb_printf(&b, ",\"entity\":\"%s\",\"kind\":\"%s\",\"unit\":\"%s\",\"description\":",
-				  cat_entity_name(m->entity), cat_kind_name(m->kind), cat_unit_name(m->unit));
-			sb_json_str(&b, m->desc);
-			sb_puts(&b, "}");
+			json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", m->name, "entity",
+					      cat_entity_name(m->entity), "kind", cat_kind_name(m->kind), "unit",
+					      cat_unit_name(m->unit), "description", m->desc);
+			fputs(i ? ",\n" : "\n", stdout);
+			json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT);
+			json_decref(o);
 		}
-		sb_puts(&b, "\n]\n");
-		fputs(b.s, stdout);
-		sb_free(&b);
+		fputs("\n]\n", stdout);
 		return;
 	}
 	for (int i = 0; i < MET__COUNT; i++) {

@@ -208,26 +208,6 @@ void sb_printf(StrBuf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
-void sb_json_str(StrBuf *b, const char *s)
-{
-	sb_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"': sb_puts(b, "\\\""); break;
-		case '\\': sb_puts(b, "\\\\"); break;
-		case '\n': sb_puts(b, "\\n"); break;
-		case '\r': sb_puts(b, "\\r"); break;
-		case '\t': sb_puts(b, "\\t"); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				sb_printf(b, "\\u%04x", *p);
-			else
-				sb_putc(b, (char)*p);
-		}
-	}
-	sb_putc(b, '"');
-}
-
 void sb_free(StrBuf *b)
 {
 	free(b->s);
@@ -311,6 +291,21 @@ size_t u_printable(char *dst, size_t n, const char *src, size_t len, const char 
 	}
 	dst[o] = 0;
 	return o;
+}
+
+json_t *u_json_text(const char *s)
+{
+	json_t *j = json_string(s ? s : "");
+	if (j || !s)
+		return j;
+	size_t len = strlen(s), n = 4 * len + 1;
+	char *t = malloc(n);
+	if (!t)
+		return NULL;
+	u_printable(t, n, s, len, "\n\t\r");
+	j = json_string(t);
+	free(t);
+	return j;
 }
 
 int u_read_file(const char *path, size_t limit, char **out, size_t *len)

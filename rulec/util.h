@@ -6,6 +6,7 @@
 #ifndef SENTINEL_UTIL_H
 #define SENTINEL_UTIL_H
 
+#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,7 +54,6 @@ void sb_puts(StrBuf *b, const char *s);
 void sb_putc(StrBuf *b, char c);
 void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
-void sb_json_str(StrBuf *b, const char *s);     /* a JSON string literal, quoted */
 void sb_free(StrBuf *b);
 
 /* Levenshtein distance, capped: returns max+1 when the distance exceeds max. */
@@ -70,6 +70,9 @@ int u_utf8_len(const unsigned char *s, size_t n);
  * or "") as they are.  For strings read from kernel memory (a task's comm,
  * a device's name), which may hold any byte.  Returns the length written. */
 size_t u_printable(char *dst, size_t n, const char *src, size_t len, const char *keep);
+/* A JSON string of s: as it is when it is UTF-8, else as u_printable
+ * writes it (jansson takes UTF-8 only); NULL when out of memory. */
+json_t *u_json_text(const char *s);
 
 /* Read a whole file; returns 0 or -errno.  -EFBIG when it exceeds limit. */
 int u_read_file(const char *path, size_t limit, char **out, size_t *len);

@@ -241,10 +241,15 @@ static void test_arena(void)
 	CHECK("arena-alignment", ((uintptr_t)big % 16) == 0 && ((uintptr_t)small % 16) == 0);
 	CHECK("arena-printf", !strcmp(arena_printf(&a, "%d-%s", 42, "x"), "42-x"));
 	arena_free(&a);
-	StrBuf b = {0};
-	sb_json_str(&b, "a\"b\\c\n\x01");
-	CHECK("json-escape", !strcmp(b.s, "\"a\\\"b\\\\c\\n\\u0001\""));
-	sb_free(&b);
+	/* u_json_text: UTF-8 as it is (jansson escapes on output), other bytes as \xNN */
+	json_t *j = u_json_text("a\"b\\c\n\x01 caf\xc3\xa9");
+	char *t = json_dumps(j, JSON_ENCODE_ANY);
+	CHECK("json-text-utf8", t && !strcmp(t, "\"a\\\"b\\\\c\\n\\u0001 caf\xc3\xa9\""));
+	free(t);
+	json_decref(j);
+	j = u_json_text("bad \xb3\xff byte");
+	CHECK("json-text-not-utf8", j && !strcmp(json_string_value(j), "bad \\xb3\\xff byte"));
+	json_decref(j);
 }
 
 /* bd_ptx_part: a text without marks is one part; marked parts come back
