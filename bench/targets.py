@@ -42,17 +42,6 @@ BACKEND = os.environ.get("BENCH_BACKEND", "cpu")
 LIVE = os.environ.get("BENCH_LIVE") == "1"
 
 
-def cpu_ns(pid):
-    t = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                t += int(f.read().split()[0])
-        except OSError:
-            pass
-    return t
-
-
 def threads_ns(pid):
     """CPU time by thread name (the main loop, the CUDA driver's threads, ...)."""
     by = {}
@@ -107,12 +96,14 @@ def run(tmp, core, n, sources=None):
         if up is None:
             return "N=%d: did not start (see %s)" % (n, log.name)
         s0 = status(sock)
-        c0, b0 = cpu_ns(d.pid), threads_ns(d.pid)
+        b0 = threads_ns(d.pid)
+        c0 = sum(b0.values())
         prof = None
         if os.environ.get("BENCH_PROFILE"):      # a command on sentineld over the window ({pid})
             prof = subprocess.Popen(os.environ["BENCH_PROFILE"].replace("{pid}", str(d.pid)), shell=True)
         time.sleep(SECS)
-        c1, b1 = cpu_ns(d.pid), threads_ns(d.pid)
+        b1 = threads_ns(d.pid)
+        c1 = sum(b1.values())
         if prof:
             prof.wait()
         s1 = status(sock)

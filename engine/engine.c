@@ -69,16 +69,23 @@ static int eng_open_cpu(Engine *e, char *err, size_t n)
 	return r;
 }
 
+/* Whether b was made for this engine (else err says what to do). */
+static int eng_abi_check(const Bundle *b, char *err, size_t n)
+{
+	if (b->abi == SN_ABI_VERSION)
+		return 0;
+	snprintf(err, n, "the bundle was made for engine ABI %u, this is ABI %u: recompile the rules with this "
+		 "version's rulec", b->abi, SN_ABI_VERSION);
+	return -ENOEXEC;
+}
+
 int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, char *err, size_t n)
 {
 	EngOpts none = {0};
 	if (!o)
 		o = &none;
-	if (b->abi != SN_ABI_VERSION) {
-		snprintf(err, n, "the bundle was made for engine ABI %u, this is ABI %u: recompile the rules with "
-			 "this version's rulec", b->abi, SN_ABI_VERSION);
+	if (eng_abi_check(b, err, n))
 		return -ENOEXEC;
-	}
 	Engine *e = calloc(1, sizeof *e);
 	if (!e)
 		return -ENOMEM;
@@ -468,11 +475,8 @@ int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n)
 /* An EngFleet is the GPU's fleet itself (gpu.h), behind the engine's name. */
 int eng_fleet_open(const Bundle *b, const EngOpts *o, EngFleet **out, char *err, size_t n)
 {
-	if (b->abi != SN_ABI_VERSION) {
-		snprintf(err, n, "the bundle was made for engine ABI %u, this is ABI %u: recompile the rules with "
-			 "this version's rulec", b->abi, SN_ABI_VERSION);
+	if (eng_abi_check(b, err, n))
 		return -ENOEXEC;
-	}
 	GpuFleet *f;
 	int r = gpu_fleet_open(b, o ? o->gpu : 0, &f, err, n);
 	if (!r)

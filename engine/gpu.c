@@ -984,8 +984,9 @@ void gpu_close(GpuCode *g)
 		if (g->mod)
 			g->d.ModuleUnload(g->mod);
 		gpu_ctx_put(g);
+	} else {
+		gpu_free_world(g);           /* what is the host's alone: our mappings, the mirror */
 	}
-	gpu_free_world(g);
 	if (g->d.lib)
 		dlclose(g->d.lib);
 	free(g);

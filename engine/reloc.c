@@ -238,8 +238,9 @@ int rl_limit(const Bundle *b, RlResult *res, const char *name, char *const *labe
 	for (size_t r = 0; r < b->nrules; r++) {
 		const BdRule *x = &b->rules[r];
 		size_t k;
+		const char *v = NULL;                 /* the first label that does not match: its value here */
 		for (k = 0; k < x->ntargets; k++) {
-			const char *v = rl_label(name ? name : "", labels, nlabels, x->targets[k].key);
+			v = rl_label(name ? name : "", labels, nlabels, x->targets[k].key);
 			if (!v || strcmp(v, x->targets[k].value))
 				break;
 		}
@@ -251,7 +252,6 @@ int rl_limit(const Bundle *b, RlResult *res, const char *name, char *const *labe
 				return -ENOMEM;
 			res->nrules = b->nrules;
 		}
-		const char *v = rl_label(name ? name : "", labels, nlabels, x->targets[k].key);
 		char why[256];
 		snprintf(why, sizeof why, "not for this target: the rule runs where %s is '%s', here it is %s%s%s",
 			 x->targets[k].key, x->targets[k].value, v ? "'" : "not set", v ? v : "", v ? "'" : "");

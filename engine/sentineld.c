@@ -1589,23 +1589,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentineld: %s\n", err);
 		goto out;
 	}
-	if (several && (!strcmp(D.cf.backend, "cuda") || (gpu && !strcmp(D.cf.backend, "auto")))) {
-		if (eng_fleet_open(D.b, &D.eo, &D.fleet, err, sizeof err)) {
-			if (!strcmp(D.cf.backend, "cuda")) {
-				fprintf(stderr, "sentineld: %s\n", err);
-				goto out;
-			}
-			fprintf(stderr, "sentineld: the CPU backend runs the targets: the GPU cannot (%s)\n", err);
+	if (several && strcmp(D.cf.backend, "cpu")) {
+		bool cuda = !strcmp(D.cf.backend, "cuda");
+		if ((cuda || gpu) && !eng_fleet_open(D.b, &D.eo, &D.fleet, err, sizeof err)) {
+			D.eo.fleet = D.fleet;
+		} else if (cuda) {
+			fprintf(stderr, "sentineld: %s\n", err);
+			goto out;
+		} else {                          /* auto: the GPU could not, or there is none */
+			if (gpu)
+				fprintf(stderr, "sentineld: the CPU backend runs the targets: the GPU cannot (%s)\n", err);
 			free(D.cf.backend);
 			D.cf.backend = strdup("cpu");
 			D.eo.backend = D.cf.backend;
-		} else {
-			D.eo.fleet = D.fleet;
 		}
-	} else if (several && strcmp(D.cf.backend, "cpu")) {  /* auto, no GPU here */
-		free(D.cf.backend);
-		D.cf.backend = strdup("cpu");
-		D.eo.backend = D.cf.backend;
 	}
 	if (D.cf.record) {
 		if (strcmp(D.cf.backend, "cpu")) {

@@ -215,8 +215,8 @@ def live(tmp):
             rs = json.loads(out)
         except ValueError:
             rs = {}
-        off = [r for r in json.dumps(rs).split("not for this target")][1:]
-        report(fired and where == ["b"] and len(off) >= 2,
+        off = json.dumps(rs).count("not for this target")
+        report(fired and where == ["b"] and off >= 2,
                "a rule limited to targets by label (targets: {role: db}) fires for b alone, and is disabled on the "
                "others with the reason (fired for %s)" % where, out[:2000] + "\n" + text()[-1500:])
         if BACKEND == "cuda":
