@@ -174,6 +174,10 @@ static void print_status(json_t *s)
 	}
 	if (json_object_get(s, "last_reload"))
 		printf("reload:    %s\n", str(s, "last_reload"));
+	json_t *ml = json_object_get(s, "main_loop");
+	if (ml && num(s, "uptime_s") > 0)
+		printf("host:      sentineld's main thread used %.3f s of CPU (%.3f%% of a core), %.0f wakeups\n",
+		       num(ml, "cpu_s"), 100 * num(ml, "cpu_s") / num(s, "uptime_s"), num(ml, "wakeups"));
 	print_targets(s);
 }
 

@@ -123,6 +123,25 @@ typedef struct DReload {
 	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
 } DReload;
 
+/* Where the main thread's own CPU time goes (sentinelctl status's
+ * main_loop): the host's share is meant to be near nothing, and when it
+ * is not, this says which part of the loop is to blame: arm (what to
+ * wait for: every engine asked), poll (the system call and the wake fd),
+ * drain (alerts: the rings, the notifiers), metrics (/metrics), reload,
+ * watch (the targets' checks), clients (the control socket). */
+#define D_PHASES(X) X(arm) X(poll) X(drain) X(watch) X(clients) X(metrics) X(reload)
+enum {
+#define D_PH_ENUM(n) DP_##n,
+	D_PHASES(D_PH_ENUM)
+#undef D_PH_ENUM
+	DP_N
+};
+typedef struct DLoop {
+	uint64_t wakeups;
+	uint64_t cpu_ns[DP_N];        /* the main thread's CPU time in each phase */
+	uint64_t mark;                /* the thread's CPU clock at the last phase's end */
+} DLoop;
+
 typedef struct Daemon {
 	Config cf;
 	Notifier *nt;
@@ -144,6 +163,7 @@ typedef struct Daemon {
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
 	DReload rl;
+	DLoop loop;
 } Daemon;
 
 static volatile sig_atomic_t d_reload_flag, d_quit_flag;
@@ -165,6 +185,16 @@ static uint64_t d_now(void)
 
 /* systemd's readiness protocol (sd_notify(3)): one datagram to
  * $NOTIFY_SOCKET.  A no-op outside systemd. */
+/* The main thread's CPU time since the last phase ended goes to phase ph. */
+static void d_phase_end(Daemon *D, int ph)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	D->loop.cpu_ns[ph] += t - D->loop.mark;
+	D->loop.mark = t;
+}
+
 static void d_sd_notify(const char *state)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
@@ -1205,6 +1235,15 @@ static json_t *d_status(Daemon *D)
 					      "group_ticks", (json_int_t)F.passes, "late_group_ticks",
 					      (json_int_t)F.late_passes, "max_group_tick_us", (double)F.max_pass_ns / 1e3));
 	}
+	json_t *ml = json_pack("{s:I}", "wakeups", (json_int_t)D->loop.wakeups), *cpu = json_object();
+	double all = 0;
+#define D_PH_JSON(n) json_object_set_new(cpu, #n, json_real((double)D->loop.cpu_ns[DP_##n] / 1e9)); \
+	all += (double)D->loop.cpu_ns[DP_##n] / 1e9;
+	D_PHASES(D_PH_JSON)
+#undef D_PH_JSON
+	json_object_set_new(ml, "cpu_s", json_real(all));
+	json_object_set_new(ml, "cpu_s_by_phase", cpu);
+	json_object_set_new(o, "main_loop", ml);
 	json_t *arr = json_array();
 	for (unsigned i = 0; i < D->ntg; i++)
 		json_array_append_new(arr, d_target_status(&D->tg[i]));
@@ -1708,6 +1747,8 @@ int main(int argc, char **argv)
 	 * needs us, or the target is due a check; every [notify] delay where
 	 * the engine cannot wake us.  Each wakeup costs ~50 us here
 	 * (docs/benchmarks.md). */
+	d_phase_end(&D, DP_arm);               /* start the clock; the set-up is nobody's phase */
+	memset(D.loop.cpu_ns, 0, sizeof D.loop.cpu_ns);
 	while (!d_quit_flag) {
 		struct pollfd pf[D_MAX_CLIENTS + 3];
 		int np = 0;
@@ -1745,15 +1786,20 @@ int main(int argc, char **argv)
 		uint64_t every = D.eo.tick_ns > 10000000ull ? D.eo.tick_ns : 10000000ull;
 		if (D.fleet && running && wait_ns > every)
 			wait_ns = every;
+		d_phase_end(&D, DP_arm);
 		int pr = poll(pf, (nfds_t)np, (int)((wait_ns + 999999) / 1000000));
+		D.loop.wakeups++;
 		if (pr > 0 && (pf[1].revents & POLLIN)) {
 			uint64_t count;
 			ssize_t got = read(D.eo.wake_fd, &count, sizeof count);
 			(void)got;
 		}
+		d_phase_end(&D, DP_poll);
 		d_drain(&D);
+		d_phase_end(&D, DP_drain);
 		if (pr > 0 && (pf[2].revents & POLLIN) && px_wanted(D.px))
 			d_metrics(&D);
+		d_phase_end(&D, DP_metrics);
 		if (D.rl.on && __atomic_load_n(&D.rl.done, __ATOMIC_ACQUIRE))
 			d_reload_done(&D);
 		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
@@ -1762,7 +1808,9 @@ int main(int argc, char **argv)
 			if (d_reload_start(&D, NULL, 0, NULL, msg, sizeof msg))
 				nt_log(D.nt, 4, "reload (SIGHUP): %s", msg);
 		}
+		d_phase_end(&D, DP_reload);
 		d_watch_target(&D);
+		d_phase_end(&D, DP_watch);
 		if (pr <= 0)
 			continue;
 		if (pf[0].revents & POLLIN) {
@@ -1791,6 +1839,7 @@ int main(int argc, char **argv)
 					break;
 				}
 		}
+		d_phase_end(&D, DP_clients);
 	}
 	d_sd_notify("STOPPING=1");
 	nt_log(D.nt, 6, "stopping");

@@ -44,6 +44,7 @@ echo "gpu-pack: bundles"
 # GPU in hand); the shipped rules and 1,000 generated ones with native sm_90
 # (inside the archive: PTX compresses well, and what is carried is bounded)
 cp $B/metrics.bundle "$out/bin/metrics.bundle"
+$B/rulec --list-metrics=json > "$out/bin/catalog.json"   # the metric names, for tests/gpu/fleet_values.py
 $B/rulec -q --gpu-arch=sm_70,sm_90 -o "$out/bin/rules.bundle" rules/ examples/
 if [ "${PACK_RULES1000:-0}" = 1 ]; then     # 11 MB: only when the 1,000-rule PTX is the question
 	sh bench/gen_rules.sh 1000 bench/out > /dev/null

@@ -5,7 +5,7 @@
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
-#                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fuzz [RUNS [SEED]]]
+#                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -76,6 +76,10 @@ if [ "$what" = targets ]; then
 		BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,100,500}" "${3:-20}" \
 			"$t" "${5:-1024}" || rc=1
 	done
+fi
+if [ "$what" = fleetvalues ]; then
+	# the fleet's values against the CPU backend's: three different captured images
+	PYTHONUNBUFFERED=1 python3 tests/gpu/fleet_values.py "$work/bin" "${2:-6}" || rc=1
 fi
 if [ "$what" = livetargets ]; then
 	# N live guests in one sentineld on the GPU (bench/targets.py, BENCH_LIVE)
