@@ -494,6 +494,8 @@ void eng_fleet_info(EngFleet *f, EngFleetInfo *out)
 	snprintf(out->device, sizeof out->device, "%s", gpu_fleet_device((GpuFleet *)f));
 }
 
+bool eng_fleet_seen(EngFleet *f) { return gpu_fleet_seen((GpuFleet *)f); }
+bool eng_fleet_arm(EngFleet *f, int wake_fd) { return gpu_fleet_arm((GpuFleet *)f, wake_fd); }
 int eng_fleet_halt(EngFleet *f, char *err, size_t n) { return gpu_fleet_halt((GpuFleet *)f, err, n); }
 
 void eng_fleet_close(EngFleet *f) { gpu_fleet_close((GpuFleet *)f); }

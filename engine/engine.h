@@ -130,6 +130,12 @@ typedef struct EngFleetInfo {
 	char device[128];
 } EngFleetInfo;
 void eng_fleet_info(EngFleet *f, EngFleetInfo *out);
+/* Alerts wake the host through wake_fd (as eng_arm does for one engine):
+ * eng_fleet_seen before draining the members (false: no record since the
+ * last call, no need to), eng_fleet_arm before waiting (false: drain the
+ * members' rings every tick). */
+bool eng_fleet_seen(EngFleet *f);
+bool eng_fleet_arm(EngFleet *f, int wake_fd);
 /* Stop its kernel for good, before closing many members (shutting down). */
 int eng_fleet_halt(EngFleet *f, char *err, size_t n);
 void eng_fleet_close(EngFleet *f);

@@ -109,6 +109,14 @@ typedef struct GpuFleetInfo {
 	uint64_t launches, passes, late_passes, max_pass_ns;
 } GpuFleetInfo;
 void gpu_fleet_info(GpuFleet *f, GpuFleetInfo *out);
+/* Alerts wake the host (as gpu_arm for one target): gpu_fleet_seen before
+ * the host looks at the members' rings (false: no record came since the
+ * last look, and the rings need no look now), then gpu_fleet_arm queues a
+ * wait for the next member tick that writes a record, which writes
+ * wake_fd.  false: the driver cannot (look at the rings every tick), or no
+ * kernel runs. */
+bool gpu_fleet_seen(GpuFleet *f);
+bool gpu_fleet_arm(GpuFleet *f, int wake_fd);
 const char *gpu_fleet_device(const GpuFleet *f);
 /* Stop the kernel for good (shutting down: members then close without a
  * launch each). */

@@ -13,10 +13,12 @@
 #include "gpu_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* How often the running kernel's state is asked of the driver. */
 #define GPU_FLEET_POLL_NS 500000000ull
@@ -40,6 +42,11 @@ struct GpuFleet {
 	uint64_t polled_ns;           /* when the kernel was last found running (gpu_fleet_poll) */
 	unsigned groups, group_blocks;
 	uint64_t launches;
+	/* alerts wake the host: a wait on ctl->doorbell past seen, then a
+	 * host function that writes wake_fd, on g's watch stream */
+	int wake_fd;
+	int armed;                    /* atomic: the driver's thread clears it */
+	uint32_t seen;                /* the doorbell before the host's last look at the rings */
 };
 
 int gpu_fleet_open(const Bundle *b, int ordinal, GpuFleet **out, char *err, size_t n)
@@ -317,6 +324,66 @@ int gpu_fleet_poll(GpuCode *g, char *err, size_t n)
 	return r;
 }
 
+/* ---- waking the host ------------------------------------------------------------------------------
+ *
+ * The kernel adds one to ctl->doorbell after a member's tick that wrote
+ * alert records; gpu_fleet_arm queues a wait until it passes what the host
+ * saw before it last drained the rings (gpu_fleet_seen), then a host
+ * function that writes the wake fd, as gpu_arm does for one target.  The
+ * wait outlives a relaunch: the doorbell is not reset. */
+static void fl_woken(void *arg)
+{
+	GpuFleet *f = arg;
+	__atomic_store_n(&f->armed, 0, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	ssize_t w = write(f->wake_fd, &one, sizeof one);
+	(void)w;                                     /* a full counter wakes the host just as well */
+}
+
+bool gpu_fleet_seen(GpuFleet *f)
+{
+	uint32_t bell = __atomic_load_n(&f->ctl->doorbell, __ATOMIC_ACQUIRE);
+	bool moved = bell != f->seen;
+	f->seen = bell;
+	return moved;
+}
+
+bool gpu_fleet_arm(GpuFleet *f, int wake_fd)
+{
+	GpuCode *g = f->g;
+	if (!g->wait_value || !g->host_func || wake_fd <= 0 || !g->watch)
+		return false;
+	if (__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE))
+		return true;
+	pthread_mutex_lock(&f->lock);
+	bool ok = f->running;
+	if (ok) {
+		gpu_enter(g);
+		f->wake_fd = wake_fd;
+		__atomic_store_n(&f->armed, 1, __ATOMIC_RELEASE);
+		if (g->wait_value(g->watch, f->dctl + offsetof(sn_fleet_ctl, doorbell), f->seen + 1,
+				  CU_STREAM_WAIT_VALUE_GEQ) || g->host_func(g->watch, fl_woken, f)) {
+			g->wait_value = NULL;        /* not on this device or driver: poll from now on */
+			__atomic_store_n(&f->armed, 0, __ATOMIC_RELEASE);
+			ok = false;
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+/* Release a queued wait (before the context goes): the doorbell past it,
+ * and the host function run. */
+static void fl_unwatch(GpuFleet *f)
+{
+	GpuCode *g = f->g;
+	if (!f->ctl || !g->watch || !__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE))
+		return;
+	gpu_enter(g);
+	__atomic_store_n(&f->ctl->doorbell, f->seen + 1, __ATOMIC_SEQ_CST);
+	g->d.StreamSynchronize(g->watch);
+}
+
 void gpu_fleet_info(GpuFleet *f, GpuFleetInfo *out)
 {
 	pthread_mutex_lock(&f->lock);
@@ -351,6 +418,7 @@ void gpu_fleet_close(GpuFleet *f)
 		GpuCode *g = f->g;
 		if (fl_stop(f, err, sizeof err))
 			fprintf(stderr, "sentinel: closing the GPU fleet: %s\n", err);
+		fl_unwatch(f);
 		gpu_enter(g);
 		if (f->dmembers)
 			g->d.MemFree(f->dmembers);

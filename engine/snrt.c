@@ -1451,6 +1451,11 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 			uint64_t len = sn_tick_run(w, warp, nwarps);
 			if (leader && F->share_ns && len > F->share_ns)
 				w->stats->over_share++;
+			/* new records (their head is out: sn_tick_run's fence): ring the fleet's bell */
+			if (leader && w->ring && sn_load_volatile(&w->sync[SN_SYNC_EMIT])) {
+				sn_fence_system();
+				__atomic_fetch_add(&C->doorbell, 1, __ATOMIC_RELAXED);
+			}
 		}
 		if (leader) {
 			uint64_t t = sn_clock(), len = t - due;

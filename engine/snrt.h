@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 9u
+#define SN_ABI_VERSION 10u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -455,6 +455,9 @@ typedef struct sn_fleet_ctl {  /* host-mapped */
 	uint64_t passes;           /* group ticks completed, all groups */
 	uint64_t late_passes;      /* group ticks that ran past their tick */
 	uint64_t max_pass_ns;      /* the longest group tick */
+	uint32_t doorbell;         /* GPU -> host: member ticks that ended with new alert records; the
+				    * host's stream waits on it to be woken (gpu_fleet_arm) */
+	uint32_t _pad;
 } sn_fleet_ctl;
 
 typedef struct sn_fleet {
