@@ -47,6 +47,7 @@ struct GpuFleet {
 	int wake_fd;
 	int armed;                    /* atomic: the driver's thread clears it */
 	uint32_t seen;                /* the doorbell before the host's last look at the rings */
+	uint32_t want;                /* the queued wait's: until the doorbell reaches it */
 };
 
 int gpu_fleet_open(const Bundle *b, int ordinal, GpuFleet **out, char *err, size_t n)
@@ -127,6 +128,8 @@ int gpu_fleet_member(GpuFleet *f, GpuCode **out, char *err, size_t n)
 
 /* ---- launches (f->lock held) -------------------------------------------------------------------- */
 
+static void fl_unwatch(GpuFleet *f);
+
 /* Stop the kernel between two ticks and wait for it to leave. */
 static int fl_stop(GpuFleet *f, char *err, size_t n)
 {
@@ -146,6 +149,8 @@ static int fl_stop(GpuFleet *f, char *err, size_t n)
 		f->failed = true;
 		return gpu_err(g, c, err, n, "the fleet's kernel failed on %s", g->name);
 	}
+	/* a queued wait is work on the device too: cuMemFree would wait for it */
+	fl_unwatch(f);
 	return 0;
 }
 
@@ -361,7 +366,8 @@ bool gpu_fleet_arm(GpuFleet *f, int wake_fd)
 		gpu_enter(g);
 		f->wake_fd = wake_fd;
 		__atomic_store_n(&f->armed, 1, __ATOMIC_RELEASE);
-		if (g->wait_value(g->watch, f->dctl + offsetof(sn_fleet_ctl, doorbell), f->seen + 1,
+		f->want = f->seen + 1;
+		if (g->wait_value(g->watch, f->dctl + offsetof(sn_fleet_ctl, doorbell), f->want,
 				  CU_STREAM_WAIT_VALUE_GEQ) || g->host_func(g->watch, fl_woken, f)) {
 			g->wait_value = NULL;        /* not on this device or driver: poll from now on */
 			__atomic_store_n(&f->armed, 0, __ATOMIC_RELEASE);
@@ -372,15 +378,19 @@ bool gpu_fleet_arm(GpuFleet *f, int wake_fd)
 	return ok;
 }
 
-/* Release a queued wait (before the context goes): the doorbell past it,
- * and the host function run. */
+/* Release a queued wait (the kernel stopped: before memory is freed or
+ * the context goes): the doorbell past it where the kernel did not ring,
+ * and the host function run (a spurious wakeup; the host arms again). */
 static void fl_unwatch(GpuFleet *f)
 {
 	GpuCode *g = f->g;
 	if (!f->ctl || !g->watch || !__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE))
 		return;
 	gpu_enter(g);
-	__atomic_store_n(&f->ctl->doorbell, f->seen + 1, __ATOMIC_SEQ_CST);
+	uint32_t b = __atomic_load_n(&f->ctl->doorbell, __ATOMIC_ACQUIRE);
+	while ((int32_t)(b - f->want) < 0 &&
+	       !__atomic_compare_exchange_n(&f->ctl->doorbell, &b, f->want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		;
 	g->d.StreamSynchronize(g->watch);
 }
 
@@ -418,7 +428,7 @@ void gpu_fleet_close(GpuFleet *f)
 		GpuCode *g = f->g;
 		if (fl_stop(f, err, sizeof err))
 			fprintf(stderr, "sentinel: closing the GPU fleet: %s\n", err);
-		fl_unwatch(f);
+		fl_unwatch(f);                /* (stopped before, by gpu_fleet_halt) */
 		gpu_enter(g);
 		if (f->dmembers)
 			g->d.MemFree(f->dmembers);
