@@ -225,6 +225,11 @@ def live(tmp):
             report(fl.get("targets") == 3 and fl.get("groups", 0) >= 1 and
                    all(t.get("backend") == "cuda" for t in tg.values()),
                    "the GPU runs the three in one kernel: %s" % json.dumps(fl), json.dumps(st, indent=1)[:3000])
+            # its alerts wake sentineld through the fleet's doorbell, not a look at every ring every tick
+            report(st.get("alerts_wake") == "gpu doorbell" and st.get("main_loop", {}).get("wakeups", 1e9) <
+                   3 * st.get("uptime_s", 0) + 20,
+                   "the fleet's alerts wake sentineld (%s; %s wakeups in %.0f s)" %
+                   (st.get("alerts_wake"), st.get("main_loop", {}).get("wakeups"), st.get("uptime_s", 0)))
         body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30).read().decode()
         ups = {n: ('sentinel_up{target="%s"} 1' % n) in body for n in watched}
         fam = body.count("# TYPE sentinel_host_threads gauge")
