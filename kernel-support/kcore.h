@@ -380,8 +380,26 @@ struct net_device {
 struct net_device___510 {             /* before 6.0: the core's drop counts */
 	atomic_long_t rx_dropped, tx_dropped;
 };
+/* per-network-namespace data of modules (net_generic(net, id)): a
+ * flexible array in an anonymous union in the kernel */
+struct net_generic {
+	void *ptr[1];
+};
+/* conntrack (the nf_conntrack module: its types from its BTF, its
+ * variables through its symbols).  The count is per namespace: in
+ * nf_conntrack's own per-net data from 5.19, in net->ct before */
+struct nf_conntrack_net {
+	atomic_t count;
+};
+struct netns_ct___pre519 {
+	atomic_t count;
+};
 struct net {
 	struct list_head dev_base_head;
+	struct net_generic *gen;
+};
+struct net___pre519 {
+	struct netns_ct___pre519 ct;
 };
 /* virtio_net (module types, from its BTF) */
 struct virtnet_sq_stats {
@@ -532,6 +550,8 @@ extern atomic_t warn_count __kweak;
 extern struct psi_group psi_system __kweak;             /* CONFIG_PSI */
 extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the v2 hierarchy */
 extern struct net init_net __kweak;                      /* CONFIG_NET */
+extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
+extern unsigned int nf_conntrack_max __kweak;
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;

@@ -449,6 +449,34 @@ double km_host_clock_offset(void)
 	return km_collective((double)o * (double)hz / 4294967296.0 * NSEC);
 }
 
+/* ---- host: conntrack ------------------------------------------------------- */
+
+/* The connection tracking table of the initial namespace, as
+ * /proc/sys/net/netfilter/nf_conntrack_count and _max show it: the
+ * nf_conntrack module's variables (unknown while it is not loaded, or was
+ * loaded after the target was found). */
+double km_host_conntrack_entries(void)
+{
+	if (!&init_net)
+		return KM_NAN;
+	if (KFIELD_EXISTS(nf_conntrack_net, count)) {
+		if (!&nf_conntrack_net_id)
+			return KM_NAN;
+		struct net_generic *ng = KR(init_net.gen);
+		u32 id = KR(nf_conntrack_net_id);
+		struct nf_conntrack_net *cn = KR(ng->ptr[id]);
+		return km_collective((double)(u32)KR(cn->count.counter));
+	}
+	if (!&nf_conntrack_max)          /* before 5.19: net->ct.count, while the module is loaded */
+		return KM_NAN;
+	return km_collective((double)(u32)KR(((struct net___pre519 *)&init_net)->ct.count.counter));
+}
+
+double km_host_conntrack_limit(void)
+{
+	return &nf_conntrack_max ? km_collective((double)KR(nf_conntrack_max)) : KM_NAN;
+}
+
 /* ---- per CPU -------------------------------------------------------------- */
 
 u32 km_cpu_ids(void) { return km_nr_cpu_ids(); }

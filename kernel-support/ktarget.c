@@ -180,42 +180,55 @@ static uint64_t kt_hash(const char *s)
 	return h;
 }
 
-static int kt_index_syms(KTarget *t)
+/* An open-addressing index of syms[n] by name (index + 1, 0 empty). */
+static int kt_hash_syms(const KSym *syms, size_t n, size_t **hash, size_t *hcap)
 {
 	size_t cap = 16;
-	while (cap < t->nsyms * 2)
+	while (cap < n * 2)
 		cap *= 2;
-	t->sym_hash = calloc(cap, sizeof *t->sym_hash);
-	if (!t->sym_hash)
+	size_t *h = calloc(cap, sizeof *h);
+	if (!h)
 		return -ENOMEM;
-	t->sym_hash_cap = cap;
-	for (size_t i = 0; i < t->nsyms; i++) {
-		size_t j = kt_hash(t->syms[i].name) & (cap - 1);
-		while (t->sym_hash[j]) {
-			if (!strcmp(t->syms[t->sym_hash[j] - 1].name, t->syms[i].name))
+	for (size_t i = 0; i < n; i++) {
+		size_t j = kt_hash(syms[i].name) & (cap - 1);
+		while (h[j]) {
+			if (!strcmp(syms[h[j] - 1].name, syms[i].name))
 				goto next;   /* keep the first of duplicate (static) names */
 			j = (j + 1) & (cap - 1);
 		}
-		t->sym_hash[j] = i + 1;
+		h[j] = i + 1;
 next:;
 	}
+	*hash = h;
+	*hcap = cap;
 	return 0;
+}
+
+static int kt_index_syms(KTarget *t) { return kt_hash_syms(t->syms, t->nsyms, &t->sym_hash, &t->sym_hash_cap); }
+
+static const KSym *kt_find(const KSym *syms, const size_t *hash, size_t cap, const char *name)
+{
+	if (!cap)
+		return NULL;
+	size_t j = kt_hash(name) & (cap - 1);
+	for (size_t k = 0; k < cap && hash[j]; k++) {
+		const KSym *s = &syms[hash[j] - 1];
+		if (!strcmp(s->name, name))
+			return s;
+		j = (j + 1) & (cap - 1);
+	}
+	return NULL;
 }
 
 int kt_sym(const KTarget *t, const char *name, uint64_t *addr)
 {
-	if (!t->sym_hash_cap)
+	const KSym *s = kt_find(t->syms, t->sym_hash, t->sym_hash_cap, name);
+	if (!s)
+		s = kt_find(t->msyms, t->msym_hash, t->msym_hash_cap, name);
+	if (!s)
 		return -ENOENT;
-	size_t j = kt_hash(name) & (t->sym_hash_cap - 1);
-	for (size_t k = 0; k < t->sym_hash_cap && t->sym_hash[j]; k++) {
-		const KSym *s = &t->syms[t->sym_hash[j] - 1];
-		if (!strcmp(s->name, name)) {
-			*addr = s->addr;
-			return 0;
-		}
-		j = (j + 1) & (t->sym_hash_cap - 1);
-	}
-	return -ENOENT;
+	*addr = s->addr;
+	return 0;
 }
 
 const KSym *kt_sym_at(const KTarget *t, size_t i) { return i < t->nsyms ? &t->syms[i] : NULL; }
@@ -590,6 +603,108 @@ static void kt_setup_module_btf(KTarget *t)
 	}
 }
 
+/* Loaded modules' symbols.  Each module keeps its own table
+ * (module->kallsyms: an ELF symbol table, its strings and a type letter
+ * each; what /proc/kallsyms lists after the kernel's), with the symbols'
+ * final addresses.  Read once, at kt_open: a module loaded later is not
+ * seen.  Optional, as the modules' BTF. */
+#define KT_MODSYM_MAX 65536          /* symbols of one module */
+#define KT_MODSYM_NAME 128           /* room past the last name's start */
+
+typedef struct KtElfSym {             /* Elf64_Sym */
+	uint32_t st_name;
+	uint8_t st_info, st_other;
+	uint16_t st_shndx;
+	uint64_t st_value, st_size;
+} KtElfSym;
+
+/* Append one module's table (at ks) to t->msyms; names as offsets into
+ * t->msym_pool until the end (the pool moves as it grows). */
+static void kt_module_syms(KTarget *t, uint64_t ks, const uint32_t *o, size_t *pool_len, size_t *pool_cap)
+{
+	uint64_t symtab, strtab, typetab = 0;
+	uint32_t num;
+	KtElfSym *sy = NULL;
+	char *str = NULL, *types = NULL;
+	if (kx_read64(&t->mem, ks + o[0], &symtab) || kx_read32(&t->mem, ks + o[1], &num) ||
+	    kx_read64(&t->mem, ks + o[2], &strtab) || !num || num > KT_MODSYM_MAX)
+		return;
+	if (o[3] != UINT32_MAX && kx_read64(&t->mem, ks + o[3], &typetab))
+		typetab = 0;
+	sy = malloc(num * sizeof *sy);
+	if (!sy || kx_read(&t->mem, symtab, sy, num * sizeof *sy))
+		goto out;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < num; i++)
+		if (sy[i].st_name > last)
+			last = sy[i].st_name;
+	/* the strings end somewhere in the last name: the longest read that works */
+	size_t len = (size_t)last + KT_MODSYM_NAME;
+	str = malloc(len);
+	while (str && len > last && kx_read(&t->mem, strtab, str, len))
+		len = last + (len - last) / 2;
+	if (!str || len <= last)
+		goto out;
+	if (typetab && (types = malloc(num)) && kx_read(&t->mem, typetab, types, num)) {
+		free(types);
+		types = NULL;
+	}
+	KSym *m = realloc(t->msyms, (t->nmsyms + num) * sizeof *m);
+	if (!m)
+		goto out;
+	t->msyms = m;
+	for (uint32_t i = 0; i < num; i++) {
+		const char *nm = str + sy[i].st_name;
+		size_t nl = sy[i].st_name < len ? strnlen(nm, len - sy[i].st_name) : 0;
+		if (!sy[i].st_name || !sy[i].st_value || !nl || sy[i].st_name + nl >= len)
+			continue;                /* the null symbol, an undefined one, a name cut off */
+		if (*pool_len + nl + 1 > *pool_cap) {
+			size_t cap = *pool_cap ? 2 * *pool_cap : 65536;
+			while (cap < *pool_len + nl + 1)
+				cap *= 2;
+			char *p = realloc(t->msym_pool, cap);
+			if (!p)
+				goto out;
+			t->msym_pool = p;
+			*pool_cap = cap;
+		}
+		memcpy(t->msym_pool + *pool_len, nm, nl + 1);
+		t->msyms[t->nmsyms++] = (KSym){.name = (const char *)(uintptr_t)*pool_len, .addr = sy[i].st_value,
+					       .type = types ? types[i] : '?'};
+		*pool_len += nl + 1;
+	}
+out:
+	free(sy);
+	free(str);
+	free(types);
+}
+
+static void kt_setup_module_syms(KTarget *t)
+{
+	uint64_t head, node;
+	uint32_t o_list, o_ks, o[4], sz_num;
+	if (kt_sym(t, "modules", &head) || kb_field_offset(t->btf, "module", "list", &o_list, NULL) ||
+	    kb_field_offset(t->btf, "module", "kallsyms", &o_ks, NULL) ||
+	    kb_field_offset(t->btf, "mod_kallsyms", "symtab", &o[0], NULL) ||
+	    kb_field_offset(t->btf, "mod_kallsyms", "num_symtab", &o[1], &sz_num) || sz_num != 4 ||
+	    kb_field_offset(t->btf, "mod_kallsyms", "strtab", &o[2], NULL))
+		return;
+	if (kb_field_offset(t->btf, "mod_kallsyms", "typetab", &o[3], NULL))
+		o[3] = UINT32_MAX;
+	size_t pool_len = 0, pool_cap = 0;
+	kx_list_iter it;
+	kx_list_begin(&it, head, KT_MAX_MODULES);
+	while (kx_list_next(&t->mem, &it, &node) > 0) {
+		uint64_t ks;
+		if (!kx_read64(&t->mem, node - o_list + o_ks, &ks) && ks)
+			kt_module_syms(t, ks, o, &pool_len, &pool_cap);
+	}
+	for (size_t i = 0; i < t->nmsyms; i++)
+		t->msyms[i].name = t->msym_pool + (uintptr_t)t->msyms[i].name;
+	if (t->nmsyms && kt_hash_syms(t->msyms, t->nmsyms, &t->msym_hash, &t->msym_hash_cap))
+		t->nmsyms = 0;
+}
+
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
 {
 	KtOptions none = {0};
@@ -628,6 +743,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	    (e = kt_setup_btf(t, o->btf_file, err, n)))
 		goto fail;
 	kt_setup_module_btf(t);
+	kt_setup_module_syms(t);
 	kt_setup_kaslr(t);
 	*out = t;
 	return 0;
@@ -648,6 +764,9 @@ void kt_close(KTarget *t)
 		btf__free(t->mod_btf[i]);
 	free(t->mod_btf);
 	free(t->mod_name);
+	free(t->msyms);
+	free(t->msym_hash);
+	free(t->msym_pool);
 	if (t->btf)
 		btf__free(t->btf);
 	free(t);

@@ -52,6 +52,13 @@ typedef struct KTarget {
 	struct btf **mod_btf;
 	char (*mod_name)[64];
 	size_t nmod;
+	/* loaded modules' symbols (each module's own kallsyms table), looked
+	 * up after the kernel's: a module's variables, nf_conntrack_max */
+	KSym *msyms;
+	size_t nmsyms;
+	size_t *msym_hash;
+	size_t msym_hash_cap;
+	char *msym_pool;
 	uint32_t btf_size;
 	const char *btf_origin;
 } KTarget;
@@ -61,7 +68,8 @@ typedef struct KTarget {
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t errlen);
 void kt_close(KTarget *t);
 
-/* A kernel symbol's address; -ENOENT when the kernel has no such symbol. */
+/* A kernel symbol's address, or a loaded module's (the kernel's first);
+ * -ENOENT when neither has such a symbol. */
 int kt_sym(const KTarget *t, const char *name, uint64_t *addr);
 const KSym *kt_sym_at(const KTarget *t, size_t i);
 /* The value of a VMCOREINFO key (e.g. "OSRELEASE", "SYMBOL(_stext)"), or NULL. */

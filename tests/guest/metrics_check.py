@@ -37,6 +37,10 @@ kernel computes a value at read time, the tolerance below says why:
               memory (its JSON's reader.max_rss_kb, plus READER_SLACK_KB for
               what the kernel allocates for it) may be missing from free and
               available memory, and its threads added to host.threads.
+  conntrack   /proc/sys/net/netfilter/nf_conntrack_count is a moment's
+              count (connections expire): between the two reads, which
+              are made with cat (a /proc/sys file answers only a read at
+              offset 0) just before and after the window.
   pressure    /proc/pressure prints the stall sums in whole microseconds
               (truncated: +1 us) and the averages' percent truncated to
               two decimals (+0.01).  Reading it folds the per-CPU times in,
@@ -250,6 +254,17 @@ def compare(b, a, m, ncpus, release=None):
         v = h.get("host.clock_offset")
         between("host.clock_offset", None if v is None else v / unit[0], cb["offset"], ca["offset"] * unit[1] / unit[0],
                 tol=1, counter=False, unit=" ns" if cb["nano"] else " us")
+    # conntrack, as /proc/sys/net/netfilter shows it (the module loaded: else unknown)
+    kb, ka = b.get("conntrack", {}), a.get("conntrack", {})
+    ce, cl = h.get("host.conntrack_entries"), h.get("host.conntrack_limit")
+    if "count" not in kb or "count" not in ka:
+        out.append((ce is None and cl is None, "host.conntrack_*: unknown, as the guest has no nf_conntrack "
+                    "(ours %r, %r)" % (ce, cl), ""))
+    else:
+        between("host.conntrack_entries", ce, min(kb["count"], ka["count"]), max(kb["count"], ka["count"]),
+                counter=False)
+        out.append((cl is not None and kb["max"] <= cl <= ka["max"] and kb["max"] == ka["max"],
+                    "host.conntrack_limit %s, nf_conntrack_max %s then %s" % (cl, kb["max"], ka["max"]), ""))
     # disks, as /proc/diskstats and /sys/class/block show them
     compare_disks(b, a, m, out, between, release)
     # cgroups, as /sys/fs/cgroup shows them
@@ -548,9 +563,17 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
     # the window: a fork inside it moves the free-memory counts.  It only
     # changes when the test taints the kernel, before a window.
     tainted = int(g.check("cat /proc/sys/kernel/tainted"))
+
+    def conntrack():
+        # the same for conntrack's count and limit: with cat, just outside the window
+        v = g.check("cat /proc/sys/net/netfilter/nf_conntrack_count /proc/sys/net/netfilter/nf_conntrack_max "
+                    "2>/dev/null; true").split()
+        return {"count": int(v[0]), "max": int(v[1])} if len(v) == 2 else {}
     for attempt in range(attempts):
+        ct = conntrack()
         b = parse_truth(g.check(TRUTH, timeout=120))
         b.setdefault("kernel", {})["tainted"] = tainted
+        b["conntrack"] = ct
         try:
             m = sampler() if sampler else sample(inspect, g.ram, bundle, backend)
         except RuntimeError as e:
@@ -558,6 +581,7 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
             return
         a = parse_truth(g.check(TRUTH, timeout=120))
         a.setdefault("kernel", {})["tainted"] = tainted
+        a["conntrack"] = conntrack()
         results = compare(b, a, m, ncpus, g.release)
         if select:
             results = [r for r in results if r[1].startswith(select)]

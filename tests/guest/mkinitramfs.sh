@@ -35,6 +35,9 @@ add_module virtio_blk
 add_module virtio_net
 add_module crc32c_generic
 add_module ext4
+# connection tracking (host.conntrack_*), its hooks on from the start
+# (enable_hooks=1, 5.13+: no iptables or nft in busybox to ask for them)
+add_module nf_conntrack
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'
@@ -43,7 +46,10 @@ cat > "$root/init" <<'INIT'
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in $(cat /lib/modules/order); do insmod /lib/modules/$m 2>/dev/null; done
+for m in $(cat /lib/modules/order); do
+	p=; [ "$m" = nf_conntrack.ko ] && p=enable_hooks=1
+	insmod /lib/modules/$m $p 2>/dev/null
+done
 # the virtio disk: a fresh ext2 filesystem on /vda (ext4's driver mounts it)
 if [ -b /dev/vda ]; then
 	mke2fs -q /dev/vda >/dev/null 2>&1 && mkdir -p /vda && mount -t ext4 /dev/vda /vda

@@ -445,9 +445,36 @@ def cgroups(g):
 
 def network(g):
     """Traffic for the network metrics: loopback and eth0 (virtio_net on
-    QEMU's user network) up, pings both ways, done before the windows."""
+    QEMU's user network) up, pings both ways, done before the windows;
+    conntrack (loaded with its hooks on) tracks them, its limit set to a
+    value of our own (host.conntrack_*)."""
     g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
-            "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; true", timeout=60)
+            "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; "
+            "[ -w /proc/sys/net/netfilter/nf_conntrack_max ] && echo 7777 > /proc/sys/net/netfilter/nf_conntrack_max; "
+            "true", timeout=60)
+
+
+def module_symbols(g, name):
+    """Loaded modules' symbols (each module's own kallsyms table in its
+    memory): sentinel-inspect sym finds them where /proc/kallsyms does,
+    variables (nf_conntrack's) and functions alike."""
+    want = ("nf_conntrack_max", "nf_conntrack_net_id", "virtnet_poll", "ext4_fill_super")
+    out = g.check("grep -E ' (%s)([[:space:]]|$)' /proc/kallsyms; true" % "|".join(want))
+    truth = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[3].startswith("["):      # a module's: ADDR TYPE NAME [MODULE]
+            truth.setdefault(f[2], int(f[0], 16))
+    rc, so, se = inspect(g.ram, "sym", *sorted(truth))
+    ours = {}
+    for line in so.splitlines():
+        f = line.split()
+        if len(f) == 2:
+            ours[f[1]] = int(f[0], 16)
+    report(len(truth) >= 3 and ours == truth,
+           "%s: modules' symbols from their own tables in memory, as /proc/kallsyms lists them (%s)" %
+           (name, ", ".join("%s %s" % (k, k in ours) for k in sorted(truth))),
+           "guest %r\nours %r\n%s" % (truth, ours, se))
 
 
 def filesystems(g):
@@ -557,6 +584,7 @@ def one_config(ks, kname, kaslr, la57):
             return
         cgroups(g)
         network(g)
+        module_symbols(g, name)
         filesystems(g)
         window(g, name + " idle")
         tasks(g, name + " idle")
