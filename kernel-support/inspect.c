@@ -16,6 +16,7 @@
 
 #include <bpf/btf.h>
 #include <errno.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -720,81 +721,110 @@ int main(int argc, char **argv)
 	MetricsOpts mo = {.count = 1};
 	DmesgOpts dmo = {.lines = -1};
 	bool count_set = false;
-	char **pos = calloc((size_t)argc + 1, sizeof *pos);   /* operands, in order */
-	if (!pos)
-		return 2;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (a[0] != '-' || !a[1]) {
-			pos[npos++] = argv[i];
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	enum { O_KALLSYMS = 256, O_BTF, O_CPU, O_SUM, O_JSON, O_BUNDLE, O_RECORD, O_BACKEND, O_THREADS, O_TASKS,
+	       O_COUNT, O_EVERY, O_KMSG };
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},        {"source", required_argument, NULL, 's'},
+		{"kallsyms", required_argument, NULL, O_KALLSYMS}, {"btf", required_argument, NULL, O_BTF},
+		{"cpu", required_argument, NULL, O_CPU},  {"sum", no_argument, NULL, O_SUM},
+		{"json", no_argument, NULL, O_JSON},      {"bundle", required_argument, NULL, O_BUNDLE},
+		{"record", required_argument, NULL, O_RECORD}, {"backend", required_argument, NULL, O_BACKEND},
+		{"threads", required_argument, NULL, O_THREADS}, {"tasks", required_argument, NULL, O_TASKS},
+		{"count", required_argument, NULL, O_COUNT}, {"every", required_argument, NULL, O_EVERY},
+		{"lines", required_argument, NULL, 'n'},  {"follow", no_argument, NULL, 'f'},
+		{"kmsg", no_argument, NULL, O_KMSG},      {"value", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0}};
+	char *end;
+	long v;
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hs:n:fv", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			usage(stdout);
-			rc = 0;
-			goto out;
-		} else if ((!strcmp(a, "-s") || !strcmp(a, "--source")) && i + 1 < argc) {
-			source = argv[++i];
-		} else if (!strncmp(a, "--source=", 9)) {
-			source = a + 9;
-		} else if (!strcmp(a, "--kallsyms") && i + 1 < argc) {
-			ko.kallsyms_file = argv[++i];
-		} else if (!strcmp(a, "--btf") && i + 1 < argc) {
-			ko.btf_file = argv[++i];
-		} else if (!strcmp(a, "--cpu") && i + 1 < argc) {
-			cpu = atoi(argv[++i]);
-		} else if (!strcmp(a, "--sum")) {
+			return 0;
+		case 's':
+			source = optarg;
+			break;
+		case O_KALLSYMS:
+			ko.kallsyms_file = optarg;
+			break;
+		case O_BTF:
+			ko.btf_file = optarg;
+			break;
+		case O_CPU:
+			cpu = atoi(optarg);
+			break;
+		case O_SUM:
 			sum = true;
-		} else if (!strcmp(a, "--json")) {
+			break;
+		case O_JSON:
 			mo.json = true;
-		} else if (!strcmp(a, "--bundle") && i + 1 < argc) {
-			mo.bundle = argv[++i];
-		} else if (!strcmp(a, "--record") && i + 1 < argc) {
-			mo.record = argv[++i];
-		} else if (!strcmp(a, "--backend") && i + 1 < argc) {
-			mo.backend = argv[++i];
-		} else if (!strcmp(a, "--threads") && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
+			break;
+		case O_BUNDLE:
+			mo.bundle = optarg;
+			break;
+		case O_RECORD:
+			mo.record = optarg;
+			break;
+		case O_BACKEND:
+			mo.backend = optarg;
+			break;
+		case O_THREADS:
+			v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > 64) {
 				fprintf(stderr, "sentinel-inspect: --threads takes a thread count from 1 to 64\n");
-				goto out;
+				return 2;
 			}
 			mo.threads = (uint32_t)v;
-		} else if (!strcmp(a, "--tasks") && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
+			break;
+		case O_TASKS:
+			v = strtol(optarg, &end, 10);
 			if (*end || v < 16 || v > (1l << 20)) {
 				fprintf(stderr, "sentinel-inspect: --tasks takes a task table size from 16 to 1048576\n");
-				goto out;
+				return 2;
 			}
 			mo.tasks = (uint32_t)v;
-		} else if (!strcmp(a, "--count") && i + 1 < argc) {
-			mo.count = atol(argv[++i]);
+			break;
+		case O_COUNT:
+			mo.count = atol(optarg);
 			count_set = true;
-		} else if (!strcmp(a, "--every") && i + 1 < argc) {
+			break;
+		case O_EVERY: {
 			size_t bad;
-			const char *d = argv[++i];
-			if (unit_parse_duration(d, strlen(d), &mo.every, &bad) < 0 || mo.every <= 0) {
+			if (unit_parse_duration(optarg, strlen(optarg), &mo.every, &bad) < 0 || mo.every <= 0) {
 				fprintf(stderr, "sentinel-inspect: --every takes a duration such as 500ms or 2s\n");
-				goto out;
+				return 2;
 			}
-		} else if ((!strcmp(a, "-n") || !strcmp(a, "--lines")) && i + 1 < argc) {
-			char *end;
-			dmo.lines = strtol(argv[++i], &end, 10);
+			break;
+		}
+		case 'n':
+			dmo.lines = strtol(optarg, &end, 10);
 			if (*end || dmo.lines < 0) {
 				fprintf(stderr, "sentinel-inspect: --lines takes a count, e.g. -n 100\n");
-				goto out;
+				return 2;
 			}
-		} else if (!strcmp(a, "-f") || !strcmp(a, "--follow")) {
+			break;
+		case 'f':
 			dmo.follow = true;
-		} else if (!strcmp(a, "--kmsg")) {
+			break;
+		case O_KMSG:
 			dmo.kmsg = true;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--value")) {
+			break;
+		case 'v':
 			value = true;
-		} else {
-			fprintf(stderr, "sentinel-inspect: unknown option '%s'; see --help\n", a);
-			goto out;
+			break;
+		case ':':
+			fprintf(stderr, "sentinel-inspect: %s needs a value; see --help\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "sentinel-inspect: unknown option '%s'; see --help\n", argv[optind - 1]);
+			return 2;
 		}
 	}
+	/* the operands, in order (getopt_long moved them after the options) */
+	char **pos = argv + optind;
+	npos = argc - optind;
 	if (mo.record && mo.every <= 0)
 		mo.every = 0.1;              /* recordings tick as sentineld does by default */
 	dmo.every = mo.every > 0 ? mo.every : 0.2;
@@ -813,7 +843,5 @@ int main(int argc, char **argv)
 	} else {
 		rc = run(source, &ko, pos[0], npos - 1, pos + 1, cpu, sum, value, &mo, &dmo);
 	}
-out:
-	free(pos);
 	return rc;
 }
