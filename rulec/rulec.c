@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,124 +311,158 @@ int main(int argc, char **argv)
 	size_t npaths = 0;
 	int rc = 0, ioerr = 0;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = strchr(a, '=');
-#define OPT(name) (!strncmp(a, name, strlen(name)) && (a[strlen(name)] == 0 || a[strlen(name)] == '='))
-#define ARG() (v ? v + 1 : (i + 1 < argc ? argv[++i] : NULL))
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	enum { O_LIST_METRICS = 256, O_LIST_FUNCTIONS, O_LIST_DIAGS, O_FORMAT, O_COLOR, O_TICK, O_MAX_ERRORS, O_EMIT,
+	       O_GPU_ARCH, O_PASS, O_TARGET, O_KALLSYMS, O_BTF, O_ALL_METRICS };
+	static const struct option lopts[] = {
+		{"help", no_argument, NULL, 'h'},                {"version", no_argument, NULL, 'V'},
+		{"check", no_argument, NULL, 'c'},               {"quiet", no_argument, NULL, 'q'},
+		{"Werror", no_argument, NULL, 'W'},              {"verbose", no_argument, NULL, 'v'},
+		{"list-metrics", optional_argument, NULL, O_LIST_METRICS},
+		{"list-functions", no_argument, NULL, O_LIST_FUNCTIONS},
+		{"list-diagnostics", no_argument, NULL, O_LIST_DIAGS},
+		{"format", required_argument, NULL, O_FORMAT},   {"color", required_argument, NULL, O_COLOR},
+		{"tick", required_argument, NULL, O_TICK},       {"max-errors", required_argument, NULL, O_MAX_ERRORS},
+		{"emit", required_argument, NULL, O_EMIT},       {"gpu-arch", required_argument, NULL, O_GPU_ARCH},
+		{"pass", required_argument, NULL, O_PASS},       {"target", required_argument, NULL, O_TARGET},
+		{"kallsyms", required_argument, NULL, O_KALLSYMS}, {"btf", required_argument, NULL, O_BTF},
+		{"all-metrics", no_argument, NULL, O_ALL_METRICS},
+		{NULL, 0, NULL, 0}};
+	/* what each option with a value takes, for its error */
+	static const struct { int opt; const char *want; } takes[] = {
+		{O_FORMAT, "--format takes text or json"},
+		{O_COLOR, "--color takes auto, always or never"},
+		{O_TICK, "--tick takes a duration such as 10ms or 100ms"},
+		{O_MAX_ERRORS, "--max-errors takes a number (0: no limit)"},
+		{'o', "-o needs a file name"},
+		{O_EMIT, "--emit takes llvm, llvm-opt, llvm-host, ptx, manifest or llview-stats"},
+		{O_GPU_ARCH, "--gpu-arch takes a list such as sm_70,sm_90"},
+		{O_PASS, "--pass takes core, llview or core,llview"},
+		{O_TARGET, "--target takes a memory source such as ramfile:/dev/shm/vm.ram"},
+		{O_KALLSYMS, "--kallsyms takes a file"},
+		{O_BTF, "--btf takes a file"},
+		{'O', "-O takes 2 (-O2: the GPU code fully optimised)"},
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hVcqWvo:O:", lopts, NULL)) != -1) {
+		const char *bad = NULL;
+		switch (c) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+		case 'V':
 			printf("rulec %s\n", SENTINEL_VERSION);
 			return 0;
-		} else if (!strcmp(a, "-c") || !strcmp(a, "--check")) {
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+		case 'c':
+			break;
+		case 'q':
 			quiet = true;
-		} else if (!strcmp(a, "-W") || !strcmp(a, "--Werror")) {
+			break;
+		case 'W':
 			d.werror = true;
-		} else if (OPT("--list-metrics")) {
-			list_metrics(v ? v + 1 : "text");
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case O_LIST_METRICS:
+			list_metrics(optarg ? optarg : "text");
 			return 0;
-		} else if (!strcmp(a, "--list-functions")) {
+		case O_LIST_FUNCTIONS:
 			for (int k = 0; k < B__COUNT; k++)
 				printf("%-38s %s\n", ast_builtins[k].sig, ast_builtins[k].desc);
 			return 0;
-		} else if (!strcmp(a, "--list-diagnostics")) {
+		case O_LIST_DIAGS:
 			for (int k = 0; k < DIAG__COUNT; k++)
 				printf("%-20s %-8s %s\n", diag_name((DiagCode)k),
 				       diag_default_severity((DiagCode)k) == SEV_ERROR ? "error" : "warning",
 				       diag_description((DiagCode)k));
 			return 0;
-		} else if (OPT("--format")) {
-			format = ARG();
-			if (!format || (strcmp(format, "text") && strcmp(format, "json"))) {
-				fprintf(stderr, "rulec: --format takes text or json\n");
-				return 2;
-			}
-		} else if (OPT("--color")) {
-			color = ARG();
-			if (!color || (strcmp(color, "auto") && strcmp(color, "always") && strcmp(color, "never"))) {
-				fprintf(stderr, "rulec: --color takes auto, always or never\n");
-				return 2;
-			}
-		} else if (OPT("--tick")) {
-			const char *t = ARG();
-			size_t bad;
-			if (!t || unit_parse_duration(t, strlen(t), &opts.tick, &bad) < 0 || opts.tick <= 0) {
-				fprintf(stderr, "rulec: --tick takes a duration such as 10ms or 100ms\n");
-				return 2;
-			}
-		} else if (OPT("--max-errors")) {
-			const char *t = ARG();
+		case O_FORMAT:
+			format = optarg;
+			if (strcmp(format, "text") && strcmp(format, "json"))
+				bad = "";
+			break;
+		case O_COLOR:
+			color = optarg;
+			if (strcmp(color, "auto") && strcmp(color, "always") && strcmp(color, "never"))
+				bad = "";
+			break;
+		case O_TICK: {
+			size_t at;
+			if (unit_parse_duration(optarg, strlen(optarg), &opts.tick, &at) < 0 || opts.tick <= 0)
+				bad = "";
+			break;
+		}
+		case O_MAX_ERRORS: {
 			char *e;
-			long n = t ? strtol(t, &e, 10) : -1;
-			if (!t || *e || n < 0) {
-				fprintf(stderr, "rulec: --max-errors takes a number (0: no limit)\n");
-				return 2;
-			}
+			long n = strtol(optarg, &e, 10);
+			if (*e || n < 0)
+				bad = "";
 			d.max_errors = (unsigned)n;
-		} else if (!strcmp(a, "-o")) {
-			output = ARG();
-			if (!output) {
-				fprintf(stderr, "rulec: -o needs a file name\n");
-				return 2;
-			}
-		} else if (OPT("--emit")) {
-			emit = ARG();
-			if (!emit) {
-				fprintf(stderr, "rulec: --emit takes llvm, llvm-opt, llvm-host, ptx, manifest or llview-stats\n");
-				return 2;
-			}
-		} else if (OPT("--gpu-arch")) {
-			archs = ARG();
-			if (!archs) {
-				fprintf(stderr, "rulec: --gpu-arch takes a list such as sm_70,sm_90\n");
-				return 2;
-			}
-		} else if (OPT("--pass")) {
-			passes = ARG();
-			if (!passes) {
-				fprintf(stderr, "rulec: --pass takes core, llview or core,llview\n");
-				return 2;
-			}
-		} else if (OPT("--target")) {
-			target = ARG();
-			if (!target) {
-				fprintf(stderr, "rulec: --target takes a memory source such as ramfile:/dev/shm/vm.ram\n");
-				return 2;
-			}
-		} else if (OPT("--kallsyms")) {
-			if (!(ko.kallsyms_file = ARG())) {
-				fprintf(stderr, "rulec: --kallsyms takes a file\n");
-				return 2;
-			}
-		} else if (OPT("--btf")) {
-			if (!(ko.btf_file = ARG())) {
-				fprintf(stderr, "rulec: --btf takes a file\n");
-				return 2;
-			}
-		} else if (!strcmp(a, "--all-metrics")) {
+			break;
+		}
+		case 'o':
+			output = optarg;
+			break;
+		case O_EMIT:
+			emit = optarg;
+			break;
+		case O_GPU_ARCH:
+			archs = optarg;
+			break;
+		case O_PASS:
+			passes = optarg;
+			break;
+		case O_TARGET:
+			target = optarg;
+			break;
+		case O_KALLSYMS:
+			ko.kallsyms_file = optarg;
+			break;
+		case O_BTF:
+			ko.btf_file = optarg;
+			break;
+		case O_ALL_METRICS:
 			all_metrics = true;
-		} else if (!strcmp(a, "-O2")) {
+			break;
+		case 'O':
+			if (strcmp(optarg, "2"))
+				bad = "";
 			full = true;
-		} else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			verbose = true;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "rulec: unknown option '%s'; see rulec --help\n", a);
-			return 2;
-		} else {
-			struct stat st;
-			paths = realloc(paths, (npaths + 1) * sizeof *paths);
-			if (strcmp(a, "-") && !stat(a, &st) && S_ISDIR(st.st_mode)) {
-				int e = rs_list_dir(a, &paths, &npaths);
-				if (e < 0) {
-					fprintf(stderr, "rulec: %s: cannot read directory: %s\n", a, strerror(-e));
-					ioerr = 1;
-				}
-			} else {
-				paths[npaths++] = strdup(a);
+			break;
+		case ':':                        /* a value missing: what the option takes */
+			c = optopt;              /* (a long option's val) */
+			for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+				if (takes[k].opt == c)
+					bad = "";
+			if (!bad) {
+				fprintf(stderr, "rulec: %s needs a value; see rulec --help\n", argv[optind - 1]);
+				return 2;
 			}
+			break;
+		default:
+			fprintf(stderr, "rulec: unknown option '%s'; see rulec --help\n", argv[optind - 1]);
+			return 2;
+		}
+		if (bad) {
+			for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+				if (takes[k].opt == c)
+					fprintf(stderr, "rulec: %s\n", takes[k].want);
+			return 2;
+		}
+	}
+	for (int i = optind; i < argc; i++) {           /* the rule files and directories, in order */
+		const char *a = argv[i];
+		struct stat st;
+		paths = realloc(paths, (npaths + 1) * sizeof *paths);
+		if (strcmp(a, "-") && !stat(a, &st) && S_ISDIR(st.st_mode)) {
+			int e = rs_list_dir(a, &paths, &npaths);
+			if (e < 0) {
+				fprintf(stderr, "rulec: %s: cannot read directory: %s\n", a, strerror(-e));
+				ioerr = 1;
+			}
+		} else {
+			paths[npaths++] = strdup(a);
 		}
 	}
 	if (passes) {

@@ -48,6 +48,10 @@ expect bad-format 2 "$rulec" --format=xml rules/
 expect_msg bundle-not-over-a-device 2 "not a regular file" "$rulec" -o /dev/null rules/paper.yaml
 if [ -c /dev/null ]; then pass "cli/dev-null-still-a-device"; else fail "cli/dev-null-still-a-device" "$(ls -l /dev/null)"; fi
 expect bad-tick 2 "$rulec" --tick=fast rules/
+expect_msg missing-value 2 "^rulec: --format takes text or json" "$rulec" rules/ --format
+expect_msg o-missing-value 2 "^rulec: -o needs a file name" "$rulec" rules/ -o
+expect_msg bad-opt-level 2 "^rulec: -O takes 2" "$rulec" -O3 rules/
+expect_msg options-after-files 0 "rules in" "$rulec" rules/ --check --tick 50ms
 expect missing-file 2 "$rulec" --check /nonexistent/rules.yaml
 expect missing-dir 2 "$rulec" --check /nonexistent-dir/
 emptydir=$(mktemp -d "$SENTINEL_TEST_TMP/empty.XXXXXX")
