@@ -103,7 +103,7 @@ $(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
 
 # (named, not a pattern: a missing one then makes its object again)
 DEP_FILES := $(foreach d,obj san/obj static/obj,$(patsubst %.c,$(B)/$(d)/%.d,$(wildcard rulec/*.c engine/*.c \
-	kernel-support/*.c notifier/*.c tests/*.c tests/*/*.c bench/*.c)))
+	kernel-support/*.c notifier/*.c tools/*.c tests/*.c tests/*/*.c bench/*.c)))
 $(DEP_FILES):
 -include $(wildcard $(DEP_FILES))
 
@@ -131,10 +131,10 @@ $(B)/san/libkernel.a: $(KS_SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/sentinel-inspect: $(B)/obj/tools/sentinel-inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/kernel-support/inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+$(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/tools/sentinel-inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 
 $(B)/san/test_kx: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
@@ -148,23 +148,23 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/sentineld: $(B)/obj/tools/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentineld: $(SAN_DEFAULTS) $(B)/san/obj/engine/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+$(B)/san/sentineld: $(SAN_DEFAULTS) $(B)/san/obj/tools/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
-$(B)/sentinelctl: $(B)/obj/engine/sentinelctl.o
+$(B)/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
 
 # rulec is the front end alone: checking rules never maps libLLVM.  Compiling,
 # --target and `rulec test` load librulec-backend.so (rulec/backend.h), found
 # next to rulec or in $(PKGLIBDIR); it exports one symbol (backend.map).
 PKGLIBDIR := $(PREFIX)/lib/sentinel
-$(B)/rulec: $(B)/obj/rulec/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
+$(B)/rulec: $(B)/obj/tools/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl $(LDFLAGS_USER)
 
-$(B)/san/rulec: $(SAN_DEFAULTS) $(B)/san/obj/rulec/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
+$(B)/san/rulec: $(SAN_DEFAULTS) $(B)/san/obj/tools/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl
 
 $(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(B)/obj/rulec/ruletest_run.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
@@ -211,11 +211,11 @@ LLVM_STATIC = $$($(LLVM_CONFIG) --link-static --ldflags) \
 PORTABLE_LIBS = -Wl,--as-needed $(LLVM_STATIC) -Wl,-Bstatic -lbpf -lelf -ljansson -linih -lyaml -lz \
 	-Wl,-Bdynamic -l:libcurl.so.4 -l:libmicrohttpd.so.12 -l:libsystemd.so.0 -l:libzstd.so.1 -lstdc++ -lm -ldl -lpthread -lrt \
 	-Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib'
-$(B)/portable/sentinel-inspect: $(B)/obj/kernel-support/inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/portable/sentinel-inspect: $(B)/obj/tools/sentinel-inspect.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-$(B)/portable/sentineld: $(B)/obj/engine/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/portable/sentineld: $(B)/obj/tools/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
@@ -224,7 +224,7 @@ $(B)/portable/fuzz_guest_gpu: tests/fuzz/fuzz_guest.c $(ENG_OBJ) $(CC_OBJ) $(B)/
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -DFG_STANDALONE $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-$(B)/portable/sentinelctl: $(B)/obj/engine/sentinelctl.o
+$(B)/portable/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
 
@@ -273,10 +273,10 @@ $(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-$(B)/static/sentinel-inspect: $(B)/static/obj/kernel-support/inspect.o $(STATIC_OBJ)
+$(B)/static/sentinel-inspect: $(B)/static/obj/tools/sentinel-inspect.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 
-$(B)/static/sentineld: $(B)/static/obj/engine/sentineld.o $(B)/static/obj/notifier/notify.o \
+$(B)/static/sentineld: $(B)/static/obj/tools/sentineld.o $(B)/static/obj/notifier/notify.o \
 		$(B)/static/obj/notifier/static.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 
@@ -376,7 +376,7 @@ install: $(PROGRAMS)
 		install -d $(DESTDIR)$(SYSCONFDIR)/sentinel/rules && \
 		install -m 644 rules/*.yaml $(DESTDIR)$(SYSCONFDIR)/sentinel/rules/; fi
 	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' \
-		engine/sentineld.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
+		tools/sentineld.service.in > $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service
 
 # Leaves the configuration and rules in $(SYSCONFDIR)/sentinel: they are the admin's.
