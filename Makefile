@@ -51,6 +51,8 @@ CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rul
 ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
+# sentineld: the main loop, its targets, its reload, its control socket (tools/sentineld.h)
+SD_SRC := tools/sentineld.c tools/sd_target.c tools/sd_reload.c tools/sd_control.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)
@@ -148,10 +150,10 @@ $(B)/san/librulec.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sentineld: $(B)/obj/tools/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/sentineld: $(SD_SRC:%.c=$(B)/obj/%.o) $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/sentineld: $(SAN_DEFAULTS) $(B)/san/obj/tools/sentineld.o $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
+$(B)/san/sentineld: $(SAN_DEFAULTS) $(SD_SRC:%.c=$(B)/san/obj/%.o) $(ENG_SAN_OBJ) $(SINK_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
 $(B)/sentinelctl: $(B)/obj/tools/sentinelctl.o
@@ -215,7 +217,7 @@ $(B)/portable/sentinel-inspect: $(B)/obj/tools/sentinel-inspect.o $(ENG_OBJ) $(C
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
-$(B)/portable/sentineld: $(B)/obj/tools/sentineld.o $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+$(B)/portable/sentineld: $(SD_SRC:%.c=$(B)/obj/%.o) $(ENG_OBJ) $(SINK_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
@@ -276,7 +278,7 @@ $(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
 $(B)/static/sentinel-inspect: $(B)/static/obj/tools/sentinel-inspect.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 
-$(B)/static/sentineld: $(B)/static/obj/tools/sentineld.o $(B)/static/obj/notifier/notify.o \
+$(B)/static/sentineld: $(SD_SRC:%.c=$(B)/static/obj/%.o) $(B)/static/obj/notifier/notify.o \
 		$(B)/static/obj/notifier/static.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 

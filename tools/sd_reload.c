@@ -1,0 +1,491 @@
+/* sd_reload.c - sentineld: the reload: compile and open on a thread, then the handover on the main loop. */
+#include "sentineld.h"
+
+/* ---- reload ------------------------------------------------------------------------------ */
+
+typedef struct DCompile {
+	Daemon *D;
+	Bundle **out;
+	char **diags, *err;
+	size_t n;
+	int r;
+} DCompile;
+
+static void *d_compile_thread(void *arg)
+{
+	DCompile *j = arg;
+	/* Linux: a thread's own nice value, inherited by the compiler's threads */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	if (getenv("SENTINEL_TEST_FAULTS"))
+		u_oom_after(eng_test_fault_n("reload-oom"));
+	j->r = comp_dir(j->D->cf.rules_dir, &j->D->co, j->out, j->diags, j->err, j->n);
+	return NULL;
+}
+
+/* The rules: the rule directory compiled now, or a bundle file.  The
+ * compiler runs at nice 10: sentineld usually shares the host with the
+ * machines it watches, and a reload must not starve them (on a 2-CPU host
+ * a reload's compile at nice 0 took a guest's hog from 99% to 76% busy,
+ * enough to resolve the alert it had raised). */
+int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n)
+{
+	*diags = NULL;
+	if (D->cf.bundle)
+		return bd_read(D->cf.bundle, out, err, n);
+	DCompile j = {.D = D, .out = out, .diags = diags, .err = err, .n = n};
+	pthread_t t;
+	if (pthread_create(&t, NULL, d_compile_thread, &j))
+		return comp_dir(D->cf.rules_dir, &D->co, out, diags, err, n);
+	pthread_join(t, NULL);
+	return j.r;
+}
+
+/* Close the engines a reload opened and did not hand over; forget the
+ * targets it would have added and removed. */
+void d_reload_discard(Daemon *D)
+{
+	for (unsigned i = 0; i < D->ntg; i++) {
+		eng_close(D->tg[i].ne);
+		D->tg[i].ne = NULL;
+		D->tg[i].gone = false;
+	}
+	for (unsigned i = 0; i < D->rl.nadded; i++)
+		cf_target_free(&D->rl.added[i]);
+	free(D->rl.added);
+	D->rl.added = NULL;
+	D->rl.nadded = 0;
+}
+
+/* A reload reads the targets again (the configuration's sections and its
+ * targets directory's drop-ins): which go (DTarget.gone) and which come
+ * (R->added).  A target whose section changed does both.  The rest of the
+ * configuration takes a restart.  0, or -EINVAL with the errors in
+ * R->diags. */
+static int d_targets_read(Daemon *D, DReload *R)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *errs = open_memstream(&text, &len);
+	if (!errs)
+		return -ENOMEM;
+	Config nc;
+	int nerr = cf_load(&nc, D->cf.path, errs);
+	int r = 0;
+	if (!nerr && nc.ntargets > 1 && D->ntg == 1 && !D->fleet && D->tg[0].e && eng_backend(D->tg[0].e) == ENG_CUDA) {
+		fprintf(errs, "%s: error: %u targets: sentineld started with one target on the GPU, which runs it "
+			"alone; restart sentineld to run several (one GPU kernel for all of them)\n", D->cf.path,
+			nc.ntargets);
+		nerr = 1;
+	}
+	if (nerr) {
+		fclose(errs);
+		R->diags = text;
+		snprintf(R->err, sizeof R->err, "the configuration's targets have errors; nothing changed");
+		cf_free(&nc);
+		return -EINVAL;
+	}
+	fclose(errs);
+	free(text);
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		T->gone = true;
+		for (unsigned j = 0; j < nc.ntargets && T->gone; j++)
+			T->gone = !cf_target_same(&T->cf, &nc.targets[j]);
+	}
+	R->added = calloc(nc.ntargets, sizeof *R->added);
+	for (unsigned j = 0; j < nc.ntargets && R->added && !r; j++) {
+		bool have = false;
+		for (unsigned i = 0; i < D->ntg && !have; i++)
+			have = cf_target_same(&D->tg[i].cf, &nc.targets[j]);
+		if (!have && cf_target_copy(&R->added[R->nadded], &nc.targets[j]) == 0)
+			R->nadded++;
+		else if (!have)
+			r = -ENOMEM;
+	}
+	if (!R->added)
+		r = -ENOMEM;
+	cf_free(&nc);
+	if (r)
+		snprintf(R->err, sizeof R->err, "out of memory reading the targets; nothing changed");
+	return r;
+}
+
+static bool d_same_kvs(const BdKV *a, size_t na, const BdKV *b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t k = 0; k < na; k++)
+		if (strcmp(a[k].key, b[k].key) || strcmp(a[k].value, b[k].value))
+			return false;
+	return true;
+}
+
+/* The same rules, compiled the same way and saying the same: names and
+ * hashes (rulec's hash of what decides each rule's state) in order, and
+ * what their alerts carry and where they run. */
+static bool d_same_rules(const Bundle *a, const Bundle *b)
+{
+	if (a->nrules != b->nrules || a->njobs != b->njobs)
+		return false;
+	for (size_t i = 0; i < a->nrules; i++) {
+		const BdRule *x = &a->rules[i], *y = &b->rules[i];
+		if (x->hash != y->hash || strcmp(x->name, y->name) || strcmp(x->severity, y->severity) ||
+		    strcmp(x->description ? x->description : "", y->description ? y->description : "") ||
+		    !d_same_kvs(x->labels, x->nlabels, y->labels, y->nlabels) ||
+		    !d_same_kvs(x->annotations, x->nannotations, y->annotations, y->nannotations) ||
+		    !d_same_kvs(x->targets, x->ntargets, y->targets, y->ntargets))
+			return false;
+	}
+	return true;
+}
+
+static void *d_reload_thread(void *arg)
+{
+	DReload *R = arg;
+	Daemon *D = R->D;
+	/* the JIT of eng_open at nice 10 too, for the reason above */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	if (!R->grow)
+		R->r_targets = d_targets_read(D, R);
+	if (!R->grow && !R->r_targets)
+		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	/* the GPU fleet's kernel has no handover yet: the same rules go on
+	 * (targets may come and go), new ones need a restart */
+	if (D->fleet && !R->r_targets && !R->r_rules) {
+		R->same = !R->grow && d_same_rules(D->b, R->nb);
+		if (!R->same) {
+			R->r_open = -ENOTSUP;
+			snprintf(R->err, sizeof R->err, "%s with several targets on the GPU, which runs them in one kernel "
+				 "that cannot hand over yet; restart sentineld to run them (the targets in the "
+				 "configuration may change on a reload)", R->grow ? "the task table cannot grow" :
+				 "new rules cannot be loaded");
+		}
+	}
+	/* an engine for every target that runs (ts holds still: the target
+	 * watch waits for us); validate all: one that cannot open fails the
+	 * reload, and the running rules stay everywhere */
+	for (unsigned i = 0; i < D->ntg && !R->r_targets && !R->r_rules && !R->r_open; i++) {
+		DTarget *T = &D->tg[i];
+		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg) || R->same)
+			continue;
+		EngOpts eo = D->eo;
+		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
+		eo.task_cap = R->grow ? R->grow : T->task_cap;
+		d_target_opts(T, &eo);
+		char why[900];
+		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
+		if (R->r_open)
+			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
+	}
+	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
+	if (D->eo.wake_fd > 0) {
+		uint64_t one = 1;
+		ssize_t w = write(D->eo.wake_fd, &one, sizeof one);
+		(void)w;
+	}
+	return NULL;
+}
+
+/* Start a reload for client c (NULL: SIGHUP), or with grow > 0 the same
+ * rules with a task table of grow rows for target gt; its answer comes
+ * from d_reload_done.  -EBUSY while one is in progress. */
+int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, size_t n)
+{
+	DReload *R = &D->rl;
+	if (R->on) {
+		snprintf(msg, n, "a reload is in progress (for %.0f s); try again when it ends",
+			 (double)(d_now() - R->t0) / 1e9);
+		return -EBUSY;
+	}
+	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .grow_tg = gt, .t0 = d_now(),
+		       .on = true};
+	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
+	if (e) {
+		R->on = false;
+		snprintf(msg, n, "cannot start the reload: %s; the running rules are unchanged", strerror(e));
+		return -e;
+	}
+	if (c)
+		c->waiting = true;
+	return 0;
+}
+
+/* Hand target T over to its new engine (T->ne): on success the old one is
+ * closed and *os, *ns say the old engine's last tick and the new one's first. */
+static int d_handover(DTarget *T, unsigned *kept, sn_stats *os, sn_stats *ns, char *err, size_t n)
+{
+	Daemon *D = T->D;
+	int r = eng_takeover(T->ne, T->e, kept, err, n);
+	if (r) {
+		eng_close(T->ne);
+		T->ne = NULL;
+		return r;
+	}
+	d_drain(D);                      /* the old engine's last alerts */
+	eng_stats(T->e, os, NULL);
+	eng_stats(T->ne, ns, NULL);
+	for (int i = 0; i < 50 && !ns->first_tick; i++) {      /* its first tick is at most one away */
+		struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
+		nanosleep(&ts, NULL);
+		eng_stats(T->ne, ns, NULL);
+	}
+	eng_close(T->e);
+	T->e = T->ne;
+	T->ne = NULL;
+	return 0;
+}
+
+/* A target that goes: its pending and firing alerts resolve (they are
+ * about a machine no longer watched), its engine and memory are let go. */
+static void d_target_remove(DTarget *T)
+{
+	Daemon *D = T->D;
+	char err[256];
+	if (T->e && eng_stop(T->e, err, sizeof err))
+		nt_log(D->nt, 4, "%s: %s", T->label, err);
+	d_drain(D);                      /* its last ticks' alerts */
+	sn_rstate *st = d_rule_states(T, err, sizeof err);
+	if (st) {
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		for (size_t i = 0; i < D->b->nrules; i++) {
+			if (st[i].phase != SN_FIRING && st[i].phase != SN_PENDING)
+				continue;
+			NtEvent ev = {.rule = &D->b->rules[i],
+				      .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
+				      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm,
+				      .when = now, .target = T->cf.name, .tlabels = T->cf.labels,
+				      .ntlabels = T->cf.nlabels};
+			nt_event(D->nt, &ev);
+			D->alerts_seen++;
+		}
+		nt_flush(D->nt);
+	}
+	free(st);
+	d_close_target(T);
+	nt_log(D->nt, 6, "target %s removed (no longer in the configuration)", T->label);
+	cf_target_free(&T->cf);
+}
+
+static void d_tchange(char *buf, size_t n, char sign, const char *name)
+{
+	size_t l = strlen(buf);
+	snprintf(buf + l, n > l ? n - l : 0, "%s%c%s", l ? ", " : "", sign, name);
+}
+
+static void d_targets_apply_removed(Daemon *D, char *what, size_t n)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		if (T->gone) {
+			d_tchange(what, n, '-', T->cf.name);
+			d_target_remove(T);
+			continue;
+		}
+		if (k != i)
+			D->tg[k] = *T;
+		k++;
+	}
+	D->ntg = k;
+}
+
+/* The new targets join, lost until the watch opens them (next loop). */
+static void d_targets_apply_added(Daemon *D, char *what, size_t n)
+{
+	DReload *R = &D->rl;
+	DTarget *tg = R->nadded ? realloc(D->tg, (D->ntg + R->nadded) * sizeof *tg) : D->tg;
+	if (!tg) {
+		nt_log(D->nt, 3, "out of memory: %u new targets are not watched", R->nadded);
+	} else {
+		D->tg = tg;
+		for (unsigned i = 0; i < R->nadded; i++) {
+			DTarget *T = &D->tg[D->ntg];
+			if (d_target_init(D, T, &R->added[i]))
+				continue;
+			T->next_check_ns = 0;       /* looked for at once */
+			snprintf(T->err, sizeof T->err, "added by a reload; not opened yet");
+			d_tchange(what, n, '+', T->cf.name);
+			nt_log(D->nt, 6, "target %s added", T->label);
+			D->ntg++;
+		}
+	}
+	for (unsigned i = 0; i < R->nadded; i++)
+		cf_target_free(&R->added[i]);
+	free(R->added);
+	R->added = NULL;
+	R->nadded = 0;
+}
+
+/* The second half: validate what the thread made, then hand over; the
+ * running rules stay on any error.  Returns 0 or an error; *diags gets rule
+ * errors in rulec's format (the caller frees them). */
+static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
+{
+	DReload *R = &D->rl;
+	pthread_join(R->thread, NULL);
+	R->on = false;
+	uint64_t t0 = R->t0;
+	Bundle *nb = R->nb;
+	DTarget *G = R->grow_tg;
+	char err[1024];
+	snprintf(err, sizeof err, "%s", R->err);
+	*diags = R->diags;
+	R->nb = NULL;
+	R->diags = NULL;
+	int r = R->r_targets ? R->r_targets : R->r_rules;
+	if (r) {
+		d_reload_discard(D);
+		snprintf(msg, n, "%s", r == 1 ? "the rules have errors; the running rules are unchanged" : err);
+		return r == 1 ? -EINVAL : r;
+	}
+	if (R->grow && G->ts != TS_OK) {   /* (the target watch waits for a reload: not seen) */
+		d_reload_discard(D);
+		snprintf(msg, n, "the target was lost; the task table was not grown");
+		return -ENODEV;
+	}
+	if ((r = R->r_open)) {
+		d_reload_discard(D);
+		if (R->grow)
+			snprintf(msg, n, "cannot grow the task table to %u rows: %.900s; it keeps %u", R->grow, err,
+				 eng_task_cap(G->e));
+		else
+			snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
+		bd_free(nb);
+		return r;
+	}
+	unsigned kept = 0, done = 0, lost = 0;
+	uint32_t old_cap = R->grow ? eng_task_cap(G->e) : 0;
+	sn_stats os = {0}, ns = {0};
+	char failed[600] = "";
+	d_drain(D);
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		if (!T->ne)
+			continue;
+		unsigned k = 0;
+		sn_stats o1, n1;
+		if ((r = d_handover(T, &k, &o1, &n1, err, sizeof err))) {
+			if (!done) {             /* nothing changed yet: all of it stays */
+				d_reload_discard(D);
+				snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
+				bd_free(nb);
+				return r;
+			}
+			/* the others run the new rules: this one starts again with them */
+			snprintf(T->err, sizeof T->err, "the reload's handover failed (%.400s); starting again with the new rules",
+				 err);
+			nt_log(D->nt, 3, "target error: %s: %s", T->label, T->err);
+			d_close_target(T);
+			T->ts = TS_LOST;
+			T->next_check_ns = 0;
+			snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s", lost++ ? ", " : "",
+				 T->cf.name);
+			continue;
+		}
+		if (!done++) {
+			os = o1;
+			ns = n1;
+		}
+		kept += k;
+	}
+	/* the targets the configuration no longer has go (their alerts resolve:
+	 * under the old rules, whose states they hold), then the new ones come */
+	char tchange[300] = "";
+	if (!R->grow)
+		d_targets_apply_removed(D, tchange, sizeof tchange);
+	d_record_end(D, R->grow ? "the task table grew" : "a reload changed the rules");
+	D->eo.on_tick = NULL;
+	if (R->grow) {
+		G->task_cap = R->grow;         /* and later reloads keep it */
+	} else if (R->same) {              /* the fleet's kernel runs the rules it has */
+		bd_free(nb);
+		D->reloads++;
+		d_targets_apply_added(D, tchange, sizeof tchange);
+	} else {
+		bd_free(D->b);
+		D->b = nb;
+		D->reloads++;
+		d_targets_apply_added(D, tchange, sizeof tchange);
+	}
+	uint64_t t1 = d_now();
+	char settled[256] = "";
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].e && D->tg[i].ts == TS_OK && (r = eng_settle(D->tg[i].e, settled, sizeof settled, err, sizeof err)))
+			snprintf(settled, sizeof settled, "after the handover: %.200s", err);
+	/* the proof of no gap: the new engine's first tick is the old one's
+	 * last plus one, one tick later */
+	char what[160], others[700] = "";
+	if (R->grow)
+		snprintf(what, sizeof what, "the task table grew from %u to %u rows", old_cap, R->grow);
+	else if (D->ntg > 1)
+		snprintf(what, sizeof what, "%zu rules running on %u of %u targets (%u rule states kept)", D->b->nrules, done,
+			 D->ntg, kept);
+	else
+		snprintf(what, sizeof what, "%zu rules running (%u kept their state)", D->b->nrules, kept);
+	if (lost)
+		snprintf(others, sizeof others, "; %s restart%s with them (the handover failed)", failed, lost == 1 ? "s" : "");
+	if (*tchange)
+		snprintf(others + strlen(others), sizeof others - strlen(others), "; targets %s", tchange);
+	if (done)
+		snprintf(msg, n, "%.160s, reloaded in %.0f ms; handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
+			 "%.300s%s%.200s", what, (double)(t1 - t0) / 1e6, (unsigned long long)os.ticks,
+			 (unsigned long long)ns.first_tick, (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6,
+			 (double)D->eo.tick_ns / 1e6, others, *settled ? "; " : "", settled);
+	else if (R->same)                /* the GPU fleet: the same rules run on */
+		snprintf(msg, n, "the rules did not change: %zu rules run on in the GPU's kernel for all targets%.300s",
+			 D->b->nrules, others);
+	else                             /* no target runs now: the rules start with them */
+		snprintf(msg, n, "%zu rules loaded; no target runs now, they start when one is back%.300s", D->b->nrules,
+			 others);
+	if (!R->grow)
+		snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].e && D->tg[i].ts == TS_OK && (!R->grow || &D->tg[i] == G))
+			d_log_disabled(&D->tg[i]);
+	return 0;
+}
+
+
+/* The reload's thread is done: hand over, log, answer whoever asked. */
+void d_reload_done(Daemon *D)
+{
+	Client *c = D->rl.client;
+	uint32_t grow = D->rl.grow;
+	DTarget *G = D->rl.grow_tg;
+	char msg[1024], *diags = NULL;
+	int r = d_reload(D, &diags, msg, sizeof msg);
+	if (grow && r)
+		G->grow_failed = grow;
+	if (grow)
+		nt_log(D->nt, r ? 3 : 5, "%s%s%s%s", r ? "target error: " : "", D->ntg > 1 ? G->cf.name : "",
+		       D->ntg > 1 ? ": " : "", msg);
+	else
+		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", D->rl.by_socket ? "control socket" : "SIGHUP", msg);
+	if (c) {
+		json_t *resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
+		if (diags)
+			json_object_set_new(resp, "diagnostics", json_string(diags));
+		c->waiting = false;
+		if (c->fd >= 0)
+			d_answer(D, c, resp);
+		json_decref(resp);
+		d_client_requests(D, c);             /* what it sent meanwhile */
+	} else if (diags) {
+		fputs(diags, stderr);
+	}
+	free(diags);
+}
+
+/* The CPU backend's tick threads: [engine] threads, or a quarter of this
+ * host's CPUs (1 to 8): sentineld shares the host with what it watches.
+ * Several targets: one each (every target has a tick thread of its own). */
+uint32_t d_threads(const Config *cf)
+{
+	if (cf->threads)
+		return cf->threads;
+	if (cf->ntargets > 1)
+		return 1;
+	long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
+	return n < 1 ? 1 : n > 8 ? 8 : (uint32_t)n;
+}

@@ -1,0 +1,202 @@
+/* sentineld.h - what the parts of sentineld share (tools/sentineld.c,
+ * sd_target.c, sd_reload.c, sd_control.c); private to them.  One
+ * thread runs all of it but the reload's compile (DReload). */
+#ifndef SENTINEL_SENTINELD_H
+#define SENTINEL_SENTINELD_H
+
+#include "compile.h"
+#include "config.h"
+#include "engine.h"
+#include "gpu.h"
+#include "klog.h"
+#include "ktarget.h"
+#include "msrc.h"
+#include "http.h"
+#include "notify.h"
+#include "prom.h"
+#include "record.h"
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SENTINEL_VERSION
+#define SENTINEL_VERSION "0.1.0"
+#endif
+#ifndef SENTINEL_SYSCONFDIR
+#define SENTINEL_SYSCONFDIR "/etc"
+#endif
+
+#define D_MAX_CLIENTS 16
+#define D_TARGET_CHECK_NS 1000000000ull   /* how often the target is checked */
+#define D_TARGET_RETRY_NS 2000000000ull   /* how often a lost target is looked for */
+#define D_COMPILE_NICE 10                 /* compiling rules yields to the host's real work */
+#define D_NEWEST_ARCH 90                  /* the newest sm_NN LLVM 19's NVPTX back end knows */
+#define D_STR_(x) #x
+#define D_STR(x) D_STR_(x)
+
+typedef enum { TS_OK, TS_LOST, TS_PAUSED } TargetState;   /* PAUSED: by its hypervisor, not watched */
+
+/* One machine watched ([target] or [target NAME]): its memory, kernel and
+ * engine.  Every target runs the same rules (Daemon.b), each on its own
+ * engine; the watch checks each on its own schedule, and a lost one is
+ * looked for again while the others tick on.  Owns src, t, klog and e. */
+typedef struct DTarget {
+	struct Daemon *D;
+	CfTarget cf;                  /* its section (a copy: a reload reads them again) */
+	char label[300];              /* in log lines: the source (one target), or "NAME (source)" */
+	MemSource *src;
+	KTarget *t;
+	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
+	Engine *e;
+	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
+	struct stat ram_st;           /* a ramfile target: the file we mapped */
+	TargetState ts;
+	char err[512];
+	char pause_why[96];           /* d_target_paused's answer */
+	unsigned restarts;
+	uint64_t next_check_ns;
+	bool tasks_full;              /* the target had more tasks than the table at the last check */
+	bool objs_full[SN_OBJ_KINDS]; /* ... more objects of a kind than [engine] objects */
+	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
+	Engine *ne;                   /* a reload's engine for it, until the handover */
+	bool gone;                    /* a reload found it no more in the configuration */
+	bool dropping;                /* its VM is gone or paused: its engine's alerts are not delivered (until reopened) */
+} DTarget;
+
+/* A control-socket client.  Its fd is non-blocking: answers queue in out
+ * (owned, malloc'd) and go as the client reads them; a client that lets
+ * more than D_CLIENT_OUT_MAX wait is dropped.  Its requests are not read
+ * while it waits for its reload or has answers queued. */
+typedef struct Client {
+	int fd;
+	char buf[4096];
+	size_t len;
+	bool waiting;                 /* for its reload: not read until answered */
+	char *out;                    /* answers not yet written */
+	size_t out_len, out_off;
+} Client;
+
+#define D_CLIENT_OUT_MAX (64u << 20)
+
+/* A reload in two halves: the slow one (compile the rule directory, load
+ * the new rules on the backend: seconds, minutes for 10,000 rules) on a
+ * thread of its own, while the main loop goes on delivering alerts and
+ * answering; the handover on the main loop once that is done.  Owns nb,
+ * ne and diags until the handover takes them. */
+typedef struct DReload {
+	struct Daemon *D;
+	pthread_t thread;
+	bool on;                      /* in progress (the thread runs, or is done and not yet joined) */
+	int done;                     /* atomic: the thread has finished */
+	Client *client;               /* waits for the answer; NULL: SIGHUP or a growth */
+	bool by_socket;               /* asked on the control socket (the client may have left) */
+	uint32_t grow;                /* 0: new rules; else the same rules with a task table of this many rows */
+	struct DTarget *grow_tg;      /* ... for this target */
+	uint64_t t0;
+	Bundle *nb;                   /* the engines for it: DTarget.ne */
+	char *diags;                  /* rule errors, rulec's format; or the configuration's */
+	char err[1024];
+	int r_targets, r_rules, r_open; /* the configuration's, d_rules_load's and eng_open's results */
+	CfTarget *added;              /* [nadded]: targets the configuration has now and sentineld not */
+	unsigned nadded;
+	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
+} DReload;
+
+/* Where the main thread's own CPU time goes (sentinelctl status's
+ * main_loop): the host's share is meant to be near nothing, and when it
+ * is not, this says which part of the loop is to blame: arm (what to
+ * wait for: every engine asked), poll (the system call and the wake fd),
+ * drain (alerts: the rings, the notifiers), metrics (/metrics), reload,
+ * watch (the targets' checks), clients (the control socket). */
+#define D_PHASES(X) X(arm) X(poll) X(drain) X(watch) X(clients) X(metrics) X(reload)
+enum {
+#define D_PH_ENUM(n) DP_##n,
+	D_PHASES(D_PH_ENUM)
+#undef D_PH_ENUM
+	DP_N
+};
+typedef struct DLoop {
+	uint64_t wakeups;
+	uint64_t cpu_ns[DP_N];        /* the main thread's CPU time in each phase */
+	uint64_t mark;                /* the thread's CPU clock at the last phase's end */
+} DLoop;
+
+typedef struct Daemon {
+	Config cf;
+	Notifier *nt;
+	DTarget *tg;                  /* [ntg]: Config.targets' */
+	unsigned ntg;
+	Bundle *b;
+	EngOpts eo;                   /* every engine's (task_cap: DTarget's) */
+	EngFleet *fleet;              /* several targets on the GPU: one kernel for all (eo.fleet) */
+	CompOpts co;
+	char archs[64];
+	int lfd;
+	Client cl[D_MAX_CLIENTS];
+	uint64_t started_ns;
+	unsigned reloads;
+	char last_reload[600];
+	uint64_t alerts_seen;
+	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
+	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
+	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
+	uint64_t rec_errors;          /* atomic: records that could not be written */
+	DReload rl;
+	DLoop loop;
+} Daemon;
+
+
+/* sentineld.c: the main loop, signals, alerts into the notifier */
+sn_rstate *d_rule_states(DTarget *T, char *err, size_t n);
+uint64_t d_now(void);
+void d_drain(Daemon *D);
+void d_sd_notify(const char *state);
+
+/* sd_target.c: a target: opening it, and the watch that checks it and looks for it when lost */
+bool d_all_lost(const Daemon *D);
+const char *d_target_gone(const DTarget *T);
+const char *d_target_paused(DTarget *T);
+int d_open_target(DTarget *T, char *err, size_t n);
+int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf);
+uint64_t d_next_check(uint64_t now, uint64_t period);
+void d_close_target(DTarget *T);
+void d_log_disabled(DTarget *T);
+void d_record(void *ctx, const sn_world *w);
+void d_record_end(Daemon *D, const char *why);
+void d_target_opts(const DTarget *T, EngOpts *eo);
+void d_watch_target(Daemon *D);
+
+/* sd_reload.c: the reload: compile and open on a thread, then the handover on the main loop */
+int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, size_t n);
+int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n);
+uint32_t d_threads(const Config *cf);
+void d_reload_discard(Daemon *D);
+void d_reload_done(Daemon *D);
+
+/* sd_control.c: the control socket: status, rules, alerts, reload; non-blocking clients */
+int d_listen(Daemon *D, char *err, size_t n);
+void d_answer(Daemon *D, Client *c, json_t *resp);
+void d_client_close(Daemon *D, Client *c);
+void d_client_flush(Daemon *D, Client *c);
+void d_client_io(Daemon *D, Client *c, short revents);
+void d_client_requests(Daemon *D, Client *c);
+
+#endif
