@@ -245,8 +245,17 @@ struct disk_stats {
 	long in_flight[2];            /* local_t: one long each */
 };
 struct gendisk {
+	int major;                    /* MD_MAJOR (9): an md array, private_data its mddev */
 	unsigned long state;          /* bit 1: GD_READ_ONLY */
 	struct block_device *part0;
+	void *private_data;
+};
+/* md RAID (the md_mod module's types, from its BTF) */
+struct md_personality;
+struct mddev {
+	struct md_personality *pers;  /* NULL: the array is not running (inactive) */
+	int degraded;                 /* members missing or failed */
+	int raid_disks;               /* members the array is made of */
 };
 struct block_device {
 	u64 bd_nr_sectors;

@@ -912,6 +912,7 @@ enum {
 	KD_WORDS = 19,                                               /* the per-CPU words */
 	/* the device's own fields, read once with the counters */
 	KD_SIZE = KD_WORDS, KD_PARTNO, KD_RO, KD_STAMP, KD_JIFFIES, KD_HZ,
+	KD_MD, KD_MD_ACTIVE, KD_MD_DEGRADED, KD_MD_DISKS,            /* an md array's (KD_MD: it is one) */
 	KD_FAILED, KD__COUNT
 };
 _Static_assert(KD__COUNT <= 32, "the block rulec gives km_disk_stats (CG_OBJ_BLOCK)");
@@ -935,9 +936,11 @@ int km_disk_stats(u64 d, u64 *blk)
 	km_gather(a, KH__N, h);
 	struct disk_stats *st = (struct disk_stats *)(unsigned long)h[KH_STATS];
 	struct gendisk *g = (struct gendisk *)(unsigned long)h[KH_DISK];
-	/* the whole disk's read-only flags: two reads more */
-	u64 ga[2] = {km_addr(KP(g->state)), km_addr(KP(g->part0))}, gv[2], wa, wv;
-	km_gather(ga, 2, gv);
+	/* the whole disk's read-only flags, and whether it is an md array:
+	 * four reads more */
+	u64 ga[4] = {km_addr(KP(g->state)), km_addr(KP(g->part0)), km_addr(KP(g->major)), km_addr(KP(g->private_data))},
+	    gv[4], wa, wv;
+	km_gather(ga, 4, gv);
 	wa = km_bdev_ro_at((struct block_device *)(unsigned long)gv[1]);
 	km_gather(&wa, 1, &wv);
 	/* the counters' offsets in struct disk_stats, relocated */
@@ -960,6 +963,19 @@ int km_disk_stats(u64 d, u64 *blk)
 	blk[KD_JIFFIES] = h[KH_JIFFIES];
 	blk[KD_HZ] = tn ? (1000000000ul + tn / 2) / tn : 0;
 	blk[KD_RO] = (u64)(km_bdev_ro_of(h[KH_RO]) | ((gv[0] >> 1) & 1) | km_bdev_ro_of(wv));
+	/* an md array (the whole disk, not a partition of it): its mddev,
+	 * where md_mod is loaded (/sys/block/mdN/md: array_state, degraded,
+	 * raid_disks) */
+	blk[KD_MD] = 0;
+	if (KTYPE_EXISTS(mddev) && (u32)gv[2] == 9 && gv[3] && !blk[KD_PARTNO]) {
+		struct mddev *md = (struct mddev *)(unsigned long)gv[3];
+		u64 ma[3] = {km_addr(KP(md->pers)), km_addr(KP(md->degraded)), km_addr(KP(md->raid_disks))}, mv[3];
+		km_gather(ma, 3, mv);
+		blk[KD_MD] = 1;
+		blk[KD_MD_ACTIVE] = mv[0] != 0;
+		blk[KD_MD_DEGRADED] = (u32)mv[1];
+		blk[KD_MD_DISKS] = (u32)mv[2];
+	}
 	blk[KD_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
 }
@@ -975,6 +991,11 @@ double km_disk_size(u64 d, const u64 *blk) { return km_blk(blk, KD_SIZE); }
 /* the device's flag, its disk's (whole-disk device) or the disk's GD_READ_ONLY */
 double km_disk_read_only(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN : blk[KD_RO] != 0; }
 
+/* md RAID: unknown for a device that is not an md array */
+KM_INLINE double km_md(const u64 *blk, long i) { return blk[KD_FAILED] || !blk[KD_MD] ? KM_NAN : (double)blk[i]; }
+double km_disk_md_active(u64 d, const u64 *blk) { return km_md(blk, KD_MD_ACTIVE); }
+double km_disk_md_degraded(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DEGRADED); }
+double km_disk_md_disks(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DISKS); }
 double km_disk_reads(u64 d, const u64 *blk) { return km_blk(blk, KD_IOS + KM_RD); }
 double km_disk_reads_merged(u64 d, const u64 *blk) { return km_blk(blk, KD_MERGES + KM_RD); }
 double km_disk_read_bytes(u64 d, const u64 *blk) { return km_blk(blk, KD_SECTORS + KM_RD) * 512.0; }

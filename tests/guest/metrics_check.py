@@ -64,6 +64,8 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @diskstats; while read -r l; do echo \"$l\"; done < /proc/diskstats; "
          "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
          "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
+         "for d in /sys/block/md*/md; do [ -d $d ] || continue; s=-; g=-; n=-; read -r s < $d/array_state; "
+         "[ -r $d/degraded ] && read -r g < $d/degraded; read -r n < $d/raid_disks; x=${d%/md}; echo \"MD ${x##*/} $s $g $n\"; done; "
          "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
          "for d in /sys/class/net/*; do read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
          "s=-; read -r s < $d/speed 2>/dev/null; echo \"N ${d##*/} $f $c $s\"; done; "
@@ -116,6 +118,10 @@ def parse_truth(out):
         elif sec == "diskstats":
             # major minor name, then 17 fields (diskstats_show)
             t.setdefault("disks", {})[f[2]] = [int(x) for x in f[3:]]
+        elif sec == "blocksys" and f[0] == "MD" and len(f) == 5:
+            # "MD NAME ARRAY_STATE DEGRADED|- RAID_DISKS" (/sys/block/mdN/md)
+            t.setdefault("md", {})[f[1]] = {"state": f[2], "degraded": None if f[3] == "-" else int(f[3]),
+                                            "disks": int(f[4])}
         elif sec == "blocksys":
             t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
         elif sec == "kernel":
@@ -388,6 +394,24 @@ def compare_disks(b, a, m, out, between, release):
                 v = o.get(metric)
                 between("%s{disk=%s}" % (metric, name), None if v is None else int(v), sb[key], sa[key],
                         counter=False)
+    # md RAID arrays, as /sys/block/mdN/md shows them; unknown on every other device
+    mb, ma = b.get("md", {}), a.get("md", {})
+    for name in sorted(set(ours)):
+        o = ours[name]
+        vals = (o.get("disk.md_active"), o.get("disk.md_degraded"), o.get("disk.md_disks"))
+        if name not in mb or name not in ma:
+            if not name.startswith("md"):
+                out.append((vals == (None, None, None), "disk.md_*{disk=%s}: unknown, not an md array" % name,
+                            "ours %r" % (vals,)))
+            continue
+        tb, ta = mb[name], ma[name]
+        active = [t["state"] not in ("inactive", "clear") for t in (tb, ta)]
+        out.append((vals[0] is not None and bool(vals[0]) in active,
+                    "disk.md_active{disk=%s} %s, array_state %s then %s" % (name, vals[0], tb["state"], ta["state"]),
+                    ""))
+        if tb["degraded"] is not None and ta["degraded"] is not None:
+            between("disk.md_degraded{disk=%s}" % name, vals[1], tb["degraded"], ta["degraded"], counter=False)
+        between("disk.md_disks{disk=%s}" % name, vals[2], tb["disks"], ta["disks"], counter=False)
 
 
 # /proc/net/dev fields -> our metric

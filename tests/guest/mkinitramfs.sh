@@ -38,6 +38,8 @@ add_module ext4
 # connection tracking (host.conntrack_*), its hooks on from the start
 # (enable_hooks=1, 5.13+: no iptables or nft in busybox to ask for them)
 add_module nf_conntrack
+# md RAID (disk.md_*): raid1 arrays built through md's sysfs (no mdadm)
+add_module raid1
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'

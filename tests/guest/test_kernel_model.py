@@ -477,6 +477,28 @@ def module_symbols(g, name):
            "guest %r\nours %r\n%s" % (truth, ours, se))
 
 
+def raid(g, step):
+    """An md RAID1 array, md0, over two zram devices, built through md's
+    sysfs (no mdadm in busybox; no superblock): clean for the idle
+    windows, a member failed for the CPU-load ones, stopped (inactive)
+    for the memory-pressure ones (disk.md_*)."""
+    md = "/sys/block/md0/md"
+    if step == "build":
+        out = g.check("z1=$(cat /sys/class/zram-control/hot_add); z2=$(cat /sys/class/zram-control/hot_add); "
+                      "echo 64M > /sys/block/zram$z1/disksize; echo 64M > /sys/block/zram$z2/disksize; "
+                      "echo md0 > /sys/module/md_mod/parameters/new_array; cd %s && echo none > metadata_version && "
+                      "echo raid1 > level && echo 2 > raid_disks && echo $(cat /sys/block/zram$z1/dev) > new_dev && "
+                      "echo $(cat /sys/block/zram$z2/dev) > new_dev && i=0; for d in dev-*; do echo $i > $d/slot; "
+                      "echo 65536 > $d/size; i=$((i+1)); done; echo 65536 > component_size; "
+                      "echo active > array_state; cat array_state; cd /" % md, timeout=60)
+        report(out.strip() in ("clean", "active"), "md0: a RAID1 array over two zram devices, built (%s)" %
+               out.strip(), out)
+    elif step == "fail":
+        g.check("cd %s && for d in dev-*; do :; done && echo faulty > $d/state; cd /" % md)
+    elif step == "stop":
+        g.check("echo inactive > %s/array_state" % md)
+
+
 def filesystems(g):
     """Mounts for the filesystem metrics: files and a directory of 60
     inodes on the ext4 disk (/vda), a tmpfs with size and inode limits
@@ -585,6 +607,7 @@ def one_config(ks, kname, kaslr, la57):
         cgroups(g)
         network(g)
         module_symbols(g, name)
+        raid(g, "build")
         filesystems(g)
         window(g, name + " idle")
         tasks(g, name + " idle")
@@ -597,6 +620,7 @@ def one_config(ks, kname, kaslr, la57):
         # a time daemon's update: the clock synchronised, its errors
         # and a phase offset for the PLL (host.clock_*) from here on
         g.check("sentinel-adjtimex set 2000 500 300000")
+        raid(g, "fail")
         # CPU load: one busy loop per CPU
         # (the second in work/a/deep, throttled by work/a's cpu.max: two
         # hogs in all, as the pressure comparisons expect of 2 vCPUs)
@@ -618,6 +642,7 @@ def one_config(ks, kname, kaslr, la57):
         time.sleep(1.0)
         metrics(g, name + " disk-load", select="disk")
         g.check("wait $hd 2>/dev/null; true", timeout=300)
+        raid(g, "stop")
         # memory pressure: fill a tmpfs past RAM so pages go to swap
         g.check("mkdir -p /mnt && mount -t tmpfs -o size=1G tmpfs /mnt && "
                 "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do dd if=/dev/zero of=/mnt/f$i bs=1M count=40 2>/dev/null; done",
