@@ -176,8 +176,9 @@ def live(tmp):
                     g.start(timeout=300)
                 except guest.GuestError as e:
                     errs.append(e)
-            for k in range(0, n, os.cpu_count() or 1):
-                ts = [threading.Thread(target=boot, args=(g,)) for g in gs[k:k + (os.cpu_count() or 1)]]
+            per = os.cpu_count() or 1
+            for k in range(0, n, per):
+                ts = [threading.Thread(target=boot, args=(g,)) for g in gs[k:k + per]]
                 for t in ts:
                     t.start()
                 for t in ts:

@@ -150,14 +150,13 @@ void d_log_disabled(DTarget *T)
  * fails (the windows' history_memory), it is a target error, said once
  * when it starts and once when it ends (the rows hold the tasks that fit;
  * per-task rules see only them). */
-static void d_watch_tasks(DTarget *T, const sn_stats *st)
+static void d_watch_tasks(DTarget *T, const sn_stats *S)
 {
 	Daemon *D = T->D;
-	sn_stats S = *st;
 	uint32_t cap = eng_task_cap(T->e), max = D->cf.max_tasks;
-	bool full = S.tasks_found > cap;
+	bool full = S->tasks_found > cap;
 	if (full && cap < max && T->grow_failed == 0 && !D->rl.on) {
-		uint64_t want = (uint64_t)S.tasks_found + S.tasks_found / 4;
+		uint64_t want = (uint64_t)S->tasks_found + S->tasks_found / 4;
 		want = (want + 1023) / 1024 * 1024;
 		if (want < 2ull * cap)
 			want = 2ull * cap;
@@ -165,7 +164,7 @@ static void d_watch_tasks(DTarget *T, const sn_stats *st)
 			want = max;
 		char msg[256];
 		nt_log(D->nt, 5, "%s has %u tasks, more than the task table's %u rows: growing it to %u (max_tasks %u)",
-		       T->label, S.tasks_found, cap, (unsigned)want, max);
+		       T->label, S->tasks_found, cap, (unsigned)want, max);
 		if (d_reload_start(D, NULL, (uint32_t)want, T, msg, sizeof msg))
 			nt_log(D->nt, 4, "cannot grow the task table: %s", msg);
 		return;
@@ -174,14 +173,14 @@ static void d_watch_tasks(DTarget *T, const sn_stats *st)
 		if (cap >= max)
 			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's ceiling of %u rows: "
 			       "per-task rules see %u of them; raise [engine] max_tasks and restart sentineld",
-			       T->label, S.tasks_found, cap, cap);
+			       T->label, S->tasks_found, cap, cap);
 		else
 			nt_log(D->nt, 3, "target error: %s has %u tasks, more than the task table's %u rows, which could "
 			       "not grow (see above): per-task rules see %u of them; raise [engine] history_memory or "
-			       "tasks and restart sentineld", T->label, S.tasks_found, cap, cap);
+			       "tasks and restart sentineld", T->label, S->tasks_found, cap, cap);
 		T->tasks_full = true;
 	} else if (!full && T->tasks_full) {
-		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", T->label, S.tasks_found);
+		nt_log(D->nt, 5, "%s has %u tasks again: the task table holds them all", T->label, S->tasks_found);
 		T->tasks_full = false;
 	}
 }
@@ -189,19 +188,18 @@ static void d_watch_tasks(DTarget *T, const sn_stats *st)
 /* An object kind with more objects than the table's slots (disks,
  * cgroups, interfaces, mounts): a target error, said once when it starts
  * and once when it ends; rules over that kind see the objects that fit. */
-static void d_watch_objects(DTarget *T, const sn_stats *st)
+static void d_watch_objects(DTarget *T, const sn_stats *S)
 {
 	Daemon *D = T->D;
-	const sn_stats S = *st;
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
 		const char *what = cat_entities[ENT_FIRST_OBJ + k].plural;
-		bool full = S.objs_err[k] == -34;
+		bool full = S->objs_err[k] == -34;
 		if (full && !T->objs_full[k])
 			nt_log(D->nt, 3, "target error: %s has %u %s, more than the %u the table holds: rules over %s see "
-			       "%u of them; raise [engine] objects and restart sentineld", T->label, S.objs_found[k], what,
+			       "%u of them; raise [engine] objects and restart sentineld", T->label, S->objs_found[k], what,
 			       D->cf.objects, what, D->cf.objects);
 		else if (!full && T->objs_full[k])
-			nt_log(D->nt, 5, "%s has %u %s again: the table holds them all", T->label, S.objs_found[k], what);
+			nt_log(D->nt, 5, "%s has %u %s again: the table holds them all", T->label, S->objs_found[k], what);
 		T->objs_full[k] = full;
 	}
 }
