@@ -18,6 +18,8 @@ static json_t *d_target_status(DTarget *T)
 			      (int)T->restarts);
 	if (T->ts != TS_OK)
 		json_object_set_new(o, "error", json_string(T->err));
+	if (T->ts == TS_LOST && T->retry_err[0])
+		json_object_set_new(o, "retry_error", json_string(T->retry_err));
 	if (T->cf.nlabels) {
 		json_t *l = json_object();
 		for (unsigned i = 0; i < T->cf.nlabels; i++)
@@ -140,8 +142,9 @@ static json_t *d_status(Daemon *D)
 	const char *key;
 	json_t *v;
 	json_object_foreach(t0, key, v) {
-		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "error") || !strcmp(key, "kernel") ||
-		    !strcmp(key, "kaslr_offset") || !strcmp(key, "labels"))
+		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "error") ||
+		    !strcmp(key, "retry_error") || !strcmp(key, "kernel") || !strcmp(key, "kaslr_offset") ||
+		    !strcmp(key, "labels"))
 			json_object_set(tg, key, v);
 		else if (!strcmp(key, "restarts"))
 			json_object_set(o, "target_restarts", v);

@@ -257,6 +257,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			return;
 		}
 		snprintf(T->err, sizeof T->err, "%s", lost);
+		T->retry_err[0] = 0;
 		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", T->label, lost);
 		d_drain(D);
 		d_close_target(T);
@@ -274,7 +275,10 @@ static void d_watch_one(DTarget *T, uint64_t now)
 	if (T->ts == TS_PAUSED)                  /* running again, or gone: looked for as a lost one */
 		T->ts = TS_LOST;
 	if (d_open_target(T, err, sizeof err)) {
-		snprintf(T->err, sizeof T->err, "%s", err);
+		if (T->err[0])
+			snprintf(T->retry_err, sizeof T->retry_err, "%s", err);
+		else
+			snprintf(T->err, sizeof T->err, "%s", err);
 		return;
 	}
 	if (eng_start(T->e, err, sizeof err)) {
@@ -283,7 +287,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		return;
 	}
 	T->ts = TS_OK;
-	T->err[0] = 0;
+	T->err[0] = T->retry_err[0] = 0;
 	T->restarts++;
 	nt_log(D->nt, 6, "target back: %s%sLinux %s, KASLR offset 0x%llx; the same %zu rules run again (%s)",
 	       D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", T->t->release,

@@ -120,6 +120,8 @@ static void print_targets(json_t *s)
 		       json_object_get(t, "kernel") ? str(t, "kernel") : "-", ticks, late, last, rerr, tasks, str(t, "source"));
 		if (json_object_get(t, "error"))
 			printf("    %s\n", str(t, "error"));
+		if (json_object_get(t, "retry_error"))
+			printf("    looking for it again: %s\n", str(t, "retry_error"));
 	}
 }
 
@@ -140,6 +142,8 @@ static void print_status(json_t *s)
 	       json_object_get(t, "kernel") ? ", Linux " : "", str(t, "kernel"));
 	if (json_object_get(t, "error"))
 		printf("           %s\n", str(t, "error"));
+	if (json_object_get(t, "retry_error"))
+		printf("           looking for it again: %s\n", str(t, "retry_error"));
 	printf("rules:     %.0f from %s (%.0f disabled), %.0f reloads\n", num(s, "rules"), str(s, "rules_dir"),
 	       num(s, "rules_disabled"), num(s, "reloads"));
 	printf("ticks:     %.0f every %.0f ms, %.0f late; last %.0f us, longest %.0f us\n", num(s, "ticks"),

@@ -69,7 +69,8 @@ typedef struct DTarget {
 	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
 	struct stat ram_st;           /* a ramfile target: the file we mapped */
 	TargetState ts;
-	char err[512];
+	char err[512];                /* why it is lost or paused (the first reason: kept while it is looked for) */
+	char retry_err[512];          /* a lost one: why the last look for it failed, or "" */
 	char pause_why[96];           /* d_target_paused's answer */
 	unsigned restarts;
 	uint64_t next_check_ns;

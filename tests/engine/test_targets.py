@@ -262,6 +262,12 @@ def live(tmp):
         report(lost is not None and "RAM file was removed" in lost.get("error", "") and
                "target error: c (" in text(),
                "c killed: a target error for c (%s)" % (lost or {}).get("error"), text()[-2000:])
+        # looked for every 2 s: the reason it was lost stays, the last look's failure beside it
+        again = wait(lambda: (lambda t: t if t.get("retry_error") else None)(targets(tmp).get("c", {})), 10)
+        report(again is not None and "RAM file was removed" in again.get("error", "") and
+               "is the VM running?" in again.get("retry_error", ""),
+               "c looked for again: status keeps why it was lost, and says why the last look failed (%s)" %
+               (again or {}).get("retry_error"), json.dumps(targets(tmp).get("c"), indent=1) + text()[-1500:])
         # ---- a reboots -------------------------------------------------------------------------------
         off0 = targets(tmp).get("a", {}).get("kaslr_offset")
         gs["a"].reboot()
