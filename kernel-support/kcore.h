@@ -37,6 +37,7 @@
 
 #include "simt.h"
 
+typedef int8_t s8;
 typedef uint8_t u8;
 typedef uint16_t u16;
 typedef uint32_t u32;
@@ -385,6 +386,14 @@ struct net_device {
 	struct pcpu_lstats *lstats;
 	struct device dev;
 	unsigned char priv[1];        /* 6.12: the driver's private area; before, after the struct */
+	/* the kernel's anonymous struct { upper, lower }: [1] is the lower
+	 * devices (a bond's slaves), struct netdev_adjacent through .list */
+	struct list_head adj_list[2];
+};
+/* one link between two devices (net/core/dev.c) */
+struct netdev_adjacent {
+	void *private;                /* a bond's lower device: its struct slave */
+	struct list_head list;
 };
 struct net_device___510 {             /* before 6.0: the core's drop counts */
 	atomic_long_t rx_dropped, tx_dropped;
@@ -409,6 +418,10 @@ struct net {
 };
 struct net___pre519 {
 	struct netns_ct___pre519 ct;
+};
+/* bonding (module types, from its BTF) */
+struct slave {
+	s8 link;                      /* BOND_LINK_UP 0, FAIL 1, DOWN 2, BACK 3 */
 };
 /* virtio_net (module types, from its BTF) */
 struct virtnet_sq_stats {
@@ -561,6 +574,7 @@ extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the 
 extern struct net init_net __kweak;                      /* CONFIG_NET */
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
+extern const struct net_device_ops bond_netdev_ops __kweak;   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;

@@ -1462,10 +1462,52 @@ enum {
 	KN_LO_PACKETS, KN_LO_BYTES,                              /* loopback */
 	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* virtio_net's queues, summed */
 	KN_V_SPEED,                                              /* virtio_net's link speed (Mb/s) */
+	KN_BOND, KN_BOND_SLAVES, KN_BOND_UP,                     /* a bond's (KN_BOND: it is one) */
 	KN_KIND, KN_FAILED, KN__COUNT
 };
 _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOCK)");
 enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_UNKNOWN };
+
+#define KM_IFF_MASTER 0x400u
+#define KM_MAX_SLAVES 256u
+
+/* A bond (the bonding module's netdev_ops, where it was loaded when the
+ * target was found): its slaves are its lower devices, each adjacency's
+ * private its struct slave (bond_for_each_slave); a slave is active when
+ * its link is BOND_LINK_UP (0), as /sys/class/net/BOND/lower_IF/
+ * bonding_slave/mii_status says "up".  A corrupt or changing list leaves
+ * the counts unknown. */
+KM_INLINE void km_bond(struct net_device *dev, u64 *blk)
+{
+	blk[KN_BOND] = blk[KN_BOND_SLAVES] = blk[KN_BOND_UP] = 0;
+	if (!(blk[KN_FLAGS] & KM_IFF_MASTER) || !&bond_netdev_ops || blk[KN_OPS] != km_addr(&bond_netdev_ops) ||
+	    !KTYPE_EXISTS(slave) || !KTYPE_EXISTS(netdev_adjacent))
+		return;
+	struct list_head *head = KP(dev->adj_list[1]), *cur = head, *next = KR(head->next);
+	u32 n = 0, up = 0;
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
+	for (;;) {
+		if (next == head || simt_any(__llview_failed()))
+			break;
+		if (n >= KM_MAX_SLAVES || kx_loop_seen(&lp, km_addr(next)))
+			return;
+		struct netdev_adjacent *adj = kcontainer_of(next, struct netdev_adjacent, list);
+		u64 a[3] = {km_addr(&next->next), km_addr(&next->prev), km_addr(KP(adj->private))}, v[3], la, lv;
+		km_gather(a, 3, v);
+		if (v[1] != km_addr(cur))
+			return;
+		la = v[2] ? km_addr(KP(((struct slave *)(unsigned long)v[2])->link)) : km_dummy_addr();
+		km_gather(&la, 1, &lv);
+		n++;
+		up += v[2] && (s8)(lv & 0xff) == 0;
+		cur = next;
+		next = (struct list_head *)(unsigned long)v[0];
+	}
+	blk[KN_BOND] = 1;
+	blk[KN_BOND_SLAVES] = n;
+	blk[KN_BOND_UP] = up;
+}
 
 /* virtio_net's types are the module's: present only while it is loaded */
 KM_INLINE int km_virtio_types(void)
@@ -1584,6 +1626,7 @@ int km_net_stats(u64 d, u64 *blk)
 	blk[KN_V_SPEED] = 0xffffffffu;
 	if (kind == KN_VIRTIO && km_virtio_types())
 		km_virtio_queues(dev, blk);
+	km_bond(dev, blk);
 	blk[KN_KIND] = kind;
 	blk[KN_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
@@ -1630,6 +1673,11 @@ double km_net_rx_dropped(u64 d, const u64 *blk)
 	u64 core = blk[KN_CORE_RXD];
 	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED]);
 }
+/* bonding: unknown for an interface that is not a bond */
+KM_INLINE double km_bondv(const u64 *blk, long i) { return blk[KN_FAILED] || !blk[KN_BOND] ? KM_NAN : (double)blk[i]; }
+double km_net_bond_slaves(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_SLAVES); }
+double km_net_bond_active(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_UP); }
+
 /* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field; no
  * other driver keeps one (ethtool asks the driver) */
 double km_net_speed(u64 d, const u64 *blk)

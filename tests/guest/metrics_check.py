@@ -67,8 +67,11 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "for d in /sys/block/md*/md; do [ -d $d ] || continue; s=-; g=-; n=-; read -r s < $d/array_state; "
          "[ -r $d/degraded ] && read -r g < $d/degraded; read -r n < $d/raid_disks; x=${d%/md}; echo \"MD ${x##*/} $s $g $n\"; done; "
          "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
-         "for d in /sys/class/net/*; do read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
+         "for d in /sys/class/net/*; do [ -d $d ] || continue; read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
          "s=-; read -r s < $d/speed 2>/dev/null; echo \"N ${d##*/} $f $c $s\"; done; "
+         "for b in /sys/class/net/*/bonding; do [ -d $b ] || continue; sl=; read -r sl < $b/slaves; n=0; u=0; "
+         "for x in $sl; do n=$((n+1)); m=-; read -r m < /sys/class/net/$x/bonding_slave/mii_status; "
+         "[ \"$m\" = up ] && u=$((u+1)); done; x=${b%/bonding}; echo \"B ${x##*/} $n $u\"; done; "
          "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
          "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
@@ -130,6 +133,9 @@ def parse_truth(out):
             # "  eth0: RXBYTES RXPKTS ERRS DROP FIFO FRAME COMPR MCAST TXBYTES TXPKTS ERRS DROP ..."
             name, rest = l.split(":", 1)
             t.setdefault("netdev", {})[name.strip()] = [int(x) for x in rest.split()]
+        elif sec == "netdev" and f[0] == "B" and len(f) == 4:
+            # "B BOND SLAVES UP" (/sys/class/net/BOND/bonding/slaves, each slave's mii_status)
+            t.setdefault("bonds", {})[f[1]] = {"slaves": int(f[2]), "up": int(f[3])}
         elif sec == "netdev" and f[0] == "N" and len(f) == 5:
             t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3], "speed": f[4]}
         elif sec == "fs" and f[0] == "M" and len(f) == 4:
@@ -419,6 +425,12 @@ NET_COUNTERS = (("net.rx_bytes", 0), ("net.rx_packets", 1), ("net.rx_errors", 2)
                 ("net.tx_bytes", 8), ("net.tx_packets", 9), ("net.tx_errors", 10), ("net.tx_dropped", 11))
 
 
+# drivers whose counters Sentinel does not read (by the names the guests give
+# their interfaces): dummy's per-CPU dstats, bonding's sums over its slaves
+# made when asked (docs/kernel-sources.md); their counters must be unknown
+UNREAD_DRIVERS = ("dummy", "bond")
+
+
 def compare_nets(b, a, m, out, between, release=None):
     """Each interface's counters against /proc/net/dev, up against
     /sys/class/net.  Before 5.11 the kernel keeps no module BTF, so
@@ -432,6 +444,11 @@ def compare_nets(b, a, m, out, between, release=None):
                 "ours %s, /proc/net/dev %s then %s" % (sorted(ours), sorted(nb), sorted(na))))
     for name in sorted(stable & set(ours)):
         o = ours[name]
+        if name.startswith(UNREAD_DRIVERS):
+            vals = [o.get(metric) for metric, _ in NET_COUNTERS]
+            out.append((all(v is None for v in vals), "net.*{interface=%s}: unknown (its driver keeps its "
+                        "counters where Sentinel does not read them)" % name, repr(vals)))
+            continue
         if ver and ver < (5, 11) and name != "lo":
             vals = [o.get(metric) for metric, _ in NET_COUNTERS]
             out.append((all(v is None for v in vals), "net.*{interface=%s}: unknown on %s (virtio_net's types: "
@@ -451,6 +468,23 @@ def compare_nets(b, a, m, out, between, release=None):
             v = o.get("net.speed")
             out.append((sp is not None and v == want, "net.speed{interface=%s} %s, /sys/class/net says %s Mb/s" %
                         (name, v, sp), "ours %r, want %r (speed file %r then %r)" % (v, want, sb["speed"], sa["speed"])))
+    # bonds, as /sys/class/net/BOND/bonding shows them; unknown on every other interface
+    bb, ba = b.get("bonds", {}), a.get("bonds", {})
+    for name in sorted(ours):
+        o = ours[name]
+        vals = (o.get("net.bond_slaves"), o.get("net.bond_active"))
+        if ver and ver < (5, 11) and name in bb:
+            out.append((vals == (None, None), "net.bond_*{interface=%s}: unknown on %s (bonding's types: no "
+                        "module BTF before 5.11)" % (name, release), "ours %r" % (vals,)))
+            continue
+        if name not in bb or name not in ba:
+            if name not in bb and name not in ba:
+                out.append((vals == (None, None), "net.bond_*{interface=%s}: unknown, not a bond" % name,
+                            "ours %r" % (vals,)))
+            continue
+        between("net.bond_slaves{interface=%s}" % name, vals[0], bb[name]["slaves"], ba[name]["slaves"],
+                counter=False)
+        between("net.bond_active{interface=%s}" % name, vals[1], bb[name]["up"], ba[name]["up"], counter=False)
 
 
 # the filesystems fs.* lists: ext2/3/4, tmpfs (and devtmpfs, rootfs on tmpfs), xfs, btrfs

@@ -40,6 +40,9 @@ add_module ext4
 add_module nf_conntrack
 # md RAID (disk.md_*): raid1 arrays built through md's sysfs (no mdadm)
 add_module raid1
+# bonding (net.bond_*): a bond made through its sysfs over dummy devices
+add_module bonding
+add_module dummy
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'
@@ -49,7 +52,12 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in $(cat /lib/modules/order); do
-	p=; [ "$m" = nf_conntrack.ko ] && p=enable_hooks=1
+	case $m in
+	nf_conntrack.ko) p=enable_hooks=1 ;;    # its hooks on from the start
+	bonding.ko) p=max_bonds=0 ;;            # no bond0 until a test makes one
+	dummy.ko) p=numdummies=2 ;;             # dummy0 and dummy1, down
+	*) p= ;;
+	esac
 	insmod /lib/modules/$m $p 2>/dev/null
 done
 # the virtio disk: a fresh ext2 filesystem on /vda (ext4's driver mounts it)

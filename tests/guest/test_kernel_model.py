@@ -499,6 +499,24 @@ def raid(g, step):
         g.check("echo inactive > %s/array_state" % md)
 
 
+def bond(g, step):
+    """A bond, bond0, over dummy0 and dummy1, made through bonding's
+    sysfs (miimon 100 ms): both slaves up for the idle windows, dummy1's
+    carrier off (its mii_status down) for the load ones (net.bond_*)."""
+    sysb = "/sys/class/net/bond0/bonding"
+    if step == "build":
+        out = g.check("echo +bond0 > /sys/class/net/bonding_masters && echo 100 > %s/miimon && "
+                      "ip link set bond0 up && echo +dummy0 > %s/slaves && echo +dummy1 > %s/slaves && "
+                      "sleep 0.5; cat %s/slaves; cat /sys/class/net/dummy*/bonding_slave/mii_status" %
+                      (sysb, sysb, sysb, sysb), timeout=30)
+        report(out.split() == ["dummy0", "dummy1", "up", "up"],
+               "bond0: a bond over dummy0 and dummy1, both slaves up (%s)" % " ".join(out.split()), out)
+    elif step == "fail":
+        out = g.check("echo 0 > /sys/class/net/dummy1/carrier; sleep 0.5; "
+                      "cat /sys/class/net/dummy1/bonding_slave/mii_status")
+        report(out.strip() == "down", "bond0: dummy1's carrier off, its mii_status %s" % out.strip(), out)
+
+
 def filesystems(g):
     """Mounts for the filesystem metrics: files and a directory of 60
     inodes on the ext4 disk (/vda), a tmpfs with size and inode limits
@@ -608,6 +626,7 @@ def one_config(ks, kname, kaslr, la57):
         network(g)
         module_symbols(g, name)
         raid(g, "build")
+        bond(g, "build")
         filesystems(g)
         window(g, name + " idle")
         tasks(g, name + " idle")
@@ -621,6 +640,7 @@ def one_config(ks, kname, kaslr, la57):
         # and a phase offset for the PLL (host.clock_*) from here on
         g.check("sentinel-adjtimex set 2000 500 300000")
         raid(g, "fail")
+        bond(g, "fail")
         # CPU load: one busy loop per CPU
         # (the second in work/a/deep, throttled by work/a's cpu.max: two
         # hogs in all, as the pressure comparisons expect of 2 vCPUs)
