@@ -419,6 +419,11 @@ struct net {
 struct net___pre519 {
 	struct netns_ct___pre519 ct;
 };
+/* EDAC: a memory controller (drivers/edac; built in where CONFIG_EDAC=y) */
+struct mem_ctl_info {
+	struct list_head link;        /* on mc_devices */
+	u32 ue_mc, ce_mc;             /* errors counted: /sys/devices/system/edac/mc/mcN/{ue,ce}_count */
+};
 /* bonding (module types, from its BTF) */
 struct slave {
 	s8 link;                      /* BOND_LINK_UP 0, FAIL 1, DOWN 2, BACK 3 */
@@ -574,7 +579,8 @@ extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the 
 extern struct net init_net __kweak;                      /* CONFIG_NET */
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
-extern const struct net_device_ops bond_netdev_ops __kweak;   /* the bonding module, when loaded */
+extern const struct net_device_ops bond_netdev_ops __kweak;
+extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;

@@ -477,6 +477,43 @@ double km_host_conntrack_limit(void)
 	return &nf_conntrack_max ? km_collective((double)KR(nf_conntrack_max)) : KM_NAN;
 }
 
+/* ---- host: EDAC ---------------------------------------------------------- */
+
+/* Memory errors the EDAC memory controllers counted, summed over them
+ * (node_exporter's node_edac_*_errors_total, per controller there: each
+ * /sys/devices/system/edac/mc/mcN/{ce,ue}_count is its mem_ctl_info's
+ * ce_mc/ue_mc).  0 where EDAC has no controller (a VM); unknown without
+ * EDAC, or on a corrupt or changing list. */
+#define KM_MAX_MCS 1024u
+KM_INLINE double km_edac_sum(int ue)
+{
+	if (!&mc_devices || !KTYPE_EXISTS(mem_ctl_info))
+		return KM_NAN;
+	struct list_head *head = &mc_devices, *cur = head, *next = KR(head->next);
+	u64 sum = 0;
+	kx_loop lp;
+	kx_loop_init(&lp, km_addr(head));
+	for (u32 n = 0;; n++) {
+		if (next == head || simt_any(__llview_failed()))
+			break;
+		if (n >= KM_MAX_MCS || kx_loop_seen(&lp, km_addr(next)))
+			return KM_NAN;
+		struct mem_ctl_info *mci = kcontainer_of(next, struct mem_ctl_info, link);
+		u64 a[3] = {km_addr(&next->next), km_addr(&next->prev), ue ? km_addr(KP(mci->ue_mc))
+										: km_addr(KP(mci->ce_mc))}, v[3];
+		km_gather(a, 3, v);
+		if (v[1] != km_addr(cur))
+			return KM_NAN;
+		sum += (u32)v[2];
+		cur = next;
+		next = (struct list_head *)(unsigned long)v[0];
+	}
+	return km_collective((double)sum);
+}
+
+double km_host_edac_correctable_errors(void) { return km_edac_sum(0); }
+double km_host_edac_uncorrectable_errors(void) { return km_edac_sum(1); }
+
 /* ---- per CPU -------------------------------------------------------------- */
 
 u32 km_cpu_ids(void) { return km_nr_cpu_ids(); }

@@ -83,6 +83,9 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "done < /proc/mounts; stat -f -c 'F %n %t %b %f %a %c %d %S' $l 2>/dev/null; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
+         "ce=0; ue=0; for d in /sys/devices/system/edac/mc/mc*; do [ -r $d/ce_count ] || continue; "
+         "read -r c < $d/ce_count; read -r u < $d/ue_count; ce=$((ce+c)); ue=$((ue+u)); done; "
+         "echo \"edac_ce $ce\"; echo \"edac_ue $ue\"; "
          "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
          "while read -r k v r; do case $k in voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
@@ -296,6 +299,10 @@ def compare(b, a, m, ncpus, release=None):
     for name, key in (("oopses", "oops_count"), ("warnings", "warn_count")):
         if key in kb and key in ka:
             between("host." + name, h["host." + name], kb[key], ka[key])
+    # EDAC: summed over /sys/devices/system/edac/mc/mcN (none on a plain
+    # guest: 0; test_baremetal loads a controller and injects errors)
+    for name, key in (("edac_correctable_errors", "edac_ce"), ("edac_uncorrectable_errors", "edac_ue")):
+        between("host." + name, h.get("host." + name), kb[key], ka[key])
     # CPU times, the whole host and each CPU, in centiseconds
     rows = [("cpu", "host.cpu_", h)] + [("cpu%d" % c["cpu"], "cpu.", c) for c in m["cpus"] if c["online"]]
     for line, prefix, src in rows:

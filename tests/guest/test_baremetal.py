@@ -17,6 +17,9 @@ bundles in its initramfs.  In the guest:
             CAP_SYS_RAWIO, a user other than root (sentinel-pmemtest)
   unload    rmmod while a mapping is held fails and changes nothing; once
             the mapping is gone it unloads, and loads again
+  edac      tests/guest/edac's module, an EDAC memory controller with no
+            hardware (QEMU emulates none), counts 3 corrected and 1
+            uncorrected errors; the metric windows below check host.edac_*
   sources   sentinel-inspect --source pmem and --source kcore find the
             kernel (VMCOREINFO where /sys/kernel/vmcoreinfo says) and list
             the same tasks as /proc; every catalog metric agrees with the
@@ -100,13 +103,27 @@ def build_module(name, kdir_of):
     return p.stdout.strip().splitlines()[-1]
 
 
-def payload(tmp, name, ko):
-    """An initramfs archive (gzipped) with the module, the static tools, the bundles
+def build_edac(name, kdir_of):
+    """sentinel_edac_test.ko (tests/guest/edac: an EDAC memory controller
+    with no hardware, for host.edac_*) for kernel `name`."""
+    out = os.path.join(BUILD, "module-edac", name)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(os.path.join(TOP, "tests", "guest", "edac"), out)
+    p = subprocess.run(["make", "-s", "-C", kdir_of[name], "M=" + out, "CONFIG_DEBUG_INFO_BTF_MODULES=", "modules"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("building the EDAC test module for %s failed:\n%s" % (name, p.stderr[-2000:]))
+    return os.path.join(out, "sentinel_edac_test.ko")
+
+
+def payload(tmp, name, kos):
+    """An initramfs archive (gzipped) with the modules, the static tools, the bundles
     and sentineld's configurations."""
     root = os.path.join(tmp, "root-" + name)
     for d in ("bin", "lib/sentinel", "opt/sentinel", "etc/sentinel"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
-    shutil.copy(ko, os.path.join(root, "lib/sentinel"))
+    for ko in kos:
+        shutil.copy(ko, os.path.join(root, "lib/sentinel"))
     for prog in ("sentinel-inspect", "sentineld"):
         shutil.copy(os.path.join(BUILD, "static", prog), os.path.join(root, "bin"))
     shutil.copy(os.path.join(BUILD, "metrics.bundle"), os.path.join(root, "opt/sentinel"))
@@ -294,6 +311,17 @@ def wait_for(g, cmd, text, timeout):
     return None
 
 
+def edac(g, name):
+    """A memory controller for EDAC (the test module: QEMU emulates none),
+    3 corrected errors and 1 uncorrected counted on it by EDAC's core,
+    before the metric windows: host.edac_* must say so."""
+    out = g.check("insmod /lib/sentinel/sentinel_edac_test.ko && p=/sys/module/sentinel_edac_test/parameters && "
+                  "echo 3 > $p/inject_ce && echo 1 > $p/inject_ue && d=/sys/devices/system/edac/mc/mc0 && "
+                  "cat $d/ce_count $d/ue_count")
+    report(out.split() == ["3", "1"], "%s: an EDAC memory controller (the test module) with 3 corrected and 1 "
+           "uncorrected errors counted (mc0 ce_count, ue_count: %s)" % (name, " ".join(out.split())), out)
+
+
 def lockdown(g, name):
     out = g.check("mkdir -p /sys/kernel/security && mount -t securityfs none /sys/kernel/security; "
                   "echo integrity > /sys/kernel/security/lockdown; cat /sys/kernel/security/lockdown; "
@@ -326,15 +354,18 @@ def main():
                 continue
             try:
                 ko = build_module(name, kdir_of)
+                edac_ko = build_edac(name, kdir_of)
             except RuntimeError as e:
-                report(False, "%s: the module builds against the kernel's headers" % name, e)
+                report(False, "%s: the modules build against the kernel's headers" % name, e)
                 continue
-            report(True, "%s: the module builds against its headers package (%s)" % (name, os.path.relpath(ko, BUILD)))
-            extra = payload(tmp, name, ko)
+            report(True, "%s: the modules build against its headers package (%s, %s)" %
+                   (name, os.path.relpath(ko, BUILD), os.path.relpath(edac_ko, BUILD)))
+            extra = payload(tmp, name, [ko, edac_ko])
             try:
                 with guest.Guest(ks[name], name="bm", extra=[extra], hotplug_mb=128,
                                  append="memhp_default_state=online_movable") as g:
                     module_checks(g, name)
+                    edac(g, name)
                     for src in ("pmem", "kcore"):
                         source_checks(g, name, src, lambda ok, what, detail="": report(ok, what, detail))
                     for src in ("pmem", "kcore"):
