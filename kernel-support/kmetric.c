@@ -103,6 +103,52 @@ KM_INLINE void km_gather(const u64 *a, u32 n, u64 *out)
 	}
 }
 
+/* An address any read succeeds at, for the lanes a gather has no use for */
+KM_INLINE u64 km_dummy_addr(void) { return km_addr(&jiffies_64); }
+
+/* A checked walk of a kernel list_head ring (warp-collective), as kx.h's
+ * kx_list_next on the host: each step reads the node's next and prev and
+ * one word of the node's struct (`field`: its offset from the node, or
+ * KM_LIST_NONE), in one gather; it checks that prev points back and that
+ * the walk has not come round (kx_loop), and stops after `max` nodes. */
+#define KM_LIST_NONE ((long)1 << 62)
+typedef struct km_list {
+	struct list_head *head, *cur, *next;
+	u32 n, max;
+	kx_loop lp;
+} km_list;
+
+KM_INLINE void km_list_init(km_list *w, struct list_head *head, u32 max)
+{
+	w->head = w->cur = head;
+	w->next = KR(head->next);
+	w->n = 0;
+	w->max = max;
+	kx_loop_init(&w->lp, km_addr(head));
+}
+
+/* 1: w->cur is the next node, *val its word; 0: back at the head, or a
+ * read failed (the caller asks __llview_failed); -1: a corrupt, changing
+ * or endless list. */
+KM_INLINE int km_list_step(km_list *w, long field, u64 *val)
+{
+	if (w->next == w->head || simt_any(__llview_failed()))
+		return 0;
+	u64 at = km_addr(w->next), v[3];
+	if (w->n >= w->max || kx_loop_seen(&w->lp, at))
+		return -1;
+	u64 a[3] = {km_addr(&w->next->next), km_addr(&w->next->prev),
+		    field == KM_LIST_NONE ? km_dummy_addr() : at + (u64)field};
+	km_gather(a, 3, v);
+	if (v[1] != km_addr(w->cur))
+		return -1;
+	w->cur = w->next;
+	w->next = (struct list_head *)(unsigned long)v[0];
+	w->n++;
+	*val = v[2];
+	return 1;
+}
+
 /* Per-CPU words summed over the possible CPUs: sum[f] is the sum of the
  * u64 (half: the s32) at base[f] + offset(cpu), f < nw (a
  * base of 0 adds nothing); km_pcpu_sums: a per-CPU object's words, at
@@ -489,26 +535,15 @@ KM_INLINE double km_edac_sum(int ue)
 {
 	if (!&mc_devices || !KTYPE_EXISTS(mem_ctl_info))
 		return KM_NAN;
-	struct list_head *head = &mc_devices, *cur = head, *next = KR(head->next);
-	u64 sum = 0;
-	kx_loop lp;
-	kx_loop_init(&lp, km_addr(head));
-	for (u32 n = 0;; n++) {
-		if (next == head || simt_any(__llview_failed()))
-			break;
-		if (n >= KM_MAX_MCS || kx_loop_seen(&lp, km_addr(next)))
-			return KM_NAN;
-		struct mem_ctl_info *mci = kcontainer_of(next, struct mem_ctl_info, link);
-		u64 a[3] = {km_addr(&next->next), km_addr(&next->prev), ue ? km_addr(KP(mci->ue_mc))
-										: km_addr(KP(mci->ce_mc))}, v[3];
-		km_gather(a, 3, v);
-		if (v[1] != km_addr(cur))
-			return KM_NAN;
-		sum += (u32)v[2];
-		cur = next;
-		next = (struct list_head *)(unsigned long)v[0];
-	}
-	return km_collective((double)sum);
+	long link = (long)koffsetof(struct mem_ctl_info, link);
+	long f = (long)(ue ? koffsetof(struct mem_ctl_info, ue_mc) : koffsetof(struct mem_ctl_info, ce_mc)) - link;
+	km_list w;
+	km_list_init(&w, &mc_devices, KM_MAX_MCS);
+	u64 sum = 0, v;
+	int r;
+	while ((r = km_list_step(&w, f, &v)) > 0)
+		sum += (u32)v;
+	return r < 0 ? KM_NAN : km_collective((double)sum);
 }
 
 double km_host_edac_correctable_errors(void) { return km_edac_sum(0); }
@@ -1295,8 +1330,6 @@ _Static_assert(KC__COUNT <= 64, "the block rulec gives km_cgroup_stats (CG_OBJ_B
 enum { KC_NO_MEM = 1, KC_NO_PIDS = 2, KC_NO_CPU = 4, KC_NO_PSI = 8 };
 enum { KF_MEM, KF_PIDS, KF_CPU, KF_PSI, KF_USAGE, KF_RSTAT, KF__N };
 
-KM_INLINE u64 km_dummy_addr(void) { return km_addr(&jiffies_64); }
-
 int km_cgroup_stats(u64 c, u64 *blk)
 {
 	struct cgroup *cg = (struct cgroup *)(unsigned long)c;
@@ -1449,23 +1482,17 @@ int km_net_walk(u64 *out, u32 cap)
 {
 	if (!&init_net)
 		return -2;                      /* KX_ENOENT: a kernel without networking */
-	struct list_head *head = KP(init_net.dev_base_head), *cur = head, *next = KR(head->next);
-	int n = 0;
-	kx_loop lp;
-	kx_loop_init(&lp, km_addr(head));
-	for (u32 seen = 0;; seen++) {
-		if (next == head || simt_any(__llview_failed()))
-			break;
-		u64 a[2] = {km_addr(&next->next), km_addr(&next->prev)}, v[2];
-		km_gather(a, 2, v);
-		if (seen >= KM_MAX_NETDEVS || v[1] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
-			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+	km_list w;
+	km_list_init(&w, KP(init_net.dev_base_head), KM_MAX_NETDEVS);
+	int n = 0, r;
+	u64 v;
+	while ((r = km_list_step(&w, KM_LIST_NONE, &v)) > 0) {
 		if ((u32)n < cap && simt_lane() == 0)
-			out[n] = km_addr(kcontainer_of(next, struct net_device, dev_list));
+			out[n] = km_addr(kcontainer_of(w.cur, struct net_device, dev_list));
 		n++;
-		cur = next;
-		next = (struct list_head *)(unsigned long)v[0];
 	}
+	if (r < 0)
+		return -40;                     /* KX_ELOOP: a corrupt, changing or endless list */
 	return simt_any(__llview_failed()) ? -14 : n;
 }
 
@@ -1520,29 +1547,21 @@ KM_INLINE void km_bond(struct net_device *dev, u64 *blk)
 	if (!(blk[KN_FLAGS] & KM_IFF_MASTER) || !&bond_netdev_ops || blk[KN_OPS] != km_addr(&bond_netdev_ops) ||
 	    !KTYPE_EXISTS(slave) || !KTYPE_EXISTS(netdev_adjacent))
 		return;
-	struct list_head *head = KP(dev->adj_list[1]), *cur = head, *next = KR(head->next);
-	u32 n = 0, up = 0;
-	kx_loop lp;
-	kx_loop_init(&lp, km_addr(head));
-	for (;;) {
-		if (next == head || simt_any(__llview_failed()))
-			break;
-		if (n >= KM_MAX_SLAVES || kx_loop_seen(&lp, km_addr(next)))
-			return;
-		struct netdev_adjacent *adj = kcontainer_of(next, struct netdev_adjacent, list);
-		u64 a[3] = {km_addr(&next->next), km_addr(&next->prev), km_addr(KP(adj->private))}, v[3], la, lv;
-		km_gather(a, 3, v);
-		if (v[1] != km_addr(cur))
-			return;
-		la = v[2] ? km_addr(KP(((struct slave *)(unsigned long)v[2])->link)) : km_dummy_addr();
+	long priv = (long)koffsetof(struct netdev_adjacent, private) - (long)koffsetof(struct netdev_adjacent, list);
+	km_list w;
+	km_list_init(&w, KP(dev->adj_list[1]), KM_MAX_SLAVES);
+	u32 up = 0;
+	u64 v, la, lv;
+	int r;
+	while ((r = km_list_step(&w, priv, &v)) > 0) {
+		la = v ? km_addr(KP(((struct slave *)(unsigned long)v)->link)) : km_dummy_addr();
 		km_gather(&la, 1, &lv);
-		n++;
-		up += v[2] && (s8)(lv & 0xff) == 0;
-		cur = next;
-		next = (struct list_head *)(unsigned long)v[0];
+		up += v && (s8)(lv & 0xff) == 0;
 	}
+	if (r < 0)
+		return;
 	blk[KN_BOND] = 1;
-	blk[KN_BOND_SLAVES] = n;
+	blk[KN_BOND_SLAVES] = w.n;
 	blk[KN_BOND_UP] = up;
 }
 
