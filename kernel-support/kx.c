@@ -46,12 +46,24 @@ void kx_tlb_init(kx_tlb *t)
 	t->hits = t->misses = t->stale = 0;
 }
 
+/* Whether the CPU could use va: the bits above what the top level maps
+ * (47 with 4 levels, 56 with 5) all copies of the highest mapped bit.  The
+ * walk indexes with the mapped bits alone, so a non-canonical address (a
+ * kernel pointer plus RELO_POISON, say) would alias a real one. */
+static int kx_canonical(const kx_mem *m, uint64_t va)
+{
+	uint64_t top = va >> (m->levels == 5 ? 56 : 47);
+	return top == 0 || top == (m->levels == 5 ? 0xffull : 0x1ffffull);
+}
+
 /* The page-table walk, 4 or 5 levels, with 2 MiB and 1 GiB pages; it also
  * reports where the PUD and PMD entries were, for the cache. */
 static int kx_walk_record(const kx_mem *m, uint64_t va, uint64_t *pa, kx_tlb_entry *rec)
 {
 	uint64_t table = m->pgd;
 	uint32_t levels = m->levels == 5 ? 5 : 4;
+	if (!kx_canonical(m, va))
+		return KX_EFAULT;
 	static const uint32_t shift5[5] = {48, 39, 30, 21, 12};
 	const uint32_t *shift = levels == 5 ? shift5 : shift5 + 1;
 	rec->pud_pa = rec->pmd_pa = 0;

@@ -96,6 +96,16 @@ static void test_paths(uint32_t levels)
 	CHECK(NAME("1G page outside RAM is EFAULT"), kx_read64(&M, vm + 0x80000000ull, &v) == KX_EFAULT);
 	CHECK(NAME("unmapped is ENOENT"), kx_read64(&M, vm + 0x9000, &v) == KX_ENOENT);
 	CHECK(NAME("misaligned is EINVAL"), kx_read64(&M, vm + 0x5004, &v) == KX_EINVAL);
+	/* a failed relocation's offset (RELO_POISON, bit 62) added to a
+	 * pointer: no address, not the page it would alias in the walk */
+	kx_tlb tlb;
+	kx_tlb_init(&tlb);
+	CHECK(NAME("non-canonical is EFAULT, not an alias"),
+	      kx_read64(&M, vm + 0x5008 + (1ull << 62), &v) == KX_EFAULT &&
+	      kx_read64(&M, 0xffffffffc0001010ull + (1ull << 62), &v) == KX_EFAULT &&
+	      kx_read64(&M, (vm + 0x5008) & ~(1ull << 63), &v) == KX_EFAULT &&
+	      kx_read64_cached(&M, &tlb, vm + 0x5008 + (1ull << 62), &v) == KX_EFAULT &&
+	      kx_read64_cached(&M, &tlb, vm + 0x5008, &v) == 0 && v == 0x1122334455667788ull);
 	CHECK(NAME("direct map past RAM is an error"), kx_read64(&M, POB + RAM_SIZE + 0x1000, &v) < 0);
 	uint8_t buf[16];
 	CHECK(NAME("read across into unmapped page fails"), kx_read(&M, vm + 0x5ff8, buf, 16) == KX_ENOENT);
