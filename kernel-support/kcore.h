@@ -532,6 +532,26 @@ struct ext4_sb_info {
 	struct percpu_counter s_freeinodes_counter;
 	struct super_block___fs *s_sb;
 };
+/* xfs (the module's types, from its BTF): the superblock in memory, the
+ * free-space and inode counters, and what is set aside */
+struct xfs_sb {
+	u64 sb_dblocks;               /* data blocks */
+	u64 sb_logstart;              /* 0: an external log */
+	u32 sb_logblocks;
+	u64 sb_icount;                /* inodes allocated (as last written) */
+	u8 sb_inopblog;               /* log2 of inodes a block */
+};
+struct xfs_ino_geometry {
+	u64 maxicount;                /* 0: no limit */
+};
+struct xfs_mount {
+	struct super_block___fs *m_super;
+	struct xfs_sb m_sb;
+	struct percpu_counter m_icount, m_ifree, m_fdblocks;
+	u32 m_alloc_set_aside;        /* blocks statfs does not count free */
+	atomic64_t m_allocbt_blks;
+	struct xfs_ino_geometry m_ino_geo;
+};
 /* tmpfs */
 struct shmem_sb_info {
 	unsigned long max_blocks;     /* 0: no limit */

@@ -1762,8 +1762,10 @@ double km_net_tx_dropped(u64 d, const u64 *blk)
  * is what each filesystem's statfs adds up from its superblock's counters,
  * so each is read where it keeps them: ext4's per-CPU cluster and inode
  * counters and its on-disk superblock (ext4_statfs), tmpfs's block counter
- * and limits (shmem_statfs).  xfs and btrfs are listed with their
- * read-only state; their sizes are unknown (KM_ABSENT) until read. */
+ * and limits (shmem_statfs), xfs's per-CPU counters and in-memory
+ * superblock (xfs_fs_statfs).  btrfs is listed with its read-only state;
+ * its sizes are unknown (KM_ABSENT): btrfs_statfs adds up its space_info
+ * lists and chunk allocation under its own locks. */
 
 #define KM_MAX_MOUNTS 65536u
 #define KM_MAX_PATH_DEPTH 64u
@@ -1936,7 +1938,7 @@ enum {
 	KV_KIND, KV_FAILED, KV__COUNT
 };
 _Static_assert(KV__COUNT <= 64, "the block rulec gives km_fs_stats (CG_OBJ_BLOCK)");
-enum { KV_OTHER, KV_EXT4, KV_TMPFS };
+enum { KV_OTHER, KV_EXT4, KV_TMPFS, KV_XFS };
 
 KM_INLINE s64 km_pos(s64 v) { return v < 0 ? 0 : v; }
 
@@ -1983,6 +1985,52 @@ KM_INLINE void km_ext4_statfs(u64 sbp, struct ext4_sb_info *sbi, u64 *blk)
 	blk[KV_KIND] = KV_EXT4;
 }
 
+/* xfs_fs_statfs (6.1 and 6.12 alike) for the mount's root directory;
+ * a realtime directory (its rt device's extents) or a project quota's
+ * (its limits) would report otherwise, and is not told apart here */
+#define KM_XFS_MAXINUMBER ((1ull << 56) - 1)
+KM_INLINE void km_xfs_statfs(u64 sbp, struct xfs_mount *mp, u64 *blk)
+{
+	enum { X_SUPER, X_DBLOCKS, X_LOGSTART, X_LOGBLOCKS, X_SBICOUNT, X_INOPBLOG, X_ICOUNT, X_ICOUNTP, X_IFREE,
+	       X_IFREEP, X_FDB, X_FDBP, X_ASIDE, X_ALLOCBT, X_MAXI, X__N };
+	u64 a[X__N], v[X__N];
+	a[X_SUPER] = km_addr(KP(mp->m_super));
+	a[X_DBLOCKS] = km_addr(KP(mp->m_sb.sb_dblocks));
+	a[X_LOGSTART] = km_addr(KP(mp->m_sb.sb_logstart));
+	a[X_LOGBLOCKS] = km_addr(KP(mp->m_sb.sb_logblocks));
+	a[X_SBICOUNT] = km_addr(KP(mp->m_sb.sb_icount));
+	a[X_INOPBLOG] = km_addr(KP(mp->m_sb.sb_inopblog));
+	a[X_ICOUNT] = km_addr(KP(mp->m_icount.count));
+	a[X_ICOUNTP] = km_addr(KP(mp->m_icount.counters));
+	a[X_IFREE] = km_addr(KP(mp->m_ifree.count));
+	a[X_IFREEP] = km_addr(KP(mp->m_ifree.counters));
+	a[X_FDB] = km_addr(KP(mp->m_fdblocks.count));
+	a[X_FDBP] = km_addr(KP(mp->m_fdblocks.counters));
+	a[X_ASIDE] = km_addr(KP(mp->m_alloc_set_aside));
+	a[X_ALLOCBT] = km_addr(KP(mp->m_allocbt_blks.counter));
+	a[X_MAXI] = km_addr(KP(mp->m_ino_geo.maxicount));
+	km_gather(a, X__N, v);
+	if (v[X_SUPER] != sbp)
+		return;
+	u64 cnt[3] = {v[X_ICOUNT], v[X_IFREE], v[X_FDB]}, pc[3] = {v[X_ICOUNTP], v[X_IFREEP], v[X_FDBP]};
+	s64 s[3];                               /* icount, ifree, fdblocks */
+	km_pcpu_counters(cnt, pc, 3, s);
+	u64 lsize = v[X_LOGSTART] ? (v[X_LOGBLOCKS] & 0xffffffffu) : 0;
+	blk[KV_BLOCKS] = v[X_DBLOCKS] - lsize;
+	blk[KV_BFREE] = blk[KV_BAVAIL] = (u64)km_pos(s[2] - (s64)((v[X_ASIDE] & 0xffffffffu) + v[X_ALLOCBT]));
+	/* inodes: those allocated, and as many more as the free blocks hold */
+	u64 files = (u64)s[0] + (blk[KV_BFREE] << (v[X_INOPBLOG] & 0x3f));
+	if (files > KM_XFS_MAXINUMBER)
+		files = KM_XFS_MAXINUMBER;
+	if (v[X_MAXI] && files > v[X_MAXI])
+		files = v[X_MAXI];
+	if (files < v[X_SBICOUNT])
+		files = v[X_SBICOUNT];
+	blk[KV_FILES] = files;
+	blk[KV_FFREE] = (u64)km_pos((s64)files - (s[0] - s[1]));
+	blk[KV_KIND] = KV_XFS;
+}
+
 /* shmem_statfs: a limit of 0 (none) reports 0, as df shows */
 KM_INLINE void km_tmpfs_statfs(struct shmem_sb_info *sbi, u64 *blk)
 {
@@ -2024,6 +2072,8 @@ int km_fs_stats(u64 key, u64 *blk)
 		km_ext4_statfs(v[0], (struct ext4_sb_info *)(unsigned long)w[3], blk);
 	else if (sb && w[3] && w[1] == KM_TMPFS_MAGIC)
 		km_tmpfs_statfs((struct shmem_sb_info *)(unsigned long)w[3], blk);
+	else if (sb && w[3] && w[1] == KM_XFS_MAGIC && KTYPE_EXISTS(xfs_mount))
+		km_xfs_statfs(v[0], (struct xfs_mount *)(unsigned long)w[3], blk);
 	blk[KV_FAILED] = (u64)simt_any(__llview_failed()) || !sb;
 	return 0;
 }

@@ -68,18 +68,21 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append="", extra=(), hotplug_mb=0, disks=1, nics=1, memfd=False):
+                 append="", extra=(), hotplug_mb=0, disks=1, nics=1, memfd=False, images=()):
         """extra: more initramfs archives (gzipped cpio) appended after the
         helpers: their files land in the guest's root.  hotplug_mb: room
         for memory plugged in later (hmp object_add and device_add pc-dimm).
         memfd: the RAM in a memfd (memory-backend-memfd,share=on), as
         hypervisors back VMs: no file (self.ram is not there); read it
-        through the QEMU process (qemu:PID, self.proc.pid)."""
+        through the QEMU process (qemu:PID, self.proc.pid).  images: disk
+        images made on the host (a filesystem mkfs made), virtio disks
+        after the blank ones, written to a throwaway overlay (snapshot)."""
         self.memfd = memfd
         self.kdir = kdir
         self.extra = list(extra)
         self.hotplug_mb = hotplug_mb
         self.ndisks, self.nics = disks, nics
+        self.images = list(images)
         self.mem_mb = mem_mb
         self.cpus = cpus
         self.kaslr = kaslr
@@ -179,6 +182,8 @@ class Guest:
         # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
         for i in range(self.ndisks):
             cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]
+        for img in self.images:
+            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % img]
         if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
             cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
         # a carried QEMU (tests/gpu/pack.sh): its libraries for it alone

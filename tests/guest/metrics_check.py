@@ -496,15 +496,15 @@ def compare_nets(b, a, m, out, between, release=None):
 
 # the filesystems fs.* lists: ext2/3/4, tmpfs (and devtmpfs, rootfs on tmpfs), xfs, btrfs
 FS_MAGICS = {0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x9123683E: "btrfs"}
-FS_READ = ("ext4", "tmpfs")     # whose sizes are read; xfs and btrfs: unknown
+FS_READ = ("ext4", "tmpfs", "xfs")     # whose sizes are read; btrfs: unknown
 
 
 def compare_fs(b, a, m, out, between, release=None):
     """Each mount of a listed filesystem type against statfs (busybox
     stat -f, what df prints) and /proc/mounts' ro: sizes in bytes of the
-    fundamental block size, free and available space, inodes.  ext4 is a
-    module in Debian's kernels: before 5.11 they keep no module BTF, so its
-    sizes must be unknown there."""
+    fundamental block size, free and available space, inodes.  ext4 and xfs
+    are modules in Debian's kernels: before 5.11 they keep no module BTF, so
+    their sizes must be unknown there."""
     ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
     sb_, sa_ = b.get("statfs", {}), a.get("statfs", {})
     mb, ma = b.get("mounts", {}), a.get("mounts", {})
@@ -518,7 +518,7 @@ def compare_fs(b, a, m, out, between, release=None):
     for mp in sorted(want & set(ours)):
         o, fb, fa = ours[mp], sb_[mp], sa_[mp]
         kind = FS_MAGICS[fb["magic"]]
-        old_ext4 = kind == "ext4" and ver and ver < (5, 11)
+        old_ext4 = kind in ("ext4", "xfs") and ver and ver < (5, 11)
         if kind not in FS_READ or old_ext4:
             vals = [o.get(k) for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes")]
             out.append((all(v is None for v in vals), "fs.*{mountpoint=%s}: unknown for %s%s" %

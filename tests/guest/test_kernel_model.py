@@ -20,6 +20,7 @@ the two agree); gauges must lie between the smaller and the larger.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -520,12 +521,37 @@ def bond(g, step):
 def filesystems(g):
     """Mounts for the filesystem metrics: files and a directory of 60
     inodes on the ext4 disk (/vda), a tmpfs with size and inode limits
-    and files in it, one mounted read-only; the memory-pressure phase later
-    fills a 1 GiB tmpfs on /mnt."""
+    and files in it, one mounted read-only, the xfs disk (/dev/vdb, made
+    by mkfs.xfs on the host) with 2 MiB and 100 files on it; the
+    memory-pressure phase later fills a 1 GiB tmpfs on /mnt."""
     g.check("mkdir -p /vda/d /lim /ro && for i in $(seq 60); do : > /vda/d/f$i; done && "
             "dd if=/dev/zero of=/vda/big bs=64k count=64 conv=fsync 2>/dev/null && "
             "mount -t tmpfs -o size=16M,nr_inodes=200 tmpfs /lim && dd if=/dev/zero of=/lim/f bs=1M count=3 2>/dev/null && "
             "for i in $(seq 20); do : > /lim/f$i; done && mount -t tmpfs -o size=4M,ro tmpfs /ro")
+    out = g.check("mkdir -p /xfs && mount -t xfs /dev/vdb /xfs && mkdir /xfs/d && "
+                  "for i in $(seq 100); do : > /xfs/d/f$i; done && "
+                  "dd if=/dev/zero of=/xfs/big bs=64k count=32 conv=fsync 2>/dev/null && sync; "
+                  "while read -r dv mp ty rest; do [ $mp = /xfs ] && echo $ty; done < /proc/mounts", timeout=60)
+    report(out.strip() == "xfs", "an xfs filesystem mounted on /xfs, files written (%s)" % out.strip(), out)
+
+
+def xfs_image(tmp):
+    """A 300 MiB xfs filesystem image (sparse; mkfs.xfs's smallest), made on
+    the host: busybox has no mkfs.xfs."""
+    path = os.path.join(tmp, "xfs.img")
+    with open(path, "wb") as f:
+        f.truncate(300 << 20)
+    mkfs = shutil.which("mkfs.xfs") or "/sbin/mkfs.xfs"
+    try:
+        p = subprocess.run([mkfs, "-q", "-f", path], capture_output=True, text=True)
+        err = p.stderr if p.returncode else ""
+    except OSError as e:
+        err = str(e)
+    if err:
+        report(False, "mkfs.xfs makes the xfs disk's image (apt-get install xfsprogs; ./configure --install-deps "
+               "does)", err[-500:])
+        return []
+    return [path]
 
 
 def metrics(g, name, select=None):
@@ -610,7 +636,8 @@ def one_config(ks, kname, kaslr, la57):
     """Every check of one boot of one kernel (raises GuestError)."""
     name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
     t0 = time.time()
-    with guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km") as g:
+    with tempfile.TemporaryDirectory(prefix="sentinel-xfs-") as tmp, \
+            guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km", images=xfs_image(tmp)) as g:
         boot = time.time() - t0
         rc, out, err = inspect(g.ram, "info")
         rel = g.check("read -r r < /proc/sys/kernel/osrelease; echo $r")
