@@ -27,7 +27,7 @@ LIBS := $(YAML_LIBS) -lm
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
 	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
 	rulec/ruletest.c
-RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) engine/snrt.h kernel-support/kstate.h
+RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) kernel-support/snrt.h kernel-support/kstate.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
@@ -68,10 +68,10 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
 # into rulec (rulec/libbc.c) and linked with every rule set it compiles.
-RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c engine/snrt.c
-RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h engine/snrt.h
+RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c kernel-support/snrt.c
+RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h kernel-support/snrt.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
-	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g -Ikernel-support -Iengine \
+	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g -Ikernel-support \
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
 RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
@@ -160,8 +160,8 @@ $(B)/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
 
 # rulec is the front end alone: checking rules never maps libLLVM.  Compiling,
-# --target and `rulec test` load librulec-backend.so (rulec/backend.h), found
-# next to rulec or in $(PKGLIBDIR); it exports one symbol (backend.map).
+# --target and `rulec test` load librulec-backend.so (tools/rulec_backend.h), found
+# next to rulec or in $(PKGLIBDIR); it exports one symbol (rulec_backend.map).
 PKGLIBDIR := $(PREFIX)/lib/sentinel
 $(B)/rulec: $(B)/obj/tools/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
 	$(CC) $(OPT_CFLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl $(LDFLAGS_USER)
@@ -169,11 +169,11 @@ $(B)/rulec: $(B)/obj/tools/rulec.o $(B)/librulec.a | $(B)/librulec-backend.so
 $(B)/san/rulec: $(SAN_DEFAULTS) $(B)/san/obj/tools/rulec.o $(B)/san/librulec.a | $(B)/san/librulec-backend.so
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS) -ldl
 
-$(B)/librulec-backend.so: $(B)/obj/rulec/backend.o $(B)/obj/rulec/ruletest_run.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a rulec/backend.map
-	$(CC) $(OPT_CFLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS) $(LDFLAGS_USER)
+$(B)/librulec-backend.so: $(B)/obj/tools/rulec_backend.o $(B)/obj/tools/ruletest_run.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a tools/rulec_backend.map
+	$(CC) $(OPT_CFLAGS) -shared -Wl,--version-script=tools/rulec_backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS) $(LDFLAGS_USER)
 
-$(B)/san/librulec-backend.so: $(B)/san/obj/rulec/backend.o $(B)/san/obj/rulec/ruletest_run.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a rulec/backend.map
-	$(CC) $(SAN_FLAGS) -shared -Wl,--version-script=rulec/backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS)
+$(B)/san/librulec-backend.so: $(B)/san/obj/tools/rulec_backend.o $(B)/san/obj/tools/ruletest_run.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a tools/rulec_backend.map
+	$(CC) $(SAN_FLAGS) -shared -Wl,--version-script=tools/rulec_backend.map -o $@ $(filter-out %.map,$^) $(ALL_LIBS)
 
 # Static helpers for the test guests (tests/guest/helpers/*.c), packed as
 # a second initramfs archive that tests/guest/guest.py appends to the
@@ -186,9 +186,9 @@ $(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS) kernel-support/module/sentinel_pmem
 	done
 	cd $(B)/guest-helpers && find . | cpio -o -H newc --quiet | gzip -9 > ../guest-helpers.cpio.gz
 
-# The runtime on the host (engine/snrt.c as the CPU backend runs it, with the
+# The runtime on the host (kernel-support/snrt.c as the CPU backend runs it, with the
 # host side of simt.h from llview_rt.c), laid out by engine/world.c.
-$(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/engine/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
+$(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/kernel-support/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
 		$(B)/san/obj/engine/world.o $(B)/san/obj/engine/reloc.o $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(KS_LIBS) $(JANSSON_LIBS)
 

@@ -1,6 +1,5 @@
 /* cpu.c - the CPU backend (see cpu.h). */
 #include "cpu.h"
-#include "core.h"
 #include "elfload.h"
 
 #include <errno.h>
@@ -74,7 +73,7 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	if (!r)
 		r = cpu_lookup(c, KX_MEM_SYM, &mem, err, n);
 	if (!r)
-		r = cpu_lookup(c, CORE_TABLE, &relo, err, n);
+		r = cpu_lookup(c, KX_RELO_SYM, &relo, err, n);
 	if (r) {
 		cpu_close(c);
 		return r;

@@ -1,6 +1,5 @@
 /* gpu.c - the CUDA backend (see gpu.h). */
 #include "gpu_int.h"
-#include "core.h"
 #include "gpucap.h"
 
 #include <dlfcn.h>
@@ -524,7 +523,7 @@ int gpu_start(GpuCode *g, const Bundle *b, const WdParams *p, const WdLayout *L,
 			CU(g->d.MemcpyHtoDAsync(g->drelo, res->value, rb, g->copy), "cannot write the relocation table");
 		CU(g->d.StreamSynchronize(g->copy), "cannot write the target's tables");
 	} else if ((r = gpu_set_global(g, KX_MEM_SYM, &dmem, sizeof dmem, err, n)) ||
-		   (r = gpu_set_global(g, CORE_TABLE, res->value, res->n * sizeof *res->value, err, n))) {
+		   (r = gpu_set_global(g, KX_RELO_SYM, res->value, res->n * sizeof *res->value, err, n))) {
 		return r;
 	}
 	gpu_trace("start: alloc");

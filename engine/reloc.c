@@ -1,6 +1,6 @@
 /* reloc.c - resolve a bundle's relocations against a target (see reloc.h). */
 #include "reloc.h"
-#include "cg.h"
+#include "catalog.h"
 #include "kbtf.h"
 
 #include <bpf/btf.h>
@@ -142,7 +142,7 @@ static void rl_metric_fns(MetricId m, const char *fns[4])
 {
 	static char buf[MET__COUNT][48];
 	int ent = cat_metrics[m].entity;
-	cg_metric_fn(m, buf[m], sizeof buf[m]);
+	cat_metric_fn(m, buf[m], sizeof buf[m]);
 	memset(fns, 0, 4 * sizeof *fns);
 	fns[0] = buf[m];
 	if (ent == ENT_CPU) {

@@ -1124,7 +1124,7 @@ double km_disk_io_time(u64 d, const u64 *blk)
 #define KM_CSS_ONLINE (1u << 1)
 #define KM_CSS_DYING (1u << 4)
 /* unknown because the cgroup has no such controller, not a failed read
- * (engine/snrt.c counts NaNs as read errors, but not this one) */
+ * (snrt.c counts NaNs as read errors, but not this one) */
 #define KM_ABSENT __builtin_nan("0x5e1")
 
 enum { KG_CHILD, KG_SIB, KG_PARENT, KG_FLAGS, KG__N };

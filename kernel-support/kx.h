@@ -123,8 +123,9 @@ bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
 /* The relocation table of a loaded bundle (rulec/core.c makes it, the
  * engine fills it) */
 #define KX_RELO_VAR __sentinel_relo
+#define KX_RELO_SYM KX_STR(KX_RELO_VAR)
 
-/* Which target a GPU block reads now.  The fleet kernel (engine/snrt.c,
+/* Which target a GPU block reads now.  The fleet kernel (snrt.c,
  * sn_gpu_fleet) runs several targets' ticks, one after another on each
  * group of blocks; before each it points its blocks at that target's
  * memory description and relocation table.  Per block, in shared memory

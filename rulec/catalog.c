@@ -2,6 +2,7 @@
 #include "catalog.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define HOST ENT_HOST
@@ -96,4 +97,12 @@ const char *cat_unit_name(MetricUnit u)
 {
 	static const char *n[] = {"-", "count", "seconds", "bytes", "load", "bytes/s"};
 	return n[u];
+}
+
+void cat_metric_fn(MetricId id, char *buf, size_t n)
+{
+	snprintf(buf, n, "km_%s", cat_metrics[id].name);
+	for (char *p = buf; *p; p++)
+		if (*p == '.')
+			*p = '_';
 }

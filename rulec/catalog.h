@@ -3,6 +3,7 @@
 #define SENTINEL_CATALOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum {
@@ -66,5 +67,8 @@ const char *cat_suggest(const char *name);
 const char *cat_entity_name(Entity e);
 const char *cat_kind_name(MetricKind k);
 const char *cat_unit_name(MetricUnit u);
+/* The metric library's function for a metric (kernel-support/kmetric.c):
+ * "km_host_forks" for host.forks */
+void cat_metric_fn(MetricId id, char *buf, size_t n);
 
 #endif

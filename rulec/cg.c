@@ -739,11 +739,11 @@ static LLVMValueRef cg_job(Cg *C, unsigned j)
 		break;
 	}
 	case JOB_HOST:
-		cg_metric_fn(J->metric, fn, sizeof fn);
+		cat_metric_fn(J->metric, fn, sizeof fn);
 		cg_put(C, "sn_put_host", J->metric, NULL, cg_call(C, fn, NULL, 0));
 		break;
 	case JOB_CPU: {
-		cg_metric_fn(J->metric, fn, sizeof fn);
+		cat_metric_fn(J->metric, fn, sizeof fn);
 		LLVMValueRef ids = cg_call(C, "km_cpu_ids", NULL, 0);
 		cg_lane_loop_start(C, &L, ids);
 		cg_put(C, "sn_put_cpu", J->metric, L.iv, cg_call(C, fn, &L.iv, 1));
@@ -799,7 +799,7 @@ static void cg_task_row(Cg *C)
 		LLVMValueRef task = cg_call(C, "sn_task_ptr", pa, 2);
 		for (unsigned s = 0; s < C->p->ntask; s++) {
 			MetricId m = C->p->task_m[s];
-			cg_metric_fn(m, fn, sizeof fn);
+			cat_metric_fn(m, fn, sizeof fn);
 			cg_put(C, "sn_put_task", m, row, cg_call(C, fn, &task, 1));
 		}
 		if (C->p->comm) {
@@ -846,7 +846,7 @@ static void cg_obj_row(Cg *C)
 		cg_call(C, fn, ka, 2);
 		for (unsigned i = 0; i < C->p->nobj[J->obj]; i++) {
 			MetricId m = C->p->obj_m[J->obj][i];
-			cg_metric_fn(m, fn, sizeof fn);
+			cat_metric_fn(m, fn, sizeof fn);
 			LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, (unsigned)C->p->slot[m])};
 			LLVMBuildStore(C->b, cg_call(C, fn, ka, 2), LLVMBuildInBoundsGEP2(C->b, vt, vals, idx, 2, ""));
 		}

@@ -70,8 +70,6 @@ void cg_free(CgProg *p);
 struct LLVMOpaqueModule;
 int cg_emit(struct LLVMOpaqueModule *m, const CgProg *p, char *err, size_t n);
 
-/* "km_host_forks" for host.forks */
-void cg_metric_fn(MetricId id, char *buf, size_t n);
 /* a string literal or a string-valued metric (task.comm, task.state) */
 bool cg_is_string(const Expr *e);
 /* The entity (ENT_CPU, ENT_TASK, an object) of the first per-entity metric e names, else -1 */

@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-void cg_metric_fn(MetricId id, char *buf, size_t n)
-{
-	snprintf(buf, n, "km_%s", cat_metrics[id].name);
-	for (char *p = buf; *p; p++)
-		if (*p == '.')
-			*p = '_';
-}
-
 /* ---- the plan ---------------------------------------------------------------- */
 
 typedef struct Plan {

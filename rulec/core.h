@@ -37,6 +37,6 @@ int core_relocate(LLVMModuleRef m, ReloSet *r, char *err, size_t n);
 int core_finish(LLVMModuleRef m, const ReloSet *r);
 
 /* the table's name (kx.h) */
-#define CORE_TABLE KX_STR(KX_RELO_VAR)
+#define CORE_TABLE KX_RELO_SYM
 
 #endif

@@ -1,5 +1,5 @@
 /* rulec - check (and, with the compiler, compile) Sentinel rule files. */
-#include "backend.h"
+#include "rulec_backend.h"
 #include "catalog.h"
 #include "cg.h"
 #include "compile.h"
@@ -164,7 +164,7 @@ static int read_stdin(char **out, size_t *len)
 #endif
 
 /* The compiler, the kernel model and the CPU backend, loaded on first use
- * (backend.h): next to this program in a build tree, else where `make
+ * (rulec_backend.h): next to this program in a build tree, else where `make
  * install` put it.  NULL after saying why. */
 static const RcBackend *backend(void)
 {

@@ -1,4 +1,4 @@
-/* Unit tests of the evaluation runtime (engine/snrt.c) on the host: the
+/* Unit tests of the evaluation runtime (kernel-support/snrt.c) on the host: the
  * windowed histories laid out by the engine's own code (engine/world.c),
  * fed and read through the same functions the GPU and the CPU backend run,
  * on a simulated clock, so a 24-hour window takes milliseconds.

@@ -1,11 +1,13 @@
-/* backend.c - the part of rulec that needs LLVM, the kernel model and the
+/* rulec_backend.c - the part of rulec that needs LLVM, the kernel model and the
  * CPU backend: compiling (-o, --emit, --all-metrics), compiler passes
  * (--pass), --target checks and `rulec test`.  Built as
  * librulec-backend.so and loaded by rulec only when one of those is asked
  * for, so `rulec --check` never maps libLLVM (52 MiB of relocations before
- * reading a rule).  See backend.h.
+ * reading a rule).  See rulec_backend.h.  A program's part (tools/): it
+ * reaches the compiler, the kernel model and the engine, which rulec's
+ * library folder does not.
  */
-#include "backend.h"
+#include "rulec_backend.h"
 #include "catalog.h"
 #include "bundle.h"
 #include "cg.h"

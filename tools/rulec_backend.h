@@ -1,5 +1,5 @@
-/* backend.h - what rulec loads only to compile (backend.c, built as
- * librulec-backend.so).
+/* rulec_backend.h - what rulec loads only to compile (rulec_backend.c and
+ * ruletest_run.c, built as librulec-backend.so).
  *
  * rulec itself is the front end: YAML, the checker, diagnostics.  Checking
  * rules needs nothing more, so it never maps libLLVM.  Everything else
