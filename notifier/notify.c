@@ -120,38 +120,22 @@ static json_t *nt_labels(const NtEvent *e, json_t *o)
 	return o;
 }
 
-/* A JSON string of text that may not be UTF-8 (a kernel log may hold any
- * byte): as it is when valid, else with every byte above 0x7f as '?'. */
-static json_t *nt_json_text(const char *s)
-{
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	char *c = strdup(s);
-	for (char *p = c; p && *p; p++)
-		if ((unsigned char)*p > 0x7f)
-			*p = '?';
-	j = json_string(c ? c : "");
-	free(c);
-	return j;
-}
-
 /* Into o: the rule's annotations rendered for e (and its description). */
 static json_t *nt_annotations(Notifier *nt, const NtEvent *e, json_t *o, bool description)
 {
 	const BdRule *r = e->rule;
 	for (size_t i = 0; i < r->nannotations; i++) {
 		char *t = nt_render(r->annotations[i].value, e, nt_target(nt, e));
-		json_object_set_new(o, r->annotations[i].key, nt_json_text(t ? t : ""));
+		json_object_set_new(o, r->annotations[i].key, u_json_text(t ? t : ""));
 		free(t);
 	}
 	if (description && r->description) {
 		char *t = nt_render(r->description, e, nt_target(nt, e));
-		json_object_set_new(o, "description", nt_json_text(t ? t : ""));
+		json_object_set_new(o, "description", u_json_text(t ? t : ""));
 		free(t);
 	}
 	if (e->kernel_log && !json_object_get(o, "kernel_log"))
-		json_object_set_new(o, "kernel_log", nt_json_text(e->kernel_log));
+		json_object_set_new(o, "kernel_log", u_json_text(e->kernel_log));
 	return o;
 }
 
@@ -221,7 +205,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		json_object_set_new(o, "annotations", nt_annotations(nt, e, json_object(), false));
 		if (r->description) {
 			char *t = nt_render(r->description, e, nt_target(nt, e));
-			json_object_set_new(o, "description", nt_json_text(t ? t : ""));
+			json_object_set_new(o, "description", u_json_text(t ? t : ""));
 			free(t);
 		}
 		char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
