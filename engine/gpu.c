@@ -747,26 +747,26 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
  * The persistent kernel writes the ring's head into stats->doorbell after
  * every tick.  gpu_arm queues, on a stream of its own, a wait until the
  * doorbell passes the records the host has taken, then a host function
- * that writes wake_fd: the driver's thread, awake anyway, runs it, and
+ * that writes wake.fd: the driver's thread, awake anyway, runs it, and
  * sentineld sleeps until there are alerts.  Without the two calls (drivers
  * before CUDA 11.7) the caller polls. */
-static void gpu_woken(void *arg)
+void gpu_woken(void *arg)
 {
-	GpuCode *g = arg;
+	GpuWake *w = arg;
 	gpu_trace("wake: host function");
-	__atomic_store_n(&g->armed, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->armed, 0, __ATOMIC_RELEASE);
 	uint64_t one = 1;
-	ssize_t w = write(g->wake_fd, &one, sizeof one);
-	(void)w;                                     /* a full counter wakes the host just as well */
+	ssize_t r = write(w->fd, &one, sizeof one);
+	(void)r;                                     /* a full counter wakes the host just as well */
 }
 
-void gpu_set_wake(GpuCode *g, int fd) { g->wake_fd = fd; }
+void gpu_set_wake(GpuCode *g, int fd) { g->wake.fd = fd; }
 
 bool gpu_arm(GpuCode *g)
 {
-	if (!g->wait_value || !g->host_func || g->wake_fd <= 0 || !g->running || !g->stats)
+	if (!g->wait_value || !g->host_func || g->wake.fd <= 0 || !g->running || !g->stats)
 		return false;
-	if (__atomic_load_n(&g->armed, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&g->wake.armed, __ATOMIC_ACQUIRE))
 		return true;
 	gpu_enter(g);
 	uint32_t want = (uint32_t)__atomic_load_n(&g->ring->tail, __ATOMIC_ACQUIRE) + 1;
@@ -778,12 +778,12 @@ bool gpu_arm(GpuCode *g)
 			 (unsigned long long)__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE));
 		gpu_trace(t);
 	}
-	__atomic_store_n(&g->armed, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->wake.armed, 1, __ATOMIC_RELEASE);
 	if (g->wait_value(g->watch, g->dstats + offsetof(sn_stats, doorbell), want, CU_STREAM_WAIT_VALUE_GEQ) ||
-	    g->host_func(g->watch, gpu_woken, g)) {
+	    g->host_func(g->watch, gpu_woken, &g->wake)) {
 		/* not on this device or driver: poll from now on */
 		g->wait_value = NULL;
-		__atomic_store_n(&g->armed, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&g->wake.armed, 0, __ATOMIC_RELEASE);
 		return false;
 	}
 	return true;
@@ -796,7 +796,7 @@ static void gpu_unwatch(GpuCode *g)
 {
 	if (!g->stats || !g->watch)
 		return;
-	if (__atomic_load_n(&g->armed, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&g->wake.armed, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&g->stats->doorbell, (uint32_t)g->ring->tail + 1, __ATOMIC_SEQ_CST);
 		g->d.StreamSynchronize(g->watch);
 	}

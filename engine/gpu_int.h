@@ -13,6 +13,16 @@
 #define GPU_BLOCK 128               /* threads per block: 4 warps */
 #define GPU_JIT_LEVEL 4             /* ptxas -O level of the driver's JIT (docs/benchmarks.md) */
 
+/* A wakeup the driver's thread delivers (a host function queued behind a
+ * stream wait on a doorbell): it clears armed and writes fd, an eventfd.
+ * One engine's (GpuCode) and the fleet's (GpuFleet) alike. */
+typedef struct GpuWake {
+	int fd;
+	int armed;                    /* a wait is queued (atomic: the driver's thread clears it) */
+} GpuWake;
+/* the host function; arg: its GpuWake */
+void gpu_woken(void *arg);
+
 struct GpuCode {
 	CuDrv d;
 	CUdevice dev;
@@ -28,12 +38,11 @@ struct GpuCode {
 	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */
 	bool running;
 	/* alerts wake the host: a wait on stats->doorbell, then a host function
-	 * that writes wake_fd, queued on the watch stream (gpu_arm) */
+	 * that writes wake.fd, queued on the watch stream (gpu_arm) */
 	CuStreamWaitValue32Fn wait_value;
 	CuLaunchHostFuncFn host_func;
 	CUstream watch;
-	int wake_fd;                  /* 0: none */
-	int armed;                    /* a wait is queued (atomic: the driver's thread clears it) */
+	GpuWake wake;                 /* fd 0: none */
 	/* the world */
 	const Bundle *b;
 	WdLayout L;

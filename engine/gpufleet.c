@@ -43,9 +43,8 @@ struct GpuFleet {
 	unsigned groups, group_blocks;
 	uint64_t launches;
 	/* alerts wake the host: a wait on ctl->doorbell past seen, then a
-	 * host function that writes wake_fd, on g's watch stream */
-	int wake_fd;
-	int armed;                    /* atomic: the driver's thread clears it */
+	 * host function (gpu_woken) that writes wake.fd, on g's watch stream */
+	GpuWake wake;
 	uint32_t seen;                /* the doorbell before the host's last look at the rings */
 	uint32_t want;                /* the queued wait's: until the doorbell reaches it */
 };
@@ -336,15 +335,6 @@ int gpu_fleet_poll(GpuCode *g, char *err, size_t n)
  * saw before it last drained the rings (gpu_fleet_seen), then a host
  * function that writes the wake fd, as gpu_arm does for one target.  The
  * wait outlives a relaunch: the doorbell is not reset. */
-static void fl_woken(void *arg)
-{
-	GpuFleet *f = arg;
-	__atomic_store_n(&f->armed, 0, __ATOMIC_RELEASE);
-	uint64_t one = 1;
-	ssize_t w = write(f->wake_fd, &one, sizeof one);
-	(void)w;                                     /* a full counter wakes the host just as well */
-}
-
 bool gpu_fleet_seen(GpuFleet *f)
 {
 	uint32_t bell = __atomic_load_n(&f->ctl->doorbell, __ATOMIC_ACQUIRE);
@@ -358,19 +348,19 @@ bool gpu_fleet_arm(GpuFleet *f, int wake_fd)
 	GpuCode *g = f->g;
 	if (!g->wait_value || !g->host_func || wake_fd <= 0 || !g->watch)
 		return false;
-	if (__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&f->wake.armed, __ATOMIC_ACQUIRE))
 		return true;
 	pthread_mutex_lock(&f->lock);
 	bool ok = f->running;
 	if (ok) {
 		gpu_enter(g);
-		f->wake_fd = wake_fd;
-		__atomic_store_n(&f->armed, 1, __ATOMIC_RELEASE);
+		f->wake.fd = wake_fd;
+		__atomic_store_n(&f->wake.armed, 1, __ATOMIC_RELEASE);
 		f->want = f->seen + 1;
 		if (g->wait_value(g->watch, f->dctl + offsetof(sn_fleet_ctl, doorbell), f->want,
-				  CU_STREAM_WAIT_VALUE_GEQ) || g->host_func(g->watch, fl_woken, f)) {
+				  CU_STREAM_WAIT_VALUE_GEQ) || g->host_func(g->watch, gpu_woken, &f->wake)) {
 			g->wait_value = NULL;        /* not on this device or driver: poll from now on */
-			__atomic_store_n(&f->armed, 0, __ATOMIC_RELEASE);
+			__atomic_store_n(&f->wake.armed, 0, __ATOMIC_RELEASE);
 			ok = false;
 		}
 	}
@@ -384,7 +374,7 @@ bool gpu_fleet_arm(GpuFleet *f, int wake_fd)
 static void fl_unwatch(GpuFleet *f)
 {
 	GpuCode *g = f->g;
-	if (!f->ctl || !g->watch || !__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE))
+	if (!f->ctl || !g->watch || !__atomic_load_n(&f->wake.armed, __ATOMIC_ACQUIRE))
 		return;
 	gpu_enter(g);
 	uint32_t b = __atomic_load_n(&f->ctl->doorbell, __ATOMIC_ACQUIRE);
