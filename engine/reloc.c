@@ -109,9 +109,15 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 			*why = rl_fmt("struct %s has no field %s in this kernel", name, x->b);
 			return false;
 		}
-		if (bs || bit % 8) {
+		/* a bitfield reads as an integer only when it is one: byte-aligned
+		 * and as wide as the read (enum netdev_stat_type pcpu_stat_type:8) */
+		if (bit % 8 || (bs && bs != x->bits)) {
 			*why = rl_fmt("%s.%s is a bitfield in this kernel", name, x->b);
 			return false;
+		}
+		if (bs) {
+			*v = bit / 8;
+			return true;
 		}
 		int64_t sz = btf__resolve_size(b, mt);
 		if (x->bits && sz * 8 != (int64_t)x->bits) {

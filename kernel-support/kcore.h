@@ -390,6 +390,22 @@ struct net_device {
 	 * devices (a bond's slaves), struct netdev_adjacent through .list */
 	struct list_head adj_list[2];
 };
+/* Per-CPU counters a driver keeps, in a union with lstats (dstats is not
+ * there before 5.11: a flavour), and (6.7+) which of them the core sums
+ * for a driver without a stats callback (enum netdev_stat_type: NONE,
+ * LSTATS, TSTATS, DSTATS; an 8-bit bitfield) */
+struct net_device___pcpu {
+	long pad0_, pad1_, pad2_, pad3_, pad4_, pad5_, pad6_, pad7_, pad8_, pad9_, pad10_;
+	struct pcpu_sw_netstats *tstats;
+	struct pcpu_dstats___511 *dstats;
+	u8 pcpu_stat_type;
+};
+struct pcpu_sw_netstats {             /* __percpu; u64_stats_t each */
+	u64 rx_packets, rx_bytes, tx_packets, tx_bytes;
+};
+struct pcpu_dstats___511 {            /* __percpu; u64_stats_t each; 5.10's is dummy's own */
+	u64 rx_packets, rx_bytes, tx_packets, tx_bytes, rx_drops, tx_drops;
+};
 /* one link between two devices (net/core/dev.c) */
 struct netdev_adjacent {
 	void *private;                /* a bond's lower device: its struct slave */
@@ -600,6 +616,8 @@ extern struct net init_net __kweak;                      /* CONFIG_NET */
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
 extern const struct net_device_ops bond_netdev_ops __kweak;
+extern const char dev_get_tstats64[] __kweak;             /* functions: their addresses alone */
+extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */
 extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;

@@ -1466,12 +1466,17 @@ KM_CG_PSI(io_full, 5)
  * Every net_device on init_net.dev_base_head (registered and not yet
  * unregistered; other namespaces' devices, a container's veth ends, are
  * not read yet).  /proc/net/dev prints dev_get_stats(): the driver's
- * ndo_get_stats64 when it has one, else dev->stats, plus the core's drop
- * counts.  From outside there is no calling the driver, so the counters
- * are read where each driver keeps them: loopback's per-CPU lstats,
- * virtio_net's per-queue stats (its types come from the module's BTF),
- * dev->stats for a driver without a stats callback.  Any other driver's
- * counters are unknown (KM_ABSENT), never a guess. */
+ * ndo_get_stats64 when it has one, else (6.7+) the core's per-CPU tstats
+ * or dstats over dev->stats as pcpu_stat_type says, else dev->stats, plus
+ * the core's drop counts.  From outside there is no calling the driver,
+ * so the counters are read where each driver keeps them: loopback's
+ * per-CPU lstats, virtio_net's per-queue stats (its types come from the
+ * module's BTF), dev->stats and the per-CPU tstats for a driver whose
+ * callback is dev_get_tstats64 (a bridge, vxlan, ip tunnels), dummy's
+ * lstats (its callback fills the transmits alone), dev->stats with the
+ * core's tstats or dstats for a driver without a callback.  Any other
+ * driver's counters (veth, bonding) are unknown (KM_ABSENT), never a
+ * guess. */
 
 #define KM_MAX_NETDEVS 65536u
 #define KM_IFF_UP 0x1u
@@ -1527,10 +1532,17 @@ enum {
 	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* virtio_net's queues, summed */
 	KN_V_SPEED,                                              /* virtio_net's link speed (Mb/s) */
 	KN_BOND, KN_BOND_SLAVES, KN_BOND_UP,                     /* a bond's (KN_BOND: it is one) */
+	KN_P_RXP, KN_P_RXB, KN_P_TXP, KN_P_TXB, KN_P_RXD, KN_P_TXD, /* per-CPU tstats, dstats or dummy's lstats */
 	KN_KIND, KN_FAILED, KN__COUNT
 };
 _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOCK)");
-enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_UNKNOWN };
+/* how dev_get_stats() gets a driver's counters, and so how they are read:
+ * dev->stats (GENERIC), per-CPU lstats (LOOPBACK), virtio_net's queues,
+ * dev->stats plus the per-CPU tstats (dev_get_tstats64: bridge, vxlan,
+ * ip tunnels...) or dstats (6.7+, the core's, for a driver without a
+ * callback), dummy's lstats (its transmits alone) */
+enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_UNKNOWN };
+enum { KM_PCPU_STAT_TSTATS = 2, KM_PCPU_STAT_DSTATS = 3 };      /* enum netdev_stat_type */
 
 #define KM_IFF_MASTER 0x400u
 #define KM_MAX_SLAVES 256u
@@ -1601,6 +1613,66 @@ KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
 		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
 }
 
+KM_INLINE u64 km_net_kind(struct net_device *dev, u64 flags, int virtio, u64 get64, u64 get)
+{
+	if (flags & KM_IFF_LOOPBACK)
+		return KN_LOOPBACK;
+	if (virtio)
+		return km_virtio_types() ? KN_VIRTIO : KN_UNKNOWN;
+	if (get64)
+		return get64 == km_addr(dev_get_tstats64) && &dev_get_tstats64 ? KN_TSTATS
+		       : get64 == km_addr(dummy_get_stats64) && &dummy_get_stats64 ? KN_DUMMY : KN_UNKNOWN;
+	if (get)
+		return KN_UNKNOWN;
+	if (!KFIELD_EXISTS(net_device___pcpu, pcpu_stat_type))
+		return KN_GENERIC;                      /* before 6.7: dev->stats */
+	u64 t = KR(((struct net_device___pcpu *)dev)->pcpu_stat_type) & 0xff;
+	return t == KM_PCPU_STAT_TSTATS ? KN_TSTATS : t == KM_PCPU_STAT_DSTATS ? KN_DSTATS : KN_GENERIC;
+}
+
+/* The per-CPU counters dev_get_stats() adds for the kind: tstats' or
+ * dstats' four (six) sums, or dummy's transmits and, as its callback
+ * fills nothing else, the core's drops alone */
+KM_INLINE void km_net_pcpu(struct net_device *dev, u64 kind, u64 *blk)
+{
+	for (u32 f = 0; f < 6; f++)
+		blk[KN_P_RXP + f] = 0;
+	if (kind == KN_TSTATS || kind == KN_DSTATS) {
+		struct net_device___pcpu *pd = (struct net_device___pcpu *)dev;
+		u64 dm = km_dummy_addr(), v[2], s[6];
+		u64 a[2] = {KFIELD_EXISTS(net_device___pcpu, tstats) ? km_addr(KP(pd->tstats)) : dm,
+			    KFIELD_EXISTS(net_device___pcpu, dstats) ? km_addr(KP(pd->dstats)) : dm};
+		km_gather(a, 2, v);
+		if (!KFIELD_EXISTS(net_device___pcpu, tstats))
+			v[0] = 0;
+		if (!KFIELD_EXISTS(net_device___pcpu, dstats))
+			v[1] = 0;
+		if (kind == KN_TSTATS && v[0]) {
+			struct pcpu_sw_netstats *t = (struct pcpu_sw_netstats *)(unsigned long)v[0];
+			u64 off[4] = {km_addr(KP(t->rx_packets)) - v[0], km_addr(KP(t->rx_bytes)) - v[0],
+				      km_addr(KP(t->tx_packets)) - v[0], km_addr(KP(t->tx_bytes)) - v[0]};
+			km_pcpu_sums(v[0], off, 4, s);
+			s[4] = s[5] = 0;
+		} else if (kind == KN_DSTATS && v[1] && KTYPE_EXISTS(pcpu_dstats___511)) {
+			struct pcpu_dstats___511 *t = (struct pcpu_dstats___511 *)(unsigned long)v[1];
+			u64 off[6] = {km_addr(KP(t->rx_packets)) - v[1], km_addr(KP(t->rx_bytes)) - v[1],
+				      km_addr(KP(t->tx_packets)) - v[1], km_addr(KP(t->tx_bytes)) - v[1],
+				      km_addr(KP(t->rx_drops)) - v[1], km_addr(KP(t->tx_drops)) - v[1]};
+			km_pcpu_sums(v[1], off, 6, s);
+		} else {
+			return;
+		}
+		for (u32 f = 0; f < 6; f++)
+			blk[KN_P_RXP + f] = s[f];
+	} else if (kind == KN_DUMMY && blk[KN_LSTATS]) {
+		struct pcpu_lstats *ls = (struct pcpu_lstats *)(unsigned long)blk[KN_LSTATS];
+		u64 off[2] = {km_addr(KP(ls->packets)) - km_addr(ls), km_addr(KP(ls->bytes)) - km_addr(ls)}, s[2];
+		km_pcpu_sums(km_addr(ls), off, 2, s);
+		blk[KN_P_TXP] = s[0];
+		blk[KN_P_TXB] = s[1];
+	}
+}
+
 int km_net_stats(u64 d, u64 *blk)
 {
 	struct net_device *dev = (struct net_device *)(unsigned long)d;
@@ -1650,8 +1722,7 @@ int km_net_stats(u64 d, u64 *blk)
 	}
 	/* "virtio_net\0", little-endian */
 	int virtio = drv && nm[0] == 0x6e5f6f6974726976ull && (nm[1] & 0xffffff) == 0x7465ull;
-	u64 kind = (blk[KN_FLAGS] & KM_IFF_LOOPBACK) ? KN_LOOPBACK : virtio && km_virtio_types() ? KN_VIRTIO
-		   : !get64 && !get ? KN_GENERIC : KN_UNKNOWN;
+	u64 kind = km_net_kind(dev, blk[KN_FLAGS], virtio, get64, get);
 	/* the core's drops: per CPU (6.0+), else two atomics in the device */
 	u64 core = blk[KN_CORE];
 	if (core && KTYPE_EXISTS(net_device_core_stats)) {     /* 6.0+ (5.10 has no such type) */
@@ -1677,6 +1748,7 @@ int km_net_stats(u64 d, u64 *blk)
 		blk[KN_LO_PACKETS] = s[0];
 		blk[KN_LO_BYTES] = s[1];
 	}
+	km_net_pcpu(dev, kind, blk);
 	for (u32 f = 0; f < 6; f++)
 		blk[KN_V_RXP + f] = 0;
 	blk[KN_V_SPEED] = 0xffffffffu;
@@ -1688,9 +1760,11 @@ int km_net_stats(u64 d, u64 *blk)
 	return 0;
 }
 
-/* a counter: by the driver's kind; KM_ABSENT for a driver whose counters
- * are not read, NaN when the block could not be read */
-KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic)
+/* a counter: by the driver's kind (dev_get_stats: lo for loopback,
+ * virtio for virtio_net, generic from dev->stats, which tstats and dstats
+ * add their per-CPU sums to, dummy's these sums alone); KM_ABSENT for a
+ * driver whose counters are not read, NaN when the block could not be read */
+KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic, u64 percpu)
 {
 	if (blk[KN_FAILED])
 		return KM_NAN;
@@ -1698,6 +1772,9 @@ KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic)
 	case KN_LOOPBACK: return (double)lo;
 	case KN_VIRTIO: return (double)virtio;
 	case KN_GENERIC: return (double)generic;
+	case KN_TSTATS:
+	case KN_DSTATS: return (double)(generic + percpu);
+	case KN_DUMMY: return (double)percpu;
 	default: return KM_ABSENT;
 	}
 }
@@ -1713,21 +1790,29 @@ double km_net_up(u64 d, const u64 *blk)
 
 double km_net_rx_packets(u64 d, const u64 *blk)
 {
-	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_RXP], blk[KN_RX_PACKETS]);
+	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_RXP], blk[KN_RX_PACKETS], blk[KN_P_RXP]);
 }
 double km_net_tx_packets(u64 d, const u64 *blk)
 {
-	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_TXP], blk[KN_TX_PACKETS]);
+	return km_nc(blk, blk[KN_LO_PACKETS], blk[KN_V_TXP], blk[KN_TX_PACKETS], blk[KN_P_TXP]);
 }
-double km_net_rx_bytes(u64 d, const u64 *blk) { return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_RXB], blk[KN_RX_BYTES]); }
-double km_net_tx_bytes(u64 d, const u64 *blk) { return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_TXB], blk[KN_TX_BYTES]); }
-double km_net_rx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, 0, blk[KN_RX_ERRORS]); }
-double km_net_tx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, blk[KN_V_TXE], blk[KN_TX_ERRORS]); }
-/* /proc/net/dev's receive "drop": rx_dropped + rx_missed_errors */
+double km_net_rx_bytes(u64 d, const u64 *blk)
+{
+	return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_RXB], blk[KN_RX_BYTES], blk[KN_P_RXB]);
+}
+double km_net_tx_bytes(u64 d, const u64 *blk)
+{
+	return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_TXB], blk[KN_TX_BYTES], blk[KN_P_TXB]);
+}
+double km_net_rx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, 0, blk[KN_RX_ERRORS], 0); }
+double km_net_tx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, blk[KN_V_TXE], blk[KN_TX_ERRORS], 0); }
+/* /proc/net/dev's receive "drop": rx_dropped + rx_missed_errors, and the core's */
 double km_net_rx_dropped(u64 d, const u64 *blk)
 {
 	u64 core = blk[KN_CORE_RXD];
-	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED]);
+	if (blk[KN_KIND] == KN_DUMMY)
+		return km_nc(blk, 0, 0, 0, core);
+	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED], blk[KN_P_RXD]);
 }
 /* bonding: unknown for an interface that is not a bond */
 KM_INLINE double km_bondv(const u64 *blk, long i) { return blk[KN_FAILED] || !blk[KN_BOND] ? KM_NAN : (double)blk[i]; }
@@ -1749,7 +1834,9 @@ double km_net_speed(u64 d, const u64 *blk)
 double km_net_tx_dropped(u64 d, const u64 *blk)
 {
 	u64 core = blk[KN_CORE_TXD];
-	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED]);
+	if (blk[KN_KIND] == KN_DUMMY)
+		return km_nc(blk, 0, 0, 0, core);
+	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED], blk[KN_P_TXD]);
 }
 
 /* ---- filesystems: the initial mount namespace's mounts, as /proc/mounts ------------------
@@ -2072,7 +2159,8 @@ int km_fs_stats(u64 key, u64 *blk)
 		km_ext4_statfs(v[0], (struct ext4_sb_info *)(unsigned long)w[3], blk);
 	else if (sb && w[3] && w[1] == KM_TMPFS_MAGIC)
 		km_tmpfs_statfs((struct shmem_sb_info *)(unsigned long)w[3], blk);
-	else if (sb && w[3] && w[1] == KM_XFS_MAGIC && KTYPE_EXISTS(xfs_mount))
+	else if (sb && w[3] && w[1] == KM_XFS_MAGIC && KTYPE_EXISTS(xfs_mount) && KTYPE_EXISTS(xfs_sb) &&
+		 KTYPE_EXISTS(xfs_ino_geometry))
 		km_xfs_statfs(v[0], (struct xfs_mount *)(unsigned long)w[3], blk);
 	blk[KV_FAILED] = (u64)simt_any(__llview_failed()) || !sb;
 	return 0;

@@ -45,6 +45,8 @@ add_module raid1
 # bonding (net.bond_*): a bond made through its sysfs over dummy devices
 add_module bonding
 add_module dummy
+# a bridge (net.* from the per-CPU tstats: dev_get_tstats64)
+add_module bridge
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'
@@ -57,7 +59,7 @@ for m in $(cat /lib/modules/order); do
 	case $m in
 	nf_conntrack.ko) p=enable_hooks=1 ;;    # its hooks on from the start
 	bonding.ko) p=max_bonds=0 ;;            # no bond0 until a test makes one
-	dummy.ko) p=numdummies=2 ;;             # dummy0 and dummy1, down
+	dummy.ko) p=numdummies=3 ;;             # dummy0-2, down
 	*) p= ;;
 	esac
 	insmod /lib/modules/$m $p 2>/dev/null

@@ -213,7 +213,8 @@ def source_checks(g, name, src, report_fn):
 
 def detect(g, name, src):
     """sentineld inside the guest: CpuOverload from two busy loops."""
-    g.check("rm -f /tmp/%s.jsonl; (sentineld -c /etc/sentinel/%s.conf > /tmp/%s.log 2>&1 &)" % (src, src, src))
+    g.check("rm -f /tmp/%s.jsonl; : > /tmp/%s.log; (sentineld -c /etc/sentinel/%s.conf >> /tmp/%s.log 2>&1 &)" %
+            (src, src, src, src))
     deadline = time.time() + 60
     out = ""
     while time.time() < deadline:
@@ -262,7 +263,9 @@ def hotplug(g, name):
     """Memory plugged in under a running sentineld: the ranges take it in,
     sentineld maps them again; offline is refused while mapped."""
     gen0, r0 = ranges_gen(g)
-    g.check("(sentineld -c /etc/sentinel/pmem.conf > /tmp/hp.log 2>&1 &)")
+    # the log made here, not in the background shell: the first look at it
+    # may come before that shell has run
+    g.check(": > /tmp/hp.log; (sentineld -c /etc/sentinel/pmem.conf >> /tmp/hp.log 2>&1 &)")
     if not wait_for(g, "head -c 4000 /tmp/hp.log", "started:", 60):
         report(False, "%s: sentineld starts on pmem before the memory is plugged in" % name, g.check("head -c 4000 /tmp/hp.log"))
         return
