@@ -45,8 +45,12 @@ add_module raid1
 # bonding (net.bond_*): a bond made through its sysfs over dummy devices
 add_module bonding
 add_module dummy
-# a bridge (net.* from the per-CPU tstats: dev_get_tstats64)
+# a bridge (net.* from the per-CPU tstats: dev_get_tstats64), ipip's
+# fallback tunl0 (dev_get_tstats64 on 6.1; 6.7+: the core's tstats) and
+# a VRF (6.7+: the core's dstats)
 add_module bridge
+add_module ipip
+add_module vrf
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'

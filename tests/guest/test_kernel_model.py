@@ -447,8 +447,9 @@ def cgroups(g):
 def network(g):
     """Traffic for the network metrics: loopback and eth0 (virtio_net on
     QEMU's user network) up, pings both ways, done before the windows;
-    dummy2 (dummy: its per-CPU lstats) and br0 (a bridge: dev->stats and
-    its per-CPU tstats) up with packets sent;
+    dummy2 (dummy: its per-CPU lstats), br0 (a bridge: dev->stats and
+    its per-CPU tstats) and tunl0 (ipip's: tstats, the core's from 6.7) up
+    with packets sent, vrf0 (a VRF: the core's dstats from 6.7) up;
     conntrack (loaded with its hooks on) tracks them, its limit set to a
     value of our own (host.conntrack_*)."""
     g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
@@ -456,6 +457,8 @@ def network(g):
             "ip link set dummy2 up && ip addr add 10.8.0.1/24 dev dummy2 && ping -c 3 -W 1 10.8.0.2 >/dev/null; "
             "ip link add br0 type bridge && ip link set br0 up && ip addr add 10.9.0.1/24 dev br0 && "
             "ping -c 2 -W 1 10.9.0.2 >/dev/null; "
+            "ip link set tunl0 up && ip addr add 10.7.0.1/24 dev tunl0 && ping -c 2 -W 1 10.7.0.2 >/dev/null; "
+            "ip link add vrf0 type vrf table 10 && ip link set vrf0 up; "
             "[ -w /proc/sys/net/netfilter/nf_conntrack_max ] && echo 7777 > /proc/sys/net/netfilter/nf_conntrack_max; "
             "true", timeout=60)
 
