@@ -119,6 +119,22 @@ static int kt_load_vmcoreinfo(KTarget *t, uint64_t pa)
 
 /* Set up translation from VMCOREINFO, and prove it: the kernel's own
  * init_uts_ns must read "Linux" and the release VMCOREINFO names. */
+/* A string read from memory (up to len bytes, or its NUL), as text: what
+ * is not printable ASCII as \xNN; a corrupt image's bytes must not reach
+ * a terminal or a log raw. */
+static void kt_text(char *dst, size_t n, const char *s, size_t len)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && s[i] && o + 5 < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			dst[o++] = (char)c;
+		else
+			o += (size_t)snprintf(dst + o, n - o, "\\x%02x", c);
+	}
+	dst[o] = 0;
+}
+
 static int kt_setup_paging(KTarget *t, char *err, size_t n)
 {
 	uint64_t phys_base, pgt, l5 = 0, sme = 0, uts, uts_off = 0;
@@ -164,9 +180,14 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 		if (uts_known || !strcmp(name, "Linux") || try == 4)
 			break;
 	}
-	if (strcmp(name, "Linux") || strcmp(release, t->release))
-		return ks_fail(err, n, -EINVAL, "init_uts_ns reads '%.5s' '%.64s', not 'Linux' '%s': "
-			       "a stale VMCOREINFO copy", name, release, t->release);
+	if (strcmp(name, "Linux") || strcmp(release, t->release)) {
+		char qn[4 * sizeof name], qr[4 * sizeof release], qt[4 * sizeof t->release];
+		kt_text(qn, sizeof qn, name, sizeof name - 1);
+		kt_text(qr, sizeof qr, release, sizeof release - 1);
+		kt_text(qt, sizeof qt, t->release, sizeof t->release - 1);
+		return ks_fail(err, n, -EINVAL, "init_uts_ns reads '%s' '%s', not 'Linux' '%s': a stale VMCOREINFO copy",
+			       qn, qr, qt);
+	}
 	return 0;
 }
 

@@ -176,7 +176,9 @@ def corrupted_images(g, name):
             p.stdout.decode(), p.stderr.decode()
             utf8.append((args[0], True))
         except UnicodeDecodeError:
-            utf8.append((args[0], False))
+            # the first line that is not UTF-8, for the failure's detail
+            bad = next((ln for ln in (p.stdout + p.stderr).splitlines() if not _utf8(ln)), b"")
+            utf8.append(("%s: %r" % (args[0], bad[:200]), False))
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
     def clean(rc, err):
@@ -638,6 +640,14 @@ def reboot_same_bundle(ks):
                 report(len(set(offs)) > 1, "debian-6.12 reboot: a new KASLR slide (%s)" % " -> ".join(map(str, offs)))
                 metrics(g, "debian-6.12 reboot (same bundle)")
                 return
+
+
+def _utf8(b):
+    try:
+        b.decode()
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def one_config(ks, kname, kaslr, la57):
