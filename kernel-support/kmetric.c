@@ -43,6 +43,12 @@
 
 /* ---- helpers ----------------------------------------------------------- */
 
+/* Unknown because the kernel has no such thing here (a cgroup without the
+ * controller, a disk that is not an md array, an interface that is not a
+ * bond, a module not loaded, a kernel built without the feature), not a
+ * failed read: snrt.c counts NaNs as read errors, but not this one. */
+#define KM_ABSENT __builtin_nan("0x5e1")
+
 /* A warp-collective result: NaN on every lane if any lane failed. */
 KM_INLINE double km_collective(double v)
 {
@@ -319,14 +325,14 @@ double km_host_warned(void) { return km_collective((double)((tainted_mask >> KM_
 double km_host_oopses(void)
 {
 	if (!&oops_count)
-		return KM_NAN;
+		return KM_ABSENT;
 	return km_collective((double)KR(oops_count.counter));
 }
 
 double km_host_warnings(void)
 {
 	if (!&warn_count)
-		return KM_NAN;
+		return KM_ABSENT;
 	return km_collective((double)KR(warn_count.counter));
 }
 
@@ -427,7 +433,7 @@ KM_INLINE int km_psi_on(void) { return &psi_system && !(&psi_disabled && KR(psi_
 KM_INLINE double km_psi_total(long state)
 {
 	if (!km_psi_on())
-		return KM_NAN;
+		return KM_ABSENT;
 	const u64 *t = (const u64 *)KP(psi_system.total);
 	return km_collective((double)t[state] * NSEC);
 }
@@ -435,7 +441,7 @@ KM_INLINE double km_psi_total(long state)
 KM_INLINE double km_psi_avg(long state, int w)
 {
 	if (!km_psi_on())
-		return KM_NAN;
+		return KM_ABSENT;
 	const unsigned long *a = (const unsigned long *)KP(psi_system.avg);
 	return km_collective((double)a[state * 3 + w] / 2048.0 / 100.0);
 }
@@ -466,7 +472,7 @@ KM_PSI(irq, full, PSI_IRQ_FULL)
 double km_host_clock_synced(void)
 {
 	if (!&time_status)
-		return KM_NAN;
+		return KM_ABSENT;
 	return km_collective((KR(time_status) & (KM_STA_UNSYNC | KM_STA_CLOCKERR)) ? 0 : 1);
 }
 
@@ -486,7 +492,7 @@ double km_host_clock_esterror(void)
 double km_host_clock_offset(void)
 {
 	if (!&time_offset || !&tick_nsec)
-		return KM_NAN;
+		return KM_ABSENT;
 	unsigned long tn = KR(tick_nsec);
 	if (!tn)
 		return km_collective(KM_NAN);
@@ -504,23 +510,23 @@ double km_host_clock_offset(void)
 double km_host_conntrack_entries(void)
 {
 	if (!&init_net)
-		return KM_NAN;
+		return KM_ABSENT;
 	if (KFIELD_EXISTS(nf_conntrack_net, count)) {
 		if (!&nf_conntrack_net_id)
-			return KM_NAN;
+			return KM_ABSENT;
 		struct net_generic *ng = KR(init_net.gen);
 		u32 id = KR(nf_conntrack_net_id);
 		struct nf_conntrack_net *cn = KR(ng->ptr[id]);
 		return km_collective((double)(u32)KR(cn->count.counter));
 	}
 	if (!&nf_conntrack_max)          /* before 5.19: net->ct.count, while the module is loaded */
-		return KM_NAN;
+		return KM_ABSENT;
 	return km_collective((double)(u32)KR(((struct net___pre519 *)&init_net)->ct.count.counter));
 }
 
 double km_host_conntrack_limit(void)
 {
-	return &nf_conntrack_max ? km_collective((double)KR(nf_conntrack_max)) : KM_NAN;
+	return &nf_conntrack_max ? km_collective((double)KR(nf_conntrack_max)) : KM_ABSENT;
 }
 
 /* ---- host: EDAC ---------------------------------------------------------- */
@@ -534,7 +540,7 @@ double km_host_conntrack_limit(void)
 KM_INLINE double km_edac_sum(int ue)
 {
 	if (!&mc_devices || !KTYPE_EXISTS(mem_ctl_info))
-		return KM_NAN;
+		return KM_ABSENT;
 	long link = (long)koffsetof(struct mem_ctl_info, link);
 	long f = (long)(ue ? koffsetof(struct mem_ctl_info, ue_mc) : koffsetof(struct mem_ctl_info, ce_mc)) - link;
 	km_list w;
@@ -1064,7 +1070,10 @@ double km_disk_size(u64 d, const u64 *blk) { return km_blk(blk, KD_SIZE); }
 double km_disk_read_only(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN : blk[KD_RO] != 0; }
 
 /* md RAID: unknown for a device that is not an md array */
-KM_INLINE double km_md(const u64 *blk, long i) { return blk[KD_FAILED] || !blk[KD_MD] ? KM_NAN : (double)blk[i]; }
+KM_INLINE double km_md(const u64 *blk, long i)
+{
+	return blk[KD_FAILED] ? KM_NAN : !blk[KD_MD] ? KM_ABSENT : (double)blk[i];
+}
 double km_disk_md_active(u64 d, const u64 *blk) { return km_md(blk, KD_MD_ACTIVE); }
 double km_disk_md_degraded(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DEGRADED); }
 double km_disk_md_disks(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DISKS); }
@@ -1123,9 +1132,6 @@ double km_disk_io_time(u64 d, const u64 *blk)
 #define KM_MAX_CGROUP_DEPTH 64u
 #define KM_CSS_ONLINE (1u << 1)
 #define KM_CSS_DYING (1u << 4)
-/* unknown because the cgroup has no such controller, not a failed read
- * (snrt.c counts NaNs as read errors, but not this one) */
-#define KM_ABSENT __builtin_nan("0x5e1")
 
 enum { KG_CHILD, KG_SIB, KG_PARENT, KG_FLAGS, KG__N };
 
@@ -1815,7 +1821,10 @@ double km_net_rx_dropped(u64 d, const u64 *blk)
 	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED], blk[KN_P_RXD]);
 }
 /* bonding: unknown for an interface that is not a bond */
-KM_INLINE double km_bondv(const u64 *blk, long i) { return blk[KN_FAILED] || !blk[KN_BOND] ? KM_NAN : (double)blk[i]; }
+KM_INLINE double km_bondv(const u64 *blk, long i)
+{
+	return blk[KN_FAILED] ? KM_NAN : !blk[KN_BOND] ? KM_ABSENT : (double)blk[i];
+}
 double km_net_bond_slaves(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_SLAVES); }
 double km_net_bond_active(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_UP); }
 

@@ -396,6 +396,12 @@ def with_guest(tmp):
         st = status(tmp)
         report(not idle, "an idle guest raises nothing for %.0f s (%d ticks, %d late)" %
                (idle_s, st.get("ticks", 0), st.get("late_ticks", 0)), "\n".join(json.dumps(e) for e in idle[:10]))
+        # every shipped rule, on a healthy guest: nothing unreadable (a metric
+        # that does not apply, md on a plain disk, a bond's on an interface
+        # that is not one, is unknown, not a read error)
+        report(st.get("read_errors") == 0 and st.get("ticks", 0) > 0,
+               "a healthy guest under every shipped rule: no read errors in %d ticks (%s)" %
+               (st.get("ticks", 0), st.get("read_errors")), json.dumps(st)[:2000])
         scrape_check(g.ram, mport, d)
         # ---- a CPU hog --------------------------------------------------------------------
         n0 = len(events(tmp))
