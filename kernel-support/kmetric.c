@@ -1670,12 +1670,9 @@ KM_INLINE void km_net_pcpu(struct net_device *dev, u64 kind, u64 *blk)
 		}
 		for (u32 f = 0; f < 6; f++)
 			blk[KN_P_RXP + f] = s[f];
-	} else if (kind == KN_DUMMY && blk[KN_LSTATS]) {
-		struct pcpu_lstats *ls = (struct pcpu_lstats *)(unsigned long)blk[KN_LSTATS];
-		u64 off[2] = {km_addr(KP(ls->packets)) - km_addr(ls), km_addr(KP(ls->bytes)) - km_addr(ls)}, s[2];
-		km_pcpu_sums(km_addr(ls), off, 2, s);
-		blk[KN_P_TXP] = s[0];
-		blk[KN_P_TXB] = s[1];
+	} else if (kind == KN_DUMMY) {              /* its lstats' sums (km_net_stats): the transmits */
+		blk[KN_P_TXP] = blk[KN_LO_PACKETS];
+		blk[KN_P_TXB] = blk[KN_LO_BYTES];
 	}
 }
 
@@ -1746,8 +1743,9 @@ int km_net_stats(u64 d, u64 *blk)
 	} else {
 		blk[KN_CORE_RXD] = blk[KN_CORE_TXD] = 0;
 	}
+	/* the per-CPU lstats: loopback's (rx = tx), dummy's (its transmits) */
 	blk[KN_LO_PACKETS] = blk[KN_LO_BYTES] = 0;
-	if (kind == KN_LOOPBACK && blk[KN_LSTATS]) {
+	if ((kind == KN_LOOPBACK || kind == KN_DUMMY) && blk[KN_LSTATS]) {
 		struct pcpu_lstats *ls = (struct pcpu_lstats *)(unsigned long)blk[KN_LSTATS];
 		u64 off[2] = {km_addr(KP(ls->packets)) - km_addr(ls), km_addr(KP(ls->bytes)) - km_addr(ls)}, s[2];
 		km_pcpu_sums(km_addr(ls), off, 2, s);
