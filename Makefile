@@ -34,9 +34,9 @@ SAN_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/san/obj/%.o)
 # linked into every sanitizer executable (why: the file's comment)
 SAN_DEFAULTS := $(B)/san/obj/tests/san_defaults.o
 
-# The kernel model: freestanding translation and walks (kx.c, kwalk.c, also
-# built for NVPTX in the runtime library below) and the host-side discovery.
-KS_FREE_SRC := kernel-support/kx.c kernel-support/kwalk.c
+# The kernel model: freestanding translation (kx.c, also built for NVPTX
+# in the runtime library below) and the host-side discovery.
+KS_FREE_SRC := kernel-support/kx.c
 KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c \
 	kernel-support/klog.c
 KS_HDR := $(wildcard kernel-support/*.h) kernel-support/module/sentinel_pmem.h
@@ -48,7 +48,7 @@ KS_LIBS := $(LIBBPF_LIBS)
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
-ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
+ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 # sentineld: the main loop, its targets, its reload, its control socket (tools/sentineld.h)
@@ -335,8 +335,8 @@ $(B)/regprobe: tests/gpu/regprobe.c tests/gpu/probe.h engine/cudadrv.h
 $(B)/capprobe: tests/gpu/capprobe.c tests/gpu/probe.h engine/gpucap.c engine/gpucap.h engine/gpucap.dynlist engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -Wl,--dynamic-list=engine/gpucap.dynlist -o $@ tests/gpu/capprobe.c engine/gpucap.c -ldl
 
-$(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(B)/libkernel.a
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)
+$(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 
 bench: $(B)/rulec $(B)/kmodel_bench
 	sh bench/rulec_check.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark the kernel model on live guests: discovery time, and the task
-walk with about 50 tasks (an idle guest) and with 5,000.
+"""Benchmark the kernel model on live guests: discovery time, and one tick of
+every metric on the CPU backend (the tasks read as the rules read them) with
+about 50 tasks (an idle guest) and with 5,000.
 
     python3 bench/kernel_model.py [RUNS]      (after `make`)
 """

@@ -3,6 +3,7 @@
 #include "cpu.h"
 #include "gpu.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,8 +31,8 @@ struct Engine {
 	bool thread_on;
 	int stop;
 	struct Engine *handoff_to;    /* reload: the engine to hand the clock to */
+	int handoff;                  /* where that stands (ENG_HO_*; atomic) */
 	uint64_t first_next;          /* a thread started by a handoff: its first tick time */
-	bool handed;                  /* this engine's thread handed over and ended */
 	int wake_fd;                  /* EngOpts.wake_fd */
 	void (*on_tick)(void *ctx, const sn_world *w);   /* EngOpts.on_tick */
 	void *on_tick_ctx;
@@ -39,6 +40,12 @@ struct Engine {
 	uint64_t hb, hb_ns;           /* eng_health: the heartbeat last seen, and when it moved */
 	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_test_fault) */
 };
+
+/* A CPU handover (Engine.handoff): eng_takeover offers, the running tick
+ * thread claims the offer between two ticks and ends DONE (the new
+ * thread runs) or FAILED (it runs on); an offer not claimed in time is
+ * withdrawn by eng_takeover, which cannot race the claim (both CAS). */
+enum { ENG_HO_NONE, ENG_HO_OFFERED, ENG_HO_CLAIMED, ENG_HO_DONE, ENG_HO_FAILED };
 
 static uint64_t eng_clock(void)
 {
@@ -266,11 +273,16 @@ long eng_test_fault_n(const char *what)
 	size_t k = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[k] = 0;
-	const char *at = strstr(buf, what);
-	if (!at)
-		return 0;
-	long v = strtol(at + strlen(what), NULL, 10);
-	return v > 0 ? v : 1;
+	/* `what` as a word of its own: "handover" is not "handover-stuck" */
+	size_t wl = strlen(what);
+	for (const char *at = buf; (at = strstr(at, what)); at += wl) {
+		bool starts = at == buf || isspace((unsigned char)at[-1]);
+		if (!starts || (at[wl] && !isspace((unsigned char)at[wl])))
+			continue;
+		long v = strtol(at + wl, NULL, 10);
+		return v > 0 ? v : 1;
+	}
+	return 0;
 }
 
 bool eng_test_fault(const char *what)
@@ -285,18 +297,23 @@ static void *eng_cpu_thread(void *arg)
 	sn_stats *S = e->stats;
 	uint64_t tick = e->params.tick_ns, next = e->first_next ? e->first_next : eng_clock();
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		Engine *to = __atomic_load_n(&e->handoff_to, __ATOMIC_ACQUIRE);
-		if (to) {
+		int offered = ENG_HO_OFFERED;
+		if (__atomic_load_n(&e->handoff, __ATOMIC_ACQUIRE) == ENG_HO_OFFERED &&
+		    !(e->faults && eng_test_fault("handover-stuck")) &&
+		    __atomic_compare_exchange_n(&e->handoff, &offered, ENG_HO_CLAIMED, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
 			/* between two ticks: the new engine takes the state and the clock */
+			Engine *to = e->handoff_to;
 			cpu_handoff(to->cpu, wd_world(to->block));
 			to->first_next = next;
 			to->stop = 0;
-			if (pthread_create(&to->thread, NULL, eng_cpu_thread, to) == 0) {
+			if (!(e->faults && eng_test_fault("handover")) &&
+			    pthread_create(&to->thread, NULL, eng_cpu_thread, to) == 0) {
 				to->thread_on = true;
-				__atomic_store_n(&e->handed, true, __ATOMIC_RELEASE);
+				__atomic_store_n(&e->handoff, ENG_HO_DONE, __ATOMIC_RELEASE);
 				break;
 			}
-			__atomic_store_n(&e->handoff_to, NULL, __ATOMIC_RELEASE);   /* keep going */
+			__atomic_store_n(&e->handoff, ENG_HO_FAILED, __ATOMIC_RELEASE);   /* keep going */
 		}
 		eng_sleep_until(next);
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
@@ -371,12 +388,19 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 			 old->backend == ENG_CUDA ? "cuda" : "cpu", e->backend == ENG_CUDA ? "cuda" : "cpu");
 		return -EINVAL;
 	}
+	/* a handover that has not completed in this long is given up; the
+	 * test hook's "handover-stuck" makes it one that never would */
+	bool stuck = old->faults && eng_test_fault("handover-stuck");
+	uint64_t timeout = stuck ? 1000000000ull : 10000000000ull + 4 * old->params.tick_ns;
 	if (e->backend == ENG_CUDA) {
 		*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params,
 				&e->params, gpu_block_addr(old->gpu));
+		GpuFault f = !old->faults ? GPU_FAULT_NONE
+			: stuck ? GPU_FAULT_STUCK
+			: eng_test_fault("handover") ? GPU_FAULT_AFTER_STOP
+			: eng_test_fault("handover-kernel-fault") ? GPU_FAULT_KERNEL : GPU_FAULT_NONE;
 		int r = gpu_upload(e->gpu, err, n);
-		return r ? r : gpu_takeover(e->gpu, old->gpu, 10000000000ull + 4 * old->params.tick_ns,
-					    old->faults && eng_test_fault("handover"), err, n);
+		return r ? r : gpu_takeover(e->gpu, old->gpu, timeout, f, err, n);
 	}
 	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, old->b, &old->params, &e->params,
 			(uint64_t)(uintptr_t)old->block);
@@ -384,13 +408,29 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 		snprintf(err, n, "the running engine has no tick thread to take over from");
 		return -EINVAL;
 	}
-	__atomic_store_n(&old->handoff_to, e, __ATOMIC_RELEASE);
-	/* the old thread hands over at its next tick, or gives up (and runs on) */
+	old->handoff_to = e;
+	__atomic_store_n(&old->handoff, ENG_HO_OFFERED, __ATOMIC_RELEASE);
+	/* the old thread hands over at its next tick, or fails to (and runs
+	 * on); one that does not take the offer in time keeps running */
 	struct timespec ms = {0, 1000000};
-	while (__atomic_load_n(&old->handoff_to, __ATOMIC_ACQUIRE) && !__atomic_load_n(&old->handed, __ATOMIC_ACQUIRE))
+	uint64_t t0 = eng_clock();
+	int s;
+	while ((s = __atomic_load_n(&old->handoff, __ATOMIC_ACQUIRE)) == ENG_HO_OFFERED || s == ENG_HO_CLAIMED) {
+		int offered = ENG_HO_OFFERED;
+		if (s == ENG_HO_OFFERED && eng_clock() - t0 > timeout &&
+		    __atomic_compare_exchange_n(&old->handoff, &offered, ENG_HO_NONE, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			snprintf(err, n, "the reload's handover did not complete within %llu ms (the running tick thread "
+				 "did not take it%s); the old rules run on", (unsigned long long)(timeout / 1000000),
+				 stuck ? ", injected: SENTINEL_TEST_FAULTS" : "");
+			return -ETIMEDOUT;
+		}
 		nanosleep(&ms, NULL);
-	if (!__atomic_load_n(&old->handed, __ATOMIC_ACQUIRE)) {
-		snprintf(err, n, "the new rules' tick thread did not start; the old rules run on");
+	}
+	__atomic_store_n(&old->handoff, ENG_HO_NONE, __ATOMIC_RELEASE);
+	if (s != ENG_HO_DONE) {
+		snprintf(err, n, "the new rules' tick thread did not start%s; the old rules run on",
+			 old->faults && eng_test_fault("handover") ? " (injected: SENTINEL_TEST_FAULTS)" : "");
 		return -EAGAIN;
 	}
 	pthread_join(old->thread, NULL);

@@ -108,8 +108,13 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
  * what was done, empty when nothing was. */
 int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
 
-/* Test hook: whether the file named by SENTINEL_TEST_FAULTS holds `what`:
- * "handover" fails a GPU handover just after the old kernel stopped;
+/* Test hook: whether the file named by SENTINEL_TEST_FAULTS holds the word
+ * `what`: "handover" fails a reload's handover (CUDA: just after the old
+ * kernel stopped; CPU: the new tick thread does not start);
+ * "handover-stuck" makes one that never completes (the old kernel is not
+ * told, the old thread does not take it) and the timeout 1 s;
+ * "handover-kernel-fault" launches the new CUDA kernel on an address the
+ * GPU has not mapped, a real fault in the new engine's context;
  * "stall" holds the CPU backend's tick thread before its tick, as a tick
  * stuck in a read would; "reload-oom N" makes a reload's compile run out
  * of memory at its Nth allocation (sentineld) (tests/engine).

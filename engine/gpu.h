@@ -51,9 +51,15 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
  * old's next tick but one (stats->handoff_tick), without a gap; returns
  * once old has stopped and g has ticked on its own.  g's world must have
  * been linked to old's (wd_link).  On failure g is stopped and old runs
- * on, launched again if it had stopped (err says which); fault (a test
- * hook) fails it just after old stopped. */
-int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, bool fault, char *err, size_t n);
+ * on, launched again if it had stopped (err says which); fault is a
+ * test hook (eng_test_fault), GPU_FAULT_NONE but in tests. */
+typedef enum GpuFault {
+	GPU_FAULT_NONE,
+	GPU_FAULT_AFTER_STOP,         /* fail just after old stopped */
+	GPU_FAULT_STUCK,              /* old is never told: the handover times out */
+	GPU_FAULT_KERNEL,             /* g's kernel reads an address the GPU has not mapped */
+} GpuFault;
+int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, GpuFault fault, char *err, size_t n);
 /* After a reload: destroy the contexts that engines closed since (each
  * costs a driver thread), pausing g's persistent kernel between two ticks
  * while the driver does, since destroying a context waits for every kernel

@@ -1,6 +1,8 @@
-/* gpu_int.h - the CUDA backend's insides, shared by gpu.c (one target's
- * kernel) and gpufleet.c (one kernel over several targets); nothing here
- * is for the rest of the engine, which uses gpu.h. */
+/* gpu_int.h - the CUDA backend's insides, shared by its files: gpu.c
+ * (driver, contexts, open and close), gpumap.c (the target's RAM),
+ * gpurun.c (one target's kernels), gpuwake.c (the doorbell) and
+ * gpufleet.c (one kernel over several targets); nothing here is for the
+ * rest of the engine, which uses gpu.h. */
 #ifndef SENTINEL_GPU_INT_H
 #define SENTINEL_GPU_INT_H
 
@@ -83,6 +85,16 @@ void gpu_enter(const GpuCode *g);
 uint64_t gpu_now(void);
 /* Wait up to timeout_ns for the kernel on g->run to leave. */
 CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns);
+
+/* gpumap.c: map the source's RAM again and register it with g's
+ * context; dmem gets mem with GPU addresses.  gpu_unmap_target undoes it. */
+int gpu_map_target(GpuCode *g, const kx_mem *mem, const MemSource *src, kx_mem *dmem, char *err, size_t n);
+void gpu_unmap_target(GpuCode *g);
+/* gpurun.c: launch a stopped persistent kernel again on its own world. */
+int gpu_resume(GpuCode *g, char *err, size_t n);
+/* gpuwake.c: with the kernel stopped, release a queued wait and put the
+ * doorbell back at the ring's head. */
+void gpu_unwatch(GpuCode *g);
 
 /* gpufleet.c: what gpu.c's entry points do for a fleet member. */
 int gpu_fleet_join(GpuCode *g, char *err, size_t n);

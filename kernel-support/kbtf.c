@@ -1,6 +1,5 @@
 /* kbtf.c - BTF-typed paths (see kbtf.h). */
 #include "kbtf.h"
-#include "kwalk.h"
 
 #include <bpf/btf.h>
 #include <errno.h>
@@ -470,25 +469,5 @@ int kb_print(const KTarget *t, const KbPlace *p, uint32_t cpu, FILE *out, int de
 		return 0;
 	}
 	fputs("<unprintable>", out);
-	return 0;
-}
-
-int kw_task_layout(const struct btf *b, KwTaskLayout *L, char *err, size_t n)
-{
-	static const struct { const char *field; size_t off; } f[] = {
-		{"tasks", offsetof(KwTaskLayout, tasks)}, {"pid", offsetof(KwTaskLayout, pid)},
-		{"tgid", offsetof(KwTaskLayout, tgid)}, {"comm", offsetof(KwTaskLayout, comm)},
-		{"exit_state", offsetof(KwTaskLayout, exit_state)},
-		{"real_parent", offsetof(KwTaskLayout, real_parent)}, {"flags", offsetof(KwTaskLayout, flags)},
-		{"stime", offsetof(KwTaskLayout, stime)}, {"utime", offsetof(KwTaskLayout, utime)},
-		{"nvcsw", offsetof(KwTaskLayout, nvcsw)}, {"nivcsw", offsetof(KwTaskLayout, nivcsw)},
-	};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-		if (kb_field_offset(b, "task_struct", f[i].field, (uint32_t *)((char *)L + f[i].off), NULL))
-			return ks_fail(err, n, -ENOENT, "struct task_struct has no field '%s' in this kernel's BTF", f[i].field);
-	/* the state field was renamed in 5.14: detect by field, not by version */
-	if (kb_field_offset(b, "task_struct", "__state", &L->state, &L->state_size) &&
-	    kb_field_offset(b, "task_struct", "state", &L->state, &L->state_size))
-		return ks_fail(err, n, -ENOENT, "struct task_struct has neither __state nor state");
 	return 0;
 }

@@ -847,13 +847,6 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 
 /* ---- ticks --------------------------------------------------------------------------------- */
 
-static void sn_collect_all(sn_world *w, uint32_t warp, uint32_t nwarps)
-{
-	for (uint32_t j = warp; j < w->njobs; j += nwarps)
-		if (!w->job_off || !w->job_off[j])
-			rules_collect(w, j);
-}
-
 #ifdef __NVPTX__
 /* Whether the bundle collects any object kind (the same answer everywhere:
  * the capacities are the configuration's). */
@@ -890,6 +883,14 @@ static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 
 /* ---- the host's tick (the GPU runs the same phases in sn_gpu_main) --------------- */
 #ifndef __NVPTX__
+/* the jobs (the GPU times each: sn_collect_timed) */
+static void sn_collect_all(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	for (uint32_t j = warp; j < w->njobs; j += nwarps)
+		if (!w->job_off || !w->job_off[j])
+			rules_collect(w, j);
+}
+
 static void sn_tp_commit_one(sn_world *w, uint32_t t, uint32_t T)
 {
 	(void)T;
@@ -1348,7 +1349,8 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 	}
 }
 
-/* One tick on demand (tests and `sentinel-inspect metrics --backend cuda`). */
+/* One tick on demand (tests and `sentinel-inspect metrics --backend cuda`):
+ * the persistent kernel's tick, once, at now (0: the GPU's clock). */
 __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 {
 	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), &KX_MEM_VAR,
@@ -1357,20 +1359,11 @@ __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 	uint32_t warp = sn_blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
 	uint32_t nwarps = sn_nblk * warps_per_block;
 	if (warp == 0 && simt_lane() == 0) {
-		w->now = now ? now : sn_clock();
-		w->tick++;
-		sn_emit_begin(w);
+		uint64_t t = now ? now : sn_clock();
+		sn_tick_begin(w, t, t);
 	}
 	sn_grid_sync(w, nwarps);
-	uint64_t t = sn_clock();
-	sn_collect_all(w, warp, nwarps);
-	sn_grid_sync(w, nwarps);
-	sn_objs_grid(w, warp, nwarps, &t);
-	sn_tasks_grid(w, warp, nwarps, &t);
-	sn_eval_all(w, warp, nwarps);
-	sn_grid_sync(w, nwarps);
-	if (warp == 0 && simt_lane() == 0)
-		sn_emit_end(w);
+	sn_tick_run(w, warp, nwarps);
 }
 
 /* ---- the fleet kernel (snrt.h, sn_fleet) ---------------------------------------------------------- */

@@ -525,3 +525,15 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 	comp_dir_free(c);
 	return e;
 }
+
+int comp_build_all(Bundle **out, char *err, size_t n)
+{
+	CgProg plan;
+	DiagCtx d = {0};
+	cg_analyse(&plan, NULL, &d);
+	diag_free(&d);
+	CompOpts co = {.version = SENTINEL_VERSION};
+	int r = comp_build(&plan, &co, out, err, n);
+	cg_free(&plan);
+	return r;
+}

@@ -34,6 +34,9 @@ typedef struct CompOpts {
 /* Compile plan p (made by cg_analyse from rs, or from NULL for every
  * metric).  With o->emit set, print that and make no bundle (*out NULL). */
 int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n);
+/* A bundle of every catalog metric and no rule (what sentinel-inspect
+ * metrics and tasks run without --bundle): about a second. */
+int comp_build_all(Bundle **out, char *err, size_t n);
 
 /* Everything rulec -o does for a directory of rule files: load, check,
  * plan, compile.  On rule errors returns 1 and *diags holds them as

@@ -8,7 +8,6 @@
 #include "kbtf.h"
 #include "klog.h"
 #include "ktarget.h"
-#include "kwalk.h"
 #include "msrc.h"
 #include "record.h"
 #include "units.h"
@@ -37,7 +36,9 @@ static void usage(FILE *out)
 "Commands:\n"
 "  info               kernel release, KASLR slide, paging mode, CPUs, RAM,\n"
 "                     where symbols and types came from\n"
-"  tasks              the task list (a ps from RAM): PID PPID STATE COMM\n"
+"  tasks              a ps from RAM: PID PPID STATE COMM, read as the rules\n"
+"                     read tasks (the metric library, one tick; --bundle,\n"
+"                     --tasks and --threads as for metrics)\n"
 "  read PATH...       print a kernel variable, typed from the kernel's BTF:\n"
 "                       jiffies_64   init_task.comm   avenrun[0]\n"
 "                       runqueues.nr_switches   (per-CPU: each CPU and the sum)\n"
@@ -71,14 +72,15 @@ static void usage(FILE *out)
 "      --json           one JSON object per sample\n"
 "      --backend B      cpu, cuda or auto (default cpu)\n"
 "      --bundle FILE    run a bundle made by rulec --all-metrics -o FILE\n"
+"                       (default: compile one now, about a second)\n"
 "      --tasks N        the task table's size (default 4096): more tasks\n"
-"                       than this are a read error\n"
+"                       than this are a read error (tasks: a start, grown\n"
+"                       to what the target has)\n"
 "      --threads N      the CPU backend's threads for a tick (default 1)\n"
 "      --record FILE    write every tick's values to FILE instead of printing\n"
 "                       them (replay: rulec test --replay FILE RULES...);\n"
 "                       with --every (the tick, default 100ms), until --count\n"
 "                       or Ctrl-C\n"
-"                       (default: compile one now, about a second)\n"
 "dmesg options:\n"
 "  -n, --lines N      only the last N lines\n"
 "  -f, --follow       keep printing new records (poll every --every, 200ms)\n"
@@ -184,45 +186,6 @@ static int cmd_read(const KTarget *t, int argc, char **argv, int cpu, bool sum, 
 				printf("%s[sum] = ", argv[i]);
 			printf("%lld\n", (long long)total);
 		}
-	}
-	return rc;
-}
-
-static int cmd_tasks(const KTarget *t, bool value)
-{
-	KwTaskLayout L;
-	char err[256];
-	if (kw_task_layout(t->btf, &L, err, sizeof err)) {
-		fprintf(stderr, "sentinel-inspect: %s\n", err);
-		return 2;
-	}
-	uint64_t init;
-	if (kt_sym(t, "init_task", &init)) {
-		fprintf(stderr, "sentinel-inspect: the kernel has no init_task symbol\n");
-		return 2;
-	}
-	if (!value)
-		printf("%7s %7s %s %s\n", "PID", "PPID", "S", "COMM");
-	kx_list_iter it;
-	kx_list_begin(&it, init + L.tasks, KW_MAX_TASKS);
-	uint64_t node;
-	int r, n = 0, rc = 0;
-	KwTask tk;
-	KText kt;
-	/* init_task itself (the idle task, PID 0) is the list head: /proc does not show it */
-	while ((r = kx_list_next(&t->mem, &it, &node)) > 0) {
-		if (kw_task_read(&t->mem, &L, node - L.tasks, &tk)) {
-			printf("%7s %7s ? <read error at 0x%llx>\n", "?", "?", (unsigned long long)(node - L.tasks));
-			rc = 1;
-			continue;
-		}
-		printf("%7d %7d %c %s\n", tk.pid, tk.ppid, tk.state, ktext(&kt, tk.comm, sizeof tk.comm));
-		n++;
-	}
-	if (r < 0) {
-		fprintf(stderr, "sentinel-inspect: the task list broke after %d tasks: %s\n", n,
-			r == KX_ELOOP ? "corrupt, cyclic or changing under us (try again)" : strerror(-r));
-		return 1;
 	}
 	return rc;
 }
@@ -439,6 +402,104 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 	fflush(stdout);
 }
 
+/* The bundle metrics and tasks run: --bundle FILE, or every metric of
+ * the catalog compiled now (the runtime's bitcode is in this program). */
+static int inspect_bundle(const MetricsOpts *o, Bundle **b, char *err, size_t n)
+{
+	return o->bundle ? bd_read(o->bundle, b, err, n) : comp_build_all(b, err, n);
+}
+
+/* The column of task metric m in b's task table, -1 if b does not read it. */
+static int task_col(const Bundle *b, MetricId m)
+{
+	for (unsigned i = 0; i < b->ntask; i++)
+		if (b->task_m[i] == m)
+			return (int)i;
+	return -1;
+}
+
+static const double *tasks_pid;                 /* cmd_tasks' sort key (NaN last) */
+static int tasks_by_pid(const void *a, const void *b)
+{
+	double x = tasks_pid[*(const uint32_t *)a], y = tasks_pid[*(const uint32_t *)b];
+	return isnan(x) ? !isnan(y) : isnan(y) ? -1 : (x > y) - (x < y);
+}
+
+/* tasks: a ps from RAM, read as the rules read tasks: one tick of the
+ * engine (CPU backend) and its task table, PID order.  A table too small
+ * for the target's tasks is opened again at the size they need. */
+static int cmd_tasks(const KTarget *t, const MetricsOpts *o, bool value)
+{
+	char err[1024] = "";
+	Bundle *b = NULL;
+	Engine *e = NULL;
+	uint32_t *rows = NULL;
+	int rc = 2;
+	if (inspect_bundle(o, &b, err, sizeof err))
+		goto out;
+	int cpid = task_col(b, MET_TASK_PID), cppid = task_col(b, MET_TASK_PPID), cst = task_col(b, MET_TASK_STATE);
+	if (cpid < 0 || cppid < 0 || cst < 0 || !b->comm) {
+		snprintf(err, sizeof err, "%s does not read task.pid, task.ppid, task.state and task.comm: give a bundle "
+			 "made by rulec --all-metrics, or none", o->bundle);
+		goto out;
+	}
+	const sn_world *w = NULL;
+	for (uint32_t cap = o->tasks ? o->tasks : WD_DEFAULT_TASKS;;) {
+		EngOpts eo = {.backend = "cpu", .tick_ns = 100000000ull, .task_cap = cap, .threads = o->threads};
+		if (eng_open(b, t, &eo, &e, err, sizeof err) || eng_tick(e, 0, err, sizeof err) ||
+		    !(w = eng_view(e, err, sizeof err)))
+			goto out;
+		if (w->tasks.found <= w->tasks.cap || cap >= (1u << 20))
+			break;
+		cap = w->tasks.found + w->tasks.found / 4 < (1u << 20) ? w->tasks.found + w->tasks.found / 4 : 1u << 20;
+		eng_close(e);
+		e = NULL;
+	}
+	rc = 1;
+	if (w->tasks.err) {
+		snprintf(err, sizeof err, "the task walk failed after %u tasks: %s", w->tasks.n,
+			 w->tasks.err == KX_ELOOP ? "corrupt, cyclic or changing under us (try again)" : strerror(-w->tasks.err));
+		goto out;
+	}
+	rows = malloc((w->tasks.n ? w->tasks.n : 1) * sizeof *rows);
+	if (!rows) {
+		snprintf(err, sizeof err, "out of memory");
+		goto out;
+	}
+	const double *pid = w->tasks.val + (size_t)cpid * w->tasks.cap, *ppid = w->tasks.val + (size_t)cppid * w->tasks.cap,
+		     *st = w->tasks.val + (size_t)cst * w->tasks.cap;
+	for (uint32_t r = 0; r < w->tasks.n; r++)
+		rows[r] = r;
+	tasks_pid = pid;                                   /* by PID: ps's order */
+	qsort(rows, w->tasks.n, sizeof *rows, tasks_by_pid);
+	if (!value)
+		printf("%7s %7s %s %s\n", "PID", "PPID", "S", "COMM");
+	rc = 0;
+	KText kt;
+	for (uint32_t i = 0; i < w->tasks.n; i++) {
+		uint32_t r = rows[i];
+		if (isnan(pid[r])) {
+			printf("%7s %7s ? <read error at 0x%llx>\n", "?", "?", (unsigned long long)w->tasks.ptr[r]);
+			rc = 1;
+			continue;
+		}
+		printf("%7.0f %7.0f %c %s\n", pid[r], isnan(ppid[r]) ? 0.0 : ppid[r], isnan(st[r]) ? '?' : (char)st[r],
+		       ktext(&kt, w->tasks.comm[r], 16));
+	}
+	if (w->tasks.found > w->tasks.cap) {
+		fprintf(stderr, "sentinel-inspect: tasks: %u of %u tasks shown (the table's most)\n", w->tasks.n,
+			w->tasks.found);
+		rc = 1;
+	}
+out:
+	if (*err)
+		fprintf(stderr, "sentinel-inspect: tasks: %s\n", err);
+	free(rows);
+	eng_close(e);
+	bd_free(b);
+	return rc;
+}
+
 static volatile sig_atomic_t inspect_quit;
 static void inspect_on_signal(int sig) { (void)sig; inspect_quit = 1; }
 
@@ -449,20 +510,8 @@ static int cmd_metrics(const KTarget *t, const MetricsOpts *o)
 	Engine *e = NULL;
 	Recorder *rec = NULL;
 	int rc = 2;
-	if (o->bundle) {
-		if (bd_read(o->bundle, &b, err, sizeof err))
-			goto out;
-	} else {
-		CgProg plan;
-		DiagCtx d = {0};
-		cg_analyse(&plan, NULL, &d);
-		diag_free(&d);
-		CompOpts co = {.version = SENTINEL_VERSION};
-		int r = comp_build(&plan, &co, &b, err, sizeof err);
-		cg_free(&plan);
-		if (r)
-			goto out;
-	}
+	if (inspect_bundle(o, &b, err, sizeof err))
+		goto out;
 	EngOpts eo = {.backend = o->backend ? o->backend : "cpu",
 		      .tick_ns = o->every > 0 ? (uint64_t)(o->every * 1e9) : 100000000ull, .task_cap = o->tasks,
 		      .threads = o->threads};
@@ -655,7 +704,7 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 		else
 			rc = cmd_read(t, argc, argv, cpu, sum, value);
 	} else if (!strcmp(cmd, "tasks")) {
-		rc = cmd_tasks(t, value);
+		rc = cmd_tasks(t, mo, value);
 	} else if (!strcmp(cmd, "metrics")) {
 		rc = cmd_metrics(t, mo);
 	} else if (!strcmp(cmd, "dmesg")) {

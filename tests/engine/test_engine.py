@@ -18,9 +18,12 @@ against a Debian 6.12 guest under QEMU:
   stall     (CPU) the tick thread held before its tick (SENTINEL_TEST_FAULTS):
             after 10 s and 50 ticks without a heartbeat it is a target
             error; released, the target comes back
-  undo      (CUDA) a handover made to fail just after the old kernel
-            stopped (SENTINEL_TEST_FAULTS): the reload says so, the old
-            kernel is launched again and ticks on; the next reload works
+  undo      handovers made to fail (SENTINEL_TEST_FAULTS): on CUDA just
+            after the old kernel stopped (it is launched again), by a
+            real fault of the new kernel, and never taken (the timeout);
+            on the CPU a new tick thread that does not start, and never
+            taken: each time the reload says so, the old rules tick on,
+            and the next reload works
   target    killing the guest (QEMU killed, its RAM file removed) is a
             target error in the log and in `status`; sentineld keeps running
             and stops cleanly
@@ -231,6 +234,16 @@ def free_port():
     return p
 
 
+def quiet_loop(tmp, d, when):
+    """sentineld's main loop sleeps between events: its wakeups over 2 s."""
+    s0 = status(tmp).get("main_loop", {})
+    time.sleep(2.0)
+    s1 = status(tmp).get("main_loop", {})
+    dw = s1.get("wakeups", 0) - s0.get("wakeups", 0)
+    report(dw <= 20 and d.p.poll() is None, "the main loop sleeps %s (%d wakeups in 2 s)" % (when, dw),
+           "before %s\nafter %s" % (s0, s1))
+
+
 def wait(cond, timeout, step=0.2):
     """cond()'s first true value within timeout seconds, or None."""
     deadline = time.time() + timeout
@@ -403,6 +416,7 @@ def with_guest(tmp):
                "a healthy guest under every shipped rule: no read errors in %d ticks (%s)" %
                (st.get("ticks", 0), st.get("read_errors")), json.dumps(st)[:2000])
         scrape_check(g.ram, mport, d)
+        quiet_loop(tmp, d, "after a scrape")
         # ---- a CPU hog --------------------------------------------------------------------
         n0 = len(events(tmp))
         # two busy loops per vCPU: one each can leave a CPU idle while the guest's
@@ -528,6 +542,7 @@ def with_guest(tmp):
         report(done and rc == 0 and status(tmp).get("reloads", 0) == r0 + 2 and "reload (control socket)" in d.text(),
                "a client that asks for a reload and leaves: the reload completes, and the next one is answered "
                "(%s)" % out.strip()[:100], "rc %d\n%s%s\n%s" % (rc, out, err, d.text()[-1500:]))
+        quiet_loop(tmp, d, "after clients that do not read or leave")
         # ---- a broken reload changes nothing ------------------------------------------------
         with open(os.path.join(rules, "broken.yaml"), "w") as f:
             f.write("groups:\n  - name: broken\n    rules:\n      - alert: Broken\n        expr: cpu.busy_tme > 5\n"
@@ -569,10 +584,20 @@ def with_guest(tmp):
         rc, out, err = ctl(tmp, "reload")
         report(rc == 0 and status(tmp).get("reloads") == before.get("reloads", 0) + 1,
                "with memory again, the next reload works (%s)" % out.strip()[:100], "rc %d\n%s%s" % (rc, out, err))
-        # ---- a handover that fails after the old kernel stopped (CUDA) ---------------------
+        # ---- handovers that fail (SENTINEL_TEST_FAULTS): the old rules run on ---------------
+        # handover: CUDA fails it just after the old kernel stopped (which is
+        #   launched again); CPU: the new tick thread does not start
+        # handover-stuck: the old kernel / thread never takes it: the timeout (1 s)
+        # handover-kernel-fault (CUDA): the new kernel reads an address the GPU
+        #   has not mapped, a real fault in its own context
+        cases = [("handover", "the old rules run on (resumed after tick" if BACKEND == "cuda" else
+                  "tick thread did not start (injected"),
+                 ("handover-stuck", "did not complete within 1000 ms")]
         if BACKEND == "cuda":
+            cases.append(("handover-kernel-fault", "CUDA error 700"))
+        for word, want in cases:
             with open(fault, "w") as f:
-                f.write("handover\n")
+                f.write(word + "\n")
             before = status(tmp)
             rc, out, err = ctl(tmp, "reload")
             os.unlink(fault)
@@ -581,18 +606,19 @@ def with_guest(tmp):
             time.sleep(1.0)
             after = status(tmp)
             said = (out + err).strip()
-            report(rc != 0 and "injected" in said and "the old rules run on (resumed after tick" in said and
+            report(rc != 0 and want in said and "the old rules run on" in said and
                    after.get("reloads") == before.get("reloads") and
                    after.get("ticks", 0) >= mid.get("ticks", 0) + 8 and
-                   after.get("target", {}).get("state") == "ok",
-                   "a handover that fails after the old kernel stopped: the old rules resume and tick on "
-                   "(%s; ticks %s -> %s in 1 s)" % (said[-160:], mid.get("ticks"), after.get("ticks")),
+                   after.get("target", {}).get("state") == "ok" and d.p.poll() is None,
+                   "a handover that fails (%s): the old rules tick on (%s; ticks %s -> %s in 1 s)" %
+                   (word, said[-170:], mid.get("ticks"), after.get("ticks")),
                    "rc %d\n%s\nbefore %s\nafter %s\n%s" % (rc, said, before, after, d.text()[-2000:]))
             rc, out, err = ctl(tmp, "reload")
             st = status(tmp)
             report(rc == 0 and st.get("reloads") == before.get("reloads", 0) + 1 and
                    st.get("target", {}).get("state") == "ok",
-                   "the next reload hands over again (%s)" % out.strip()[:120], "rc %d\n%s%s" % (rc, out, err))
+                   "after it (%s), the next reload hands over (%s)" % (word, out.strip()[:120]),
+                   "rc %d\n%s%s" % (rc, out, err))
         # ---- a tick thread that stops ticking (CPU; the GPU's heartbeat is read the same way) ---
         if BACKEND == "cpu":
             with open(fault, "w") as f:

@@ -196,7 +196,8 @@ def source_checks(g, name, src, report_fn):
            "%s: sentinel-inspect -s %s finds the kernel inside (%s)" % (name, src,
                                                                          " ".join(l.split(":", 1)[1].strip() for l in out.splitlines()[:2] if ":" in l)),
            out)
-    st, out = g.run("sentinel-inspect -s %s tasks > /tmp/tasks.out; echo rc=$?; pids" % src, timeout=120)
+    st, out = g.run("sentinel-inspect -s %s tasks --bundle /opt/sentinel/metrics.bundle > /tmp/tasks.out; echo rc=$?; "
+                    "pids" % src, timeout=120)
     ours = set()
     tasks = g.check("cat /tmp/tasks.out").splitlines()
     for line in tasks[1:]:

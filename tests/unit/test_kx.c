@@ -1,8 +1,7 @@
-/* Unit tests for the freestanding kernel-memory reader (kx.c, kwalk.c) on
+/* Unit tests for the freestanding kernel-memory reader (kx.c) on
  * synthetic memory: page tables built by hand, then broken on purpose.
  * Whatever the bytes, every call must return an error code, never crash
  * (this runs under ASan/UBSan) and never loop without bound. */
-#include "kwalk.h"
 #include "kx.h"
 
 #include <stdint.h>
@@ -240,36 +239,6 @@ static void test_seqcount(void)
 	CHECK("seqcount moved: retry", kx_seq_retry(&M, POB + 0x20000, s) == 1);
 }
 
-static void test_tasks(void)
-{
-	setup(4);
-	KwTaskLayout L = {.tasks = 0x100, .pid = 0x200, .tgid = 0x204, .comm = 0x300, .state = 0x10,
-			  .state_size = 4, .exit_state = 0x20, .real_parent = 0x208, .flags = 0x2c,
-			  .stime = 0x400, .utime = 0x408, .nvcsw = 0x410, .nivcsw = 0x418};
-	uint64_t t = 0x30000, parent = 0x31000;
-	put64(t + 0x200, (7ull << 32) | 7);       /* pid 7, tgid 7 */
-	put64(t + 0x208, POB + parent);
-	put64(parent + 0x204, 1);
-	memcpy(ram + t + 0x300, "worker\0", 7);
-	put64(t + 0x10, 2);                       /* TASK_UNINTERRUPTIBLE */
-	KwTask k;
-	CHECK("task read", kw_task_read(&M, &L, POB + t, &k) == 0 && k.pid == 7 && k.ppid == 1 &&
-	      k.state == 'D' && !strcmp(k.comm, "worker"));
-	put64(t + 0x10, 0x402);
-	CHECK("TASK_IDLE reads as I", kw_task_read(&M, &L, POB + t, &k) == 0 && k.state == 'I');
-	put64(t + 0x20, 0x20);                    /* EXIT_ZOMBIE */
-	put64(t + 0x10, 0);
-	CHECK("zombie reads as Z", kw_task_read(&M, &L, POB + t, &k) == 0 && k.state == 'Z');
-	put64(t + 0x200, (9999999ull << 32) | 9999999);
-	CHECK("implausible pid is ERANGE", kw_task_read(&M, &L, POB + t, &k) == KX_ERANGE);
-	put64(t + 0x200, (7ull << 32) | 7);
-	put64(t + 0x208, POB + RAM_SIZE * 8);     /* parent pointer outside RAM: ppid unknown, not fatal */
-	CHECK("parent outside RAM gives ppid 0", kw_task_read(&M, &L, POB + t, &k) == 0 && k.ppid == 0);
-	CHECK("task outside RAM is an error", kw_task_read(&M, &L, POB + RAM_SIZE * 2, &k) < 0);
-	CHECK("state letters", kw_state_letter(0, 0) == 'R' && kw_state_letter(1, 0) == 'S' &&
-	      kw_state_letter(4, 0) == 'T' && kw_state_letter(8, 0) == 't' && kw_state_letter(0x40, 0) == 'P');
-}
-
 /* Physical address of the page-table entry that maps va, `up` levels above
  * the PTE (0: the PTE, 1: the PMD entry). */
 static uint64_t slot(uint64_t va, uint32_t up)
@@ -338,7 +307,6 @@ int main(void)
 	test_lists();
 	test_loop_check();
 	test_seqcount();
-	test_tasks();
 	free(ram);
 	printf("kx: %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
