@@ -471,6 +471,8 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
  * ticks.  A finished or failed kernel is gpu_poll's to report. */
 int eng_health(Engine *e, char *err, size_t n)
 {
+	if (e->faults && e->backend == ENG_CUDA && eng_test_fault("kernel-exit"))
+		gpu_test_exit(e->gpu);
 	int r = e->backend == ENG_CUDA ? gpu_poll(e->gpu, err, n) : 0;
 	if (r)
 		return r;

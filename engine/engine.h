@@ -115,6 +115,8 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
  * told, the old thread does not take it) and the timeout 1 s;
  * "handover-kernel-fault" launches the new CUDA kernel on an address the
  * GPU has not mapped, a real fault in the new engine's context;
+ * "kernel-exit" ends the persistent kernel on CUDA without the host
+ * asking (a dead kernel: a target error, then a restart);
  * "stall" holds the CPU backend's tick thread before its tick, as a tick
  * stuck in a read would; "reload-oom N" makes a reload's compile run out
  * of memory at its Nth allocation (sentineld) (tests/engine).

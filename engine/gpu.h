@@ -47,6 +47,10 @@ int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n);
  * most half the GPU, so a second one can start beside it on reload. */
 int gpu_run(GpuCode *g, char *err, size_t n);
 int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
+/* Test hook (eng_test_fault "kernel-exit"): the persistent kernel ends at
+ * its next tick without the host asking, as a dead kernel would; gpu_poll
+ * must then say so. */
+void gpu_test_exit(GpuCode *g);
 /* Reload: start g's persistent kernel, which takes over from old's after
  * old's next tick but one (stats->handoff_tick), without a gap; returns
  * once old has stopped and g has ticked on its own.  g's world must have

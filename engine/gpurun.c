@@ -252,6 +252,12 @@ int gpu_poll(GpuCode *g, char *err, size_t n)
 	return gpu_err(g, c, err, n, "the persistent kernel failed on %s", g->name);
 }
 
+void gpu_test_exit(GpuCode *g)
+{
+	if (!g->fleet && g->running && g->stats)
+		__atomic_store_n(&g->stats->stop, 1, __ATOMIC_SEQ_CST);
+}
+
 int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 {
 	if (g->fleet)

@@ -15,6 +15,8 @@ against a Debian 6.12 guest under QEMU:
             later; an alert that was firing stays firing (no second event)
   broken    a reload with a broken rule file changes nothing and prints the
             errors as rulec --check does; so does SIGHUP
+  dead      (CUDA) the persistent kernel ends by itself (SENTINEL_TEST_FAULTS):
+            a target error in status, then a restart, and it ticks again
   stall     (CPU) the tick thread held before its tick (SENTINEL_TEST_FAULTS):
             after 10 s and 50 ticks without a heartbeat it is a target
             error; released, the target comes back
@@ -619,6 +621,23 @@ def with_guest(tmp):
                    st.get("target", {}).get("state") == "ok",
                    "after it (%s), the next reload hands over (%s)" % (word, out.strip()[:120]),
                    "rc %d\n%s%s" % (rc, out, err))
+        # ---- a persistent kernel that ends by itself (CUDA): loud, then restarted ----------
+        if BACKEND == "cuda":
+            r0 = status(tmp).get("target_restarts", 0)
+            with open(fault, "w") as f:
+                f.write("kernel-exit\n")
+            lost = wait(lambda: (lambda t: t if t.get("state") == "lost" else None)(status(tmp).get("target", {})),
+                        15)
+            os.unlink(fault)
+            back = wait(lambda: (lambda s: s if s.get("target", {}).get("state") == "ok" and
+                                 s.get("target_restarts", 0) > r0 else None)(status(tmp)), 30)
+            k0 = status(tmp).get("ticks", 0)
+            time.sleep(1.0)
+            k1 = status(tmp).get("ticks", 0)
+            report(lost is not None and "stopped by itself" in lost.get("error", "") and back is not None and
+                   k1 >= k0 + 5 and d.p.poll() is None,
+                   "a persistent kernel that ends by itself is a target error (%s), then started again (%d ticks "
+                   "in 1 s)" % ((lost or {}).get("error"), k1 - k0), "lost %s back %s\n%s" % (lost, back, d.text()[-2000:]))
         # ---- a tick thread that stops ticking (CPU; the GPU's heartbeat is read the same way) ---
         if BACKEND == "cpu":
             with open(fault, "w") as f:
