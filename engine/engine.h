@@ -81,6 +81,9 @@ int eng_stop(Engine *e, char *err, size_t n);
  * by itself; a kernel or tick thread that has not ticked for 10 s and 50
  * ticks).  Call it every second or so: it times the heartbeat. */
 int eng_health(Engine *e, char *err, size_t n);
+/* A GPU kernel of this process faulted: CUDA fails every later call in the
+ * process (sentineld exits so that its service manager starts it again). */
+bool eng_gpu_lost(void);
 
 /* The alert records written since the last call, in order, to fn.  A record
  * the ring had no room for is counted in the statistics' drops. */
@@ -114,7 +117,7 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n);
  * "handover-stuck" makes one that never completes (the old kernel is not
  * told, the old thread does not take it) and the timeout 1 s;
  * "handover-kernel-fault" launches the new CUDA kernel on an address the
- * GPU has not mapped, a real fault in the new engine's context;
+ * GPU has not mapped, a real fault (fatal to the process: eng_gpu_lost);
  * "kernel-exit" ends the persistent kernel on CUDA without the host
  * asking (a dead kernel: a target error, then a restart);
  * "stall" holds the CPU backend's tick thread before its tick, as a tick

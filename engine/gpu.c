@@ -41,6 +41,26 @@ void gpu_trace(const char *step)
 	fprintf(stderr, "gpu-trace %ld.%06ld %s\n", (long)ts.tv_sec, ts.tv_nsec / 1000, step);
 }
 
+/* Set once a kernel of this process faulted (gpu_lost). */
+static int gpu_process_lost;
+
+bool gpu_lost(void) { return __atomic_load_n(&gpu_process_lost, __ATOMIC_ACQUIRE); }
+
+/* A kernel's fault: CUDA makes it sticky for the process, every context
+ * in it (measured on an H200: the old kernel of a reload failed with the
+ * new one's CUDA error 700, and no new context could be made after). */
+static bool gpu_sticky(CUresult r)
+{
+	switch (r) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS: case CUDA_ERROR_LAUNCH_TIMEOUT: case CUDA_ERROR_ASSERT:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR: case CUDA_ERROR_ILLEGAL_INSTRUCTION: case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE: case CUDA_ERROR_INVALID_PC: case CUDA_ERROR_LAUNCH_FAILED:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* The one place a CUresult becomes a message. */
 int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, ...)
 {
@@ -54,7 +74,10 @@ int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	snprintf(err, n, "%s: %s (%s, CUDA error %d)", what, text ? text : "unknown error", name ? name : "?", r);
+	snprintf(err, n, "%s: %s (%s, CUDA error %d)%s", what, text ? text : "unknown error", name ? name : "?", r,
+		 gpu_sticky(r) ? "; CUDA keeps such an error for the whole process, so it must start again" : "");
+	if (gpu_sticky(r))
+		__atomic_store_n(&gpu_process_lost, 1, __ATOMIC_RELEASE);
 	return -EIO;
 }
 
@@ -197,9 +220,8 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
  * ticks; at short ticks, where the pause would not fit, it stays for the
  * next reload.  Everything an engine uses lives in its own context (its
  * module, tables, ring and its own registration of the target's RAM).
- * A context in which a kernel faulted is spoilt for good (the driver's
- * errors are sticky): it is never used again, and goes when idle ones do. */
-static struct { CUcontext ctx; CUdevice dev; bool used, spoilt; } gpu_ctx_pool[4];
+ * (A kernel's fault ends them all: gpu_lost.) */
+static struct { CUcontext ctx; CUdevice dev; bool used; } gpu_ctx_pool[4];
 static unsigned gpu_ctx_users;
 static pthread_mutex_t gpu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -209,8 +231,7 @@ static CUresult gpu_ctx_get(GpuCode *g)
 	pthread_mutex_lock(&gpu_ctx_lock);
 	size_t i, empty = SIZE_MAX, n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
 	for (i = 0; i < n; i++) {
-		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && !gpu_ctx_pool[i].spoilt &&
-		    gpu_ctx_pool[i].dev == g->dev)
+		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && gpu_ctx_pool[i].dev == g->dev)
 			break;
 		if (!gpu_ctx_pool[i].ctx && empty == SIZE_MAX)
 			empty = i;
@@ -233,15 +254,13 @@ static CUresult gpu_ctx_get(GpuCode *g)
 	return c;
 }
 
-/* spoilt: a kernel of g's faulted in it */
-static void gpu_ctx_put(GpuCode *g, bool spoilt)
+static void gpu_ctx_put(GpuCode *g)
 {
 	pthread_mutex_lock(&gpu_ctx_lock);
 	size_t n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
 	for (size_t i = 0; i < n; i++)
 		if (gpu_ctx_pool[i].ctx == g->ctx && gpu_ctx_pool[i].used) {
 			gpu_ctx_pool[i].used = false;
-			gpu_ctx_pool[i].spoilt = spoilt;
 			gpu_ctx_users--;
 		}
 	if (!gpu_ctx_users) {                                   /* no kernel runs: destroying waits for none */
@@ -249,7 +268,6 @@ static void gpu_ctx_put(GpuCode *g, bool spoilt)
 			if (gpu_ctx_pool[i].ctx) {
 				g->d.CtxDestroy(gpu_ctx_pool[i].ctx);
 				gpu_ctx_pool[i].ctx = NULL;
-				gpu_ctx_pool[i].spoilt = false;
 			}
 	}
 	g->ctx_held = false;
@@ -427,7 +445,6 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used) {
 			g->d.CtxDestroy(gpu_ctx_pool[i].ctx);
 			gpu_ctx_pool[i].ctx = NULL;
-			gpu_ctx_pool[i].spoilt = false;
 			out->destroyed++;
 		}
 	pthread_mutex_unlock(&gpu_ctx_lock);
@@ -467,8 +484,7 @@ void gpu_close(GpuCode *g)
 			gpu_halt(g, 2000000000ull, err, sizeof err);
 		if (!g->running)
 			gpu_unwatch(g);
-		/* a fault is sticky: every call in the context returns it */
-		bool spoilt = g->d.CtxSynchronize() != CUDA_SUCCESS;
+		g->d.CtxSynchronize();
 		if (g->run)
 			g->d.StreamDestroy(g->run);
 		if (g->copy)
@@ -478,7 +494,7 @@ void gpu_close(GpuCode *g)
 		gpu_free_world(g);
 		if (g->mod)
 			g->d.ModuleUnload(g->mod);
-		gpu_ctx_put(g, spoilt);
+		gpu_ctx_put(g);
 	} else {
 		gpu_free_world(g);           /* what is the host's alone: our mappings, the mirror */
 	}

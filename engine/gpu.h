@@ -47,6 +47,9 @@ int gpu_tick(GpuCode *g, uint64_t now, char *err, size_t n);
  * most half the GPU, so a second one can start beside it on reload. */
 int gpu_run(GpuCode *g, char *err, size_t n);
 int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n);
+/* Whether a kernel of this process faulted: CUDA then fails every call in
+ * every context of the process, for good; only a new process runs again. */
+bool gpu_lost(void);
 /* Test hook (eng_test_fault "kernel-exit"): the persistent kernel ends at
  * its next tick without the host asking, as a dead kernel would; gpu_poll
  * must then say so. */

@@ -196,7 +196,8 @@ static void usage(FILE *out)
 "  -V, --version        the version\n"
 "\n"
 "Exit status: 0 stopped by a signal, 1 bad rules, 2 bad configuration,\n"
-"an unreachable target, or no usable backend.\n", out);
+"an unreachable target, or no usable backend, 3 a GPU kernel faulted (CUDA\n"
+"fails every call of the process after one: start sentineld again).\n", out);
 }
 
 int main(int argc, char **argv)
@@ -429,7 +430,9 @@ int main(int argc, char **argv)
 		bool armed = true, running = false;
 		for (unsigned i = 0; i < D.ntg; i++) {
 			DTarget *T = &D.tg[i];
-			uint64_t w = T->next_check_ns > now ? T->next_check_ns - now : 0;
+			/* no check runs during a reload (d_watch_target): its end
+			 * wakes us, a check due meanwhile must not (it spun) */
+			uint64_t w = D.rl.on ? UINT64_MAX : T->next_check_ns > now ? T->next_check_ns - now : 0;
 			if (w < wait_ns)
 				wait_ns = w;
 			if (T->ts == TS_OK && T->e) {
@@ -480,6 +483,8 @@ int main(int argc, char **argv)
 		d_phase_end(&D, DP_reload);
 		d_watch_target(&D);
 		d_phase_end(&D, DP_watch);
+		if (eng_gpu_lost())                /* a GPU fault: no CUDA call in this process works again */
+			break;
 		if (pr <= 0)
 			continue;
 		if (pf[0].revents & POLLIN) {
@@ -532,6 +537,12 @@ int main(int argc, char **argv)
 	d_drain(&D);
 	d_record_end(&D, "sentineld stopped");
 	rc = 0;
+	if (eng_gpu_lost()) {
+		nt_log(D.nt, 2, "a GPU kernel of this process faulted (above), and CUDA fails every call in the "
+		       "process after one: exiting with status %d so that the service manager starts sentineld again "
+		       "(systemd: Restart=on-failure)", SENTINELD_EXIT_GPU_LOST);
+		rc = SENTINELD_EXIT_GPU_LOST;
+	}
 out:
 	free(diags);
 	for (int i = 0; i < D_MAX_CLIENTS; i++) {

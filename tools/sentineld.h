@@ -37,6 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* sentineld's exit status after a GPU fault (eng_gpu_lost): start it again */
+#define SENTINELD_EXIT_GPU_LOST 3
+
 #ifndef SENTINEL_VERSION
 #define SENTINEL_VERSION "0.1.0"
 #endif
