@@ -13,6 +13,8 @@
  */
 #include "sentineld.h"
 
+#include <limits.h>
+
 static volatile sig_atomic_t d_reload_flag, d_quit_flag;
 
 static void d_on_signal(int sig)
@@ -459,7 +461,9 @@ int main(int argc, char **argv)
 		if (D.fleet && running && !armed && wait_ns > every)
 			wait_ns = every;
 		d_phase_end(&D, DP_arm);
-		int pr = poll(pf, (nfds_t)np, (int)((wait_ns + 999999) / 1000000));
+		/* nothing due (all wakeups come by fd): no timeout */
+		uint64_t wait_ms = wait_ns / 1000000 + (wait_ns % 1000000 != 0);
+		int pr = poll(pf, (nfds_t)np, wait_ns == UINT64_MAX ? -1 : wait_ms > INT_MAX ? INT_MAX : (int)wait_ms);
 		D.loop.wakeups++;
 		if (pr > 0 && (pf[1].revents & POLLIN)) {
 			uint64_t count;
