@@ -284,6 +284,10 @@ void gpu_enter(const GpuCode *g)
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 {
 	GpuCode *g = calloc(1, sizeof *g);
+	if (g && !(g->wake = calloc(1, sizeof *g->wake))) {
+		free(g);
+		g = NULL;
+	}
 	if (!g)
 		return -ENOMEM;
 	int r = gpu_load_driver(g, err, n);
@@ -500,5 +504,7 @@ void gpu_close(GpuCode *g)
 	}
 	if (g->d.lib)
 		dlclose(g->d.lib);
+	if (g->wake && !__atomic_load_n(&g->wake->armed, __ATOMIC_ACQUIRE))
+		free(g->wake);
 	free(g);
 }

@@ -44,7 +44,10 @@ struct GpuCode {
 	CuStreamWaitValue32Fn wait_value;
 	CuLaunchHostFuncFn host_func;
 	CUstream watch;
-	GpuWake wake;                 /* fd 0: none */
+	GpuWake *wake;                /* fd 0: none.  Its own allocation: a host
+	                               * function still queued when the context
+	                               * failed may run after g is gone, so
+	                               * gpu_close leaves an armed one behind */
 	/* the world */
 	const Bundle *b;
 	WdLayout L;

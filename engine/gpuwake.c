@@ -28,13 +28,17 @@ void gpu_woken(void *arg)
 	(void)r;                                     /* a full counter wakes the host just as well */
 }
 
-void gpu_set_wake(GpuCode *g, int fd) { g->wake.fd = fd; }
+void gpu_set_wake(GpuCode *g, int fd)
+{
+	if (g->wake)                     /* a fleet's member has none: the fleet rings */
+		g->wake->fd = fd;
+}
 
 bool gpu_arm(GpuCode *g)
 {
-	if (!g->wait_value || !g->host_func || g->wake.fd <= 0 || !g->running || !g->stats)
+	if (!g->wake || !g->wait_value || !g->host_func || g->wake->fd <= 0 || !g->running || !g->stats)
 		return false;
-	if (__atomic_load_n(&g->wake.armed, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&g->wake->armed, __ATOMIC_ACQUIRE))
 		return true;
 	gpu_enter(g);
 	uint32_t want = (uint32_t)__atomic_load_n(&g->ring->tail, __ATOMIC_ACQUIRE) + 1;
@@ -46,12 +50,12 @@ bool gpu_arm(GpuCode *g)
 			 (unsigned long long)__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE));
 		gpu_trace(t);
 	}
-	__atomic_store_n(&g->wake.armed, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&g->wake->armed, 1, __ATOMIC_RELEASE);
 	if (g->wait_value(g->watch, g->dstats + offsetof(sn_stats, doorbell), want, CU_STREAM_WAIT_VALUE_GEQ) ||
-	    g->host_func(g->watch, gpu_woken, &g->wake)) {
+	    g->host_func(g->watch, gpu_woken, g->wake)) {
 		/* not on this device or driver: poll from now on */
 		g->wait_value = NULL;
-		__atomic_store_n(&g->wake.armed, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&g->wake->armed, 0, __ATOMIC_RELEASE);
 		return false;
 	}
 	return true;
@@ -62,9 +66,9 @@ bool gpu_arm(GpuCode *g)
  * after a resume). */
 void gpu_unwatch(GpuCode *g)
 {
-	if (!g->stats || !g->watch)
+	if (!g->stats || !g->watch || !g->wake)
 		return;
-	if (__atomic_load_n(&g->wake.armed, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&g->wake->armed, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&g->stats->doorbell, (uint32_t)g->ring->tail + 1, __ATOMIC_SEQ_CST);
 		g->d.StreamSynchronize(g->watch);
 	}
