@@ -466,11 +466,11 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
 	return 0;
 }
 
+bool eng_gpu_lost(void) { return gpu_lost(); }
+
 /* A kernel or tick thread that neither ticks nor ends is stuck: its
  * heartbeat (stats->heartbeat, one a tick) has not moved for 10 s and 50
  * ticks.  A finished or failed kernel is gpu_poll's to report. */
-bool eng_gpu_lost(void) { return gpu_lost(); }
-
 int eng_health(Engine *e, char *err, size_t n)
 {
 	if (e->faults && e->backend == ENG_CUDA && eng_test_fault("kernel-exit"))
