@@ -28,3 +28,8 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 		 "rulec -o FILE %s elsewhere and give [rules] bundle = FILE", dir, dir);
 	return -ENOTSUP;
 }
+
+int comp_build_all(Bundle **out, char *err, size_t n)
+{
+	return comp_build(NULL, NULL, out, err, n);
+}
