@@ -34,7 +34,7 @@ static int cmp_d(const void *a, const void *b)
 /* the bundle: path, or every metric compiled now */
 static int bench_bundle(const char *path, Bundle **b, char *err, size_t n)
 {
-	return path ? bd_read(path, b, err, n) : comp_build_all(b, err, n);
+	return path ? bd_read(path, b, err, n) : comp_build_all(SENTINEL_VERSION, b, err, n);
 }
 
 int main(int argc, char **argv)

@@ -526,13 +526,13 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 	return e;
 }
 
-int comp_build_all(Bundle **out, char *err, size_t n)
+int comp_build_all(const char *version, Bundle **out, char *err, size_t n)
 {
 	CgProg plan;
 	DiagCtx d = {0};
 	cg_analyse(&plan, NULL, &d);
 	diag_free(&d);
-	CompOpts co = {.version = SENTINEL_VERSION};
+	CompOpts co = {.version = version};
 	int r = comp_build(&plan, &co, out, err, n);
 	cg_free(&plan);
 	return r;

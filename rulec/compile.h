@@ -35,8 +35,9 @@ typedef struct CompOpts {
  * metric).  With o->emit set, print that and make no bundle (*out NULL). */
 int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size_t n);
 /* A bundle of every catalog metric and no rule (what sentinel-inspect
- * metrics and tasks run without --bundle): about a second. */
-int comp_build_all(Bundle **out, char *err, size_t n);
+ * metrics and tasks run without --bundle), stamped with version: about a
+ * second. */
+int comp_build_all(const char *version, Bundle **out, char *err, size_t n);
 
 /* Everything rulec -o does for a directory of rule files: load, check,
  * plan, compile.  On rule errors returns 1 and *diags holds them as

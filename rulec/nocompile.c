@@ -29,7 +29,8 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 	return -ENOTSUP;
 }
 
-int comp_build_all(Bundle **out, char *err, size_t n)
+int comp_build_all(const char *version, Bundle **out, char *err, size_t n)
 {
+	(void)version;
 	return comp_build(NULL, NULL, out, err, n);
 }

@@ -406,7 +406,7 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
  * the catalog compiled now (the runtime's bitcode is in this program). */
 static int inspect_bundle(const MetricsOpts *o, Bundle **b, char *err, size_t n)
 {
-	return o->bundle ? bd_read(o->bundle, b, err, n) : comp_build_all(b, err, n);
+	return o->bundle ? bd_read(o->bundle, b, err, n) : comp_build_all(SENTINEL_VERSION, b, err, n);
 }
 
 /* The column of task metric m in b's task table, -1 if b does not read it. */
