@@ -215,10 +215,7 @@ static void px_catalog(StrBuf *b, const PxInput *in)
 	for (unsigned k = 0; k < ENT_NOBJ; k++)
 		for (unsigned i = 0; i < bd->nobj[k]; i++)
 			px_obj(b, in, k, i, &lab);
-	int pid_slot = -1;
-	for (unsigned i = 0; i < bd->ntask; i++)
-		if (bd->task_m[i] == MET_TASK_PID)
-			pid_slot = (int)i;
+	int pid_slot = bd_task_col(bd, MET_TASK_PID);
 	for (unsigned i = 0; i < bd->ntask; i++)
 		if (cat_metrics[bd->task_m[i]].type != MT_STR && (int)i != pid_slot)   /* names and PIDs are labels */
 			px_task(b, in, i, pid_slot, &lab);

@@ -67,6 +67,14 @@ const char *bd_job_label(const Bundle *b, size_t j)
 	return bd_job_names[J->kind];
 }
 
+int bd_task_col(const Bundle *b, MetricId m)
+{
+	for (unsigned i = 0; i < b->ntask; i++)
+		if (b->task_m[i] == m)
+			return (int)i;
+	return -1;
+}
+
 /* ---- the manifest ---------------------------------------------------------------- */
 
 static json_t *bd_metric_list(const MetricId *m, unsigned n)

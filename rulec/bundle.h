@@ -119,6 +119,9 @@ char *bd_manifest_json(const Bundle *b);
 /* What job j collects, for people: a metric's name ("cpu.usage"), an
  * object family ("disks"), "tasks" or "cpus"; static storage. */
 const char *bd_job_label(const Bundle *b, size_t j);
+/* The column of task metric m in the task table (task_m[]), -1 if b does
+ * not read it. */
+int bd_task_col(const Bundle *b, MetricId m);
 
 uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h);
 #define BD_FNV_INIT 0xcbf29ce484222325ull

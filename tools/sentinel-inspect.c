@@ -409,15 +409,6 @@ static int inspect_bundle(const MetricsOpts *o, Bundle **b, char *err, size_t n)
 	return o->bundle ? bd_read(o->bundle, b, err, n) : comp_build_all(SENTINEL_VERSION, b, err, n);
 }
 
-/* The column of task metric m in b's task table, -1 if b does not read it. */
-static int task_col(const Bundle *b, MetricId m)
-{
-	for (unsigned i = 0; i < b->ntask; i++)
-		if (b->task_m[i] == m)
-			return (int)i;
-	return -1;
-}
-
 static const double *tasks_pid;                 /* cmd_tasks' sort key (NaN last) */
 static int tasks_by_pid(const void *a, const void *b)
 {
@@ -437,10 +428,11 @@ static int cmd_tasks(const KTarget *t, const MetricsOpts *o, bool value)
 	int rc = 2;
 	if (inspect_bundle(o, &b, err, sizeof err))
 		goto out;
-	int cpid = task_col(b, MET_TASK_PID), cppid = task_col(b, MET_TASK_PPID), cst = task_col(b, MET_TASK_STATE);
+	int cpid = bd_task_col(b, MET_TASK_PID), cppid = bd_task_col(b, MET_TASK_PPID);
+	int cst = bd_task_col(b, MET_TASK_STATE);
 	if (cpid < 0 || cppid < 0 || cst < 0 || !b->comm) {
 		snprintf(err, sizeof err, "%s does not read task.pid, task.ppid, task.state and task.comm: give a bundle "
-			 "made by rulec --all-metrics, or none", o->bundle);
+			 "made by rulec --all-metrics, or none", o->bundle ? o->bundle : "the bundle");
 		goto out;
 	}
 	const sn_world *w = NULL;
@@ -451,7 +443,8 @@ static int cmd_tasks(const KTarget *t, const MetricsOpts *o, bool value)
 			goto out;
 		if (w->tasks.found <= w->tasks.cap || cap >= (1u << 20))
 			break;
-		cap = w->tasks.found + w->tasks.found / 4 < (1u << 20) ? w->tasks.found + w->tasks.found / 4 : 1u << 20;
+		uint32_t want = w->tasks.found + w->tasks.found / 4;        /* room for the ones starting now */
+		cap = want < (1u << 20) ? want : 1u << 20;
 		eng_close(e);
 		e = NULL;
 	}
