@@ -86,12 +86,20 @@ int main(int argc, char **argv)
 			goto fail;
 		ntasks = v->tasks.n;
 	}
+	/* sentineld's check of every target, every second: still this kernel? */
+	double c0 = now();
+	unsigned same = 0;
+	for (int i = 0; i < 100000; i++)
+		same += kt_unchanged(t);
+	double check = (now() - c0) / 100000;
 	qsort(d, (size_t)runs, sizeof *d, cmp_d);
 	qsort(w, (size_t)runs, sizeof *w, cmp_d);
 	printf("kernel %s, %llu MiB, %zu symbols\n", t->release, ms_total(s) >> 20, t->nsyms);
 	printf("discovery: min %.1f ms, median %.1f ms (%d runs)\n", d[0] * 1e3, d[runs / 2] * 1e3, runs);
 	printf("tick (every metric, CPU backend, 1 thread): %u tasks, min %.3f ms, median %.3f ms\n", ntasks,
 	       w[0] * 1e3, w[runs / 2] * 1e3);
+	printf("target check (kt_unchanged, %zu of %zu bytes of VMCOREINFO, cache warm): %.0f ns%s\n",
+	       t->vmcoreinfo_head, strlen(t->vmcoreinfo), check * 1e9, same == 100000 ? "" : " (CHANGED?)");
 	rc = 0;
 	goto out;
 fail:

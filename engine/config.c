@@ -118,7 +118,7 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 
 #define KEYS_TARGET "source, name, kallsyms, btf, labels"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, ring, history_memory, record, gpu_register_chunk"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, ring, history_memory, record, gpu_register_chunk, reload_trial"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -323,6 +323,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 				c->objects = (uint32_t)u;
 		} else if (IS("engine", "record")) {
 			cf_str(&c->record, v);
+		} else if (IS("engine", "reload_trial")) {
+			cf_bool(R, key, v, &c->reload_trial);
 		} else if (IS("engine", "gpu_register_chunk")) {
 			cf_size(R, "gpu_register_chunk", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->reg_chunk);
 		} else if (IS("engine", "history_memory")) {
@@ -442,6 +444,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->objects = 256;                 /* WD_OBJ_CAP */
 	c->ring = 4096;
 	c->kernel_log_lines = 20;
+	c->reload_trial = true;
 	c->log = true;
 	c->socket = strdup("/run/sentinel/sentinel.sock");
 	c->mode = 0600;

@@ -17,6 +17,8 @@
  *              threads = auto | N               (the CPU backend's tick threads),
  *              ring = 4096,  history_memory = 1GiB,
  *              record = FILE                    (every tick's values; backend = cpu)
+ *              reload_trial = yes               (a reload's new rules run a few ticks in
+ *                                        a child process first: a fault fails the reload)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
  *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
@@ -70,6 +72,7 @@ typedef struct Config {
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
 	uint64_t reg_chunk;        /* CUDA: the target's RAM registered in pieces of at most this; 0: 64 GiB */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
+	bool reload_trial;         /* a reload first runs the new rules in a child process (sentineld --trial) */
 	bool log, log_pending;
 	char *jsonl;
 	uint64_t delay_ns;         /* the host wakes this often to deliver alerts */

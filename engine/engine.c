@@ -39,6 +39,7 @@ struct Engine {
 	void *snap;                   /* eng_values' copy: the block up to the task maps */
 	uint64_t hb, hb_ns;           /* eng_health: the heartbeat last seen, and when it moved */
 	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_test_fault) */
+	bool trial;                   /* EngOpts.trial */
 };
 
 /* A CPU handover (Engine.handoff): eng_takeover offers, the running tick
@@ -99,6 +100,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 	e->b = b;
 	e->t = t;
 	e->faults = getenv("SENTINEL_TEST_FAULTS") != NULL;
+	e->trial = o->trial;
 	e->threads = o->threads ? o->threads : 1;
 	e->params = (WdParams){
 		.tick_ns = o->tick_ns ? o->tick_ns : 100000000ull,
@@ -285,6 +287,10 @@ long eng_test_fault_n(const char *what)
 	return 0;
 }
 
+/* An address no one maps (the first page), for the fault tests; volatile
+ * so that the compiler does not see the fault coming. */
+static volatile uintptr_t eng_fault_addr = 4096;
+
 bool eng_test_fault(const char *what)
 {
 	return eng_test_fault_n(what) > 0;
@@ -294,6 +300,9 @@ static void *eng_cpu_thread(void *arg)
 {
 	Engine *e = arg;
 	sn_world *w = wd_world(e->block);
+	/* the trial's fault test: the rules read an address no one mapped */
+	if (e->trial && e->faults && eng_test_fault("trial-kernel-fault"))
+		w = (sn_world *)(uintptr_t)eng_fault_addr;
 	sn_stats *S = e->stats;
 	uint64_t tick = e->params.tick_ns, next = e->first_next ? e->first_next : eng_clock();
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
@@ -356,6 +365,10 @@ static void *eng_cpu_thread(void *arg)
 
 int eng_start(Engine *e, char *err, size_t n)
 {
+	if (e->backend == ENG_CUDA && e->trial && e->faults && eng_test_fault("trial-kernel-fault")) {
+		gpu_test_run_faulting(e->gpu);
+		return 0;
+	}
 	if (e->backend == ENG_CUDA)
 		return gpu_run(e->gpu, err, n);
 	e->stop = 0;
@@ -541,5 +554,6 @@ void eng_fleet_info(EngFleet *f, EngFleetInfo *out)
 bool eng_fleet_seen(EngFleet *f) { return gpu_fleet_seen((GpuFleet *)f); }
 bool eng_fleet_arm(EngFleet *f, int wake_fd) { return gpu_fleet_arm((GpuFleet *)f, wake_fd); }
 int eng_fleet_halt(EngFleet *f, char *err, size_t n) { return gpu_fleet_halt((GpuFleet *)f, err, n); }
+int eng_fleet_batch(EngFleet *f, bool on, char *err, size_t n) { return gpu_fleet_batch((GpuFleet *)f, on, err, n); }
 
 void eng_fleet_close(EngFleet *f) { gpu_fleet_close((GpuFleet *)f); }

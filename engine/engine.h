@@ -50,6 +50,9 @@ typedef struct EngOpts {
 	 * world as the rules saw it (a recording, engine/record.h) */
 	void (*on_tick)(void *ctx, const sn_world *w);
 	void *on_tick_ctx;
+	/* a reload's trial run of new rules, in a process of its own
+	 * (sentineld --trial); only the fault tests look at it */
+	bool trial;
 } EngOpts;
 
 typedef struct Engine Engine;
@@ -148,6 +151,12 @@ bool eng_fleet_seen(EngFleet *f);
 bool eng_fleet_arm(EngFleet *f, int wake_fd);
 /* Stop its kernel for good, before closing many members (shutting down). */
 int eng_fleet_halt(EngFleet *f, char *err, size_t n);
+/* Start (or stop) many members at once: between eng_fleet_batch(f, true)
+ * and (f, false) eng_start and eng_stop only change the members, and the
+ * kernel starts once over all of them at the end (its error, if any, is
+ * the second call's).  The kernel does not run from the first change to
+ * the end: open the targets before, not between. */
+int eng_fleet_batch(EngFleet *f, bool on, char *err, size_t n);
 void eng_fleet_close(EngFleet *f);
 
 EngBackend eng_backend(const Engine *e);

@@ -54,6 +54,10 @@ bool gpu_lost(void);
  * its next tick without the host asking, as a dead kernel would; gpu_poll
  * must then say so. */
 void gpu_test_exit(GpuCode *g);
+/* Test hook (eng_test_fault "trial-kernel-fault"): launch the persistent
+ * kernel on an address the GPU has not mapped, so that it faults (CUDA
+ * error 700: the process's CUDA is lost, gpu_lost). */
+void gpu_test_run_faulting(GpuCode *g);
 /* Reload: start g's persistent kernel, which takes over from old's after
  * old's next tick but one (stats->handoff_tick), without a gap; returns
  * once old has stopped and g has ticked on its own.  g's world must have
@@ -134,6 +138,11 @@ const char *gpu_fleet_device(const GpuFleet *f);
 /* Stop the kernel for good (shutting down: members then close without a
  * launch each). */
 int gpu_fleet_halt(GpuFleet *f, char *err, size_t n);
+/* Between gpu_fleet_batch(f, true) and (f, false), members join and leave
+ * without a launch each: the kernel stops at the first change and starts
+ * once, over all of them, at the end (500 targets started one by one
+ * stopped and relaunched it 500 times). */
+int gpu_fleet_batch(GpuFleet *f, bool on, char *err, size_t n);
 void gpu_fleet_close(GpuFleet *f);
 
 #endif

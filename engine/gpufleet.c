@@ -38,6 +38,8 @@ struct GpuFleet {
 	bool running;
 	bool failed;                  /* the kernel faulted: the context is gone */
 	bool halted;                  /* gpu_fleet_halt: no launch from now on */
+	bool batch;                   /* gpu_fleet_batch: members change without a launch each */
+	bool batch_stopped;           /* ... and the kernel was stopped for one: launch at its end */
 	uint64_t tick_ns;
 	uint64_t polled_ns;           /* when the kernel was last found running (gpu_fleet_poll) */
 	unsigned groups, group_blocks;
@@ -254,8 +256,9 @@ static int fl_change(GpuCode *g, bool add, bool drop, char *err, size_t n)
 	}
 	if ((add && g->joined) || (!add && !g->joined && !drop))
 		goto out;                 /* nothing changes */
-	if ((r = fl_stop(f, err, n)))
+	if (!f->batch_stopped && (r = fl_stop(f, err, n)))
 		goto out;
+	f->batch_stopped = f->batch;
 	if (add) {
 		f->m[f->n++] = g;
 		g->joined = true;
@@ -269,8 +272,21 @@ static int fl_change(GpuCode *g, bool add, bool drop, char *err, size_t n)
 	}
 	if (drop)
 		gpu_free_world(g);
-	r = fl_launch(f, err, n);
+	if (!f->batch)
+		r = fl_launch(f, err, n);
 out:
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
+int gpu_fleet_batch(GpuFleet *f, bool on, char *err, size_t n)
+{
+	pthread_mutex_lock(&f->lock);
+	int r = 0;
+	if (!on && f->batch_stopped)
+		r = fl_launch(f, err, n);
+	f->batch = on;
+	f->batch_stopped = false;
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }

@@ -121,6 +121,13 @@ int gpu_run(GpuCode *g, char *err, size_t n)
 	return gpu_launch(g, g->dblock, err, n);
 }
 
+void gpu_test_run_faulting(GpuCode *g)
+{
+	char err[256];
+	if (!g->fleet)
+		gpu_launch(g, (CUdeviceptr)4096, err, sizeof err);
+}
+
 
 /* Launch a stopped kernel again on its own world, on its schedule: the
  * world no longer takes over from anyone (its old one may be gone). */

@@ -114,6 +114,12 @@ static int kt_load_vmcoreinfo(KTarget *t, uint64_t pa)
 	memcpy(t->vmcoreinfo, s, n);
 	t->vmcoreinfo[n] = 0;
 	t->vmcoreinfo_pa = pa;
+	/* kt_unchanged compares the head of it: through the line of
+	 * SYMBOL(init_uts_ns), an address that moves with the KASLR slide
+	 * (the kernel writes OSRELEASE, BUILD-ID, PAGESIZE, then it) */
+	const char *sym = strstr(t->vmcoreinfo, "\nSYMBOL(init_uts_ns)=");
+	const char *eol = sym ? strchr(sym + 1, '\n') : NULL;
+	t->vmcoreinfo_head = eol ? (size_t)(eol - t->vmcoreinfo) + 1 : n;
 	return 0;
 }
 
@@ -803,7 +809,7 @@ unsigned kt_online_cpus(const KTarget *t)
 
 bool kt_unchanged(const KTarget *t)
 {
-	size_t n = strlen(t->vmcoreinfo);
+	size_t n = t->vmcoreinfo_head;
 	uint64_t p;
 	if (kx_phys_ptr(&t->mem, t->vmcoreinfo_pa, n, &p))
 		return false;

@@ -37,6 +37,7 @@ typedef struct KTarget {
 	char release[65];
 	char *vmcoreinfo;           /* the key=value text */
 	uint64_t vmcoreinfo_pa;
+	size_t vmcoreinfo_head;     /* its first bytes that say which kernel and slide (kt_unchanged) */
 	uint64_t kaslr_offset;      /* virtual slide (KERNELOFFSET); may be 0 with KASLR on */
 	int kaslr;                  /* the kernel's kaslr_enabled(): 1, 0, or -1 unknown */
 	KSym *syms;
@@ -77,7 +78,10 @@ const char *kt_info(const KTarget *t, const char *key, size_t *len);
 unsigned kt_online_cpus(const KTarget *t);
 /* Whether memory still holds the kernel discovered: its VMCOREINFO is where
  * and what it was.  False once the target rebooted (a new KASLR slide, a
- * new kernel) or its memory went away. */
+ * new kernel) or its memory went away.  It compares the note's head, its
+ * release, build ID and a symbol's address (a few hundred bytes: every
+ * target is checked every second, 500 of them on a hypervisor), not the
+ * whole 2-3 KiB. */
 bool kt_unchanged(const KTarget *t);
 
 #endif

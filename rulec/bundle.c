@@ -227,25 +227,13 @@ static int bd_section(FILE *f, uint64_t *h, uint32_t kind, const char *name, con
 	return e;
 }
 
-int bd_write(const Bundle *b, const char *path, char *err, size_t n)
+/* b's bytes into f, which must be seekable (the header's checksum is
+ * written last); 0 or -EIO / -ENOMEM. */
+static int bd_emit(const Bundle *b, FILE *f)
 {
-	/* written beside it and renamed over it: never over a device or a pipe
-	 * (as root, `-o /dev/null` would replace /dev/null with a file) */
-	struct stat st;
-	if (!stat(path, &st) && !S_ISREG(st.st_mode))
-		return bd_fail(err, n, -EINVAL, "%s is not a regular file; give the bundle a file of its own "
-			       "(--emit=manifest prints what a bundle would hold)", path);
 	char *man = bd_manifest_json(b);
 	if (!man)
-		return bd_fail(err, n, -ENOMEM, "out of memory");
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		int e = errno;
-		free(man);
-		return bd_fail(err, n, -e, "%s: cannot create: %s", path, strerror(e));
-	}
+		return -ENOMEM;
 	/* header with a zero checksum first; rewritten once it is known */
 	uint32_t nsec = 2 + (uint32_t)b->nptx;
 	unsigned char hdr[BD_HEADER] = {0};
@@ -263,11 +251,30 @@ int bd_write(const Bundle *b, const char *path, char *err, size_t n)
 	memcpy(hdr + 12, &nsec, 4);
 	memcpy(hdr + 16, &payload, 8);
 	memcpy(hdr + 24, &h, 8);
-	if (!e && (fseek(f, 0, SEEK_SET) || fwrite(hdr, 1, BD_HEADER, f) != BD_HEADER))
-		e = -EIO;
-	if (fclose(f) && !e)
+	if (!e && (end < 0 || fseek(f, 0, SEEK_SET) || fwrite(hdr, 1, BD_HEADER, f) != BD_HEADER))
 		e = -EIO;
 	free(man);
+	return e;
+}
+
+int bd_write(const Bundle *b, const char *path, char *err, size_t n)
+{
+	/* written beside it and renamed over it: never over a device or a pipe
+	 * (as root, `-o /dev/null` would replace /dev/null with a file) */
+	struct stat st;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return bd_fail(err, n, -EINVAL, "%s is not a regular file; give the bundle a file of its own "
+			       "(--emit=manifest prints what a bundle would hold)", path);
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+	FILE *f = fopen(tmp, "wb");
+	if (!f) {
+		int e = errno;
+		return bd_fail(err, n, -e, "%s: cannot create: %s", path, strerror(e));
+	}
+	int e = bd_emit(b, f);
+	if (fclose(f) && !e)
+		e = -EIO;
 	if (!e && rename(tmp, path))
 		e = -errno;
 	if (e) {
@@ -275,6 +282,22 @@ int bd_write(const Bundle *b, const char *path, char *err, size_t n)
 		return bd_fail(err, n, e, "%s: cannot write: %s", path, strerror(-e));
 	}
 	return 0;
+}
+
+int bd_write_fd(const Bundle *b, int fd, char *err, size_t n)
+{
+	int d = dup(fd);
+	FILE *f = d >= 0 ? fdopen(d, "wb") : NULL;
+	if (!f) {
+		int e = errno;
+		if (d >= 0)
+			close(d);
+		return bd_fail(err, n, -e, "cannot write the bundle: %s", strerror(e));
+	}
+	int e = bd_emit(b, f);
+	if (fclose(f) && !e)
+		e = -EIO;
+	return e ? bd_fail(err, n, e, "cannot write the bundle: %s", strerror(-e)) : 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------ */

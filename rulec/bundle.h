@@ -109,6 +109,9 @@ typedef struct Bundle {
 
 /* Write b to path (atomically: a temporary file, then rename). */
 int bd_write(const Bundle *b, const char *path, char *err, size_t n);
+/* Write b at the start of a seekable file descriptor (a memfd that
+ * a child process reads: sentineld's reload trial); fd stays open. */
+int bd_write_fd(const Bundle *b, int fd, char *err, size_t n);
 /* Read and verify a bundle.  A wrong magic, format, checksum or manifest
  * is an error that says which. */
 int bd_read(const char *path, Bundle **out, char *err, size_t n);

@@ -177,6 +177,20 @@ static void *d_reload_thread(void *arg)
 		if (R->r_open)
 			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
 	}
+	/* new rules run a few ticks in a child process first, against the
+	 * first target that takes them: a fault there (fatal to a process's
+	 * CUDA, a SIGSEGV on the CPU) fails the reload, not sentineld */
+	for (unsigned i = 0; i < D->ntg && D->cf.reload_trial && !R->grow && !R->r_open && !*R->trial; i++) {
+		DTarget *T = &D->tg[i];
+		if (!T->ne)
+			continue;
+		char why[900];
+		R->r_open = d_trial(D, T, R->nb, T->task_cap, R->trial, sizeof R->trial, why, sizeof why);
+		if (R->r_open)
+			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
+		else if (!*R->trial)
+			snprintf(R->trial, sizeof R->trial, "ran");
+	}
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	if (D->eo.wake_fd > 0) {
 		uint64_t one = 1;
@@ -427,6 +441,8 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		snprintf(others, sizeof others, "; %s restart%s with them (the handover failed)", failed, lost == 1 ? "s" : "");
 	if (*tchange)
 		snprintf(others + strlen(others), sizeof others - strlen(others), "; targets %s", tchange);
+	if (*R->trial)
+		snprintf(others + strlen(others), sizeof others - strlen(others), "; trial run first: %.150s", R->trial);
 	if (done)
 		snprintf(msg, n, "%.160s, reloaded in %.0f ms; handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
 			 "%.300s%s%.200s", what, (double)(t1 - t0) / 1e6, (unsigned long long)os.ticks,

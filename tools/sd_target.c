@@ -281,6 +281,15 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			snprintf(T->err, sizeof T->err, "%s", err);
 		return;
 	}
+	T->back = true;                          /* started by d_watch_target, with the others back */
+}
+
+/* A target opened again: its rules start. */
+static void d_start_again(DTarget *T)
+{
+	Daemon *D = T->D;
+	char err[512];
+	T->back = false;
 	if (eng_start(T->e, err, sizeof err)) {
 		nt_log(D->nt, 3, "%s is back but the rules cannot start: %s", T->label, err);
 		d_close_target(T);
@@ -301,6 +310,20 @@ void d_watch_target(Daemon *D)
 	if (D->rl.on)                    /* the reload's thread uses the targets */
 		return;
 	uint64_t now = d_now();
-	for (unsigned i = 0; i < D->ntg && !D->rl.on; i++)
+	unsigned back = 0;
+	for (unsigned i = 0; i < D->ntg && !D->rl.on; i++) {
 		d_watch_one(&D->tg[i], now);
+		back += D->tg[i].back;
+	}
+	/* those back start together: on the GPU the fleet's kernel stops and
+	 * starts once for all of them, after they were opened (slow: while
+	 * it is stopped no target ticks) */
+	char err[512];
+	if (back > 1 && D->fleet)
+		eng_fleet_batch(D->fleet, true, err, sizeof err);
+	for (unsigned i = 0; i < D->ntg && back; i++)
+		if (D->tg[i].back)
+			d_start_again(&D->tg[i]);
+	if (back > 1 && D->fleet && eng_fleet_batch(D->fleet, false, err, sizeof err))
+		nt_log(D->nt, 3, "the GPU's kernel for the targets cannot start again: %s", err);
 }

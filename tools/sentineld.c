@@ -194,6 +194,10 @@ static void usage(FILE *out)
 "  -c, --config FILE    the configuration (default " SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf;\n"
 "                       examples/sentinel.conf is an annotated template)\n"
 "      --check-config   check the configuration and the rules, then exit\n"
+"      --trial BUNDLE --trial-target NAME --trial-tasks N [--trial-backend B]\n"
+"                       run BUNDLE's rules for 3 ticks against target NAME and\n"
+"                       exit: a reload runs its new rules so in a child first\n"
+"                       ([engine] reload_trial; exit 3: a GPU kernel faulted)\n"
 "  -h, --help           this help\n"
 "  -V, --version        the version\n"
 "\n"
@@ -207,9 +211,13 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"help", no_argument, NULL, 'h'},      {"version", no_argument, NULL, 'V'},
 		{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'k'},
+		{"trial", required_argument, NULL, 1}, {"trial-target", required_argument, NULL, 2},
+		{"trial-tasks", required_argument, NULL, 3}, {"trial-backend", required_argument, NULL, 4},
 		{NULL, 0, NULL, 0},
 	};
 	const char *config = SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf";
+	const char *trial = NULL, *trial_target = NULL, *trial_backend = "auto";
+	unsigned long trial_tasks = 0;
 	bool check_only = false;
 	int opt;
 	opterr = 0;
@@ -227,6 +235,18 @@ int main(int argc, char **argv)
 		case 'k':
 			check_only = true;
 			break;
+		case 1:
+			trial = optarg;
+			break;
+		case 2:
+			trial_target = optarg;
+			break;
+		case 3:
+			trial_tasks = strtoul(optarg, NULL, 10);
+			break;
+		case 4:
+			trial_backend = optarg;
+			break;
 		case ':':
 			fprintf(stderr, "sentineld: %s needs a value (the configuration file); see sentineld --help\n",
 				argv[optind - 1]);
@@ -239,6 +259,14 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "sentineld: unknown argument '%s'; see sentineld --help\n", argv[optind]);
 		return 2;
+	}
+	if (trial || trial_target) {
+		if (!trial || !trial_target || trial_tasks < 16 || trial_tasks > (1u << 22)) {
+			fprintf(stderr, "sentineld: --trial needs --trial-target and --trial-tasks (16 to 4194304); "
+				"it is run by a reload, not by hand (see sentineld --help)\n");
+			return 2;
+		}
+		return d_trial_main(config, trial, trial_target, (uint32_t)trial_tasks, trial_backend);
 	}
 	Daemon D = {.lfd = -1};
 	for (int i = 0; i < D_MAX_CLIENTS; i++)
@@ -383,6 +411,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	D.started_ns = d_now();
+	/* the GPU fleet's kernel starts once, over all the targets opened */
+	if (D.fleet)
+		eng_fleet_batch(D.fleet, true, err, sizeof err);
 	for (unsigned i = 0; i < D.ntg; i++) {
 		DTarget *T = &D.tg[i];
 		T->next_check_ns = d_next_check(D.started_ns, T->ts == TS_OK ? D_TARGET_CHECK_NS : D_TARGET_RETRY_NS);
@@ -405,6 +436,9 @@ int main(int argc, char **argv)
 		       D.cf.socket);
 		d_log_disabled(T);
 	}
+	if (D.fleet && eng_fleet_batch(D.fleet, false, err, sizeof err))
+		nt_log(D.nt, 3, "the GPU's kernel for the targets cannot start: %s; looking at it every %.0f s", err,
+		       D_TARGET_CHECK_NS / 1e9);
 	if (D.ntg > 1)
 		nt_log(D.nt, 6, "watching %u targets, %u of them running", D.ntg, D.ntg - (d_all_lost(&D) ? D.ntg : 0));
 	d_sd_notify(d_all_lost(&D) ? "READY=1\nSTATUS=no target running" : "READY=1\nSTATUS=running");

@@ -83,6 +83,7 @@ typedef struct DTarget {
 	Engine *ne;                   /* a reload's engine for it, until the handover */
 	bool gone;                    /* a reload found it no more in the configuration */
 	bool dropping;                /* its VM is gone or paused: its engine's alerts are not delivered (until reopened) */
+	bool back;                    /* a lost one opened again by the watch, its rules not yet started */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
@@ -122,6 +123,7 @@ typedef struct DReload {
 	CfTarget *added;              /* [nadded]: targets the configuration has now and sentineld not */
 	unsigned nadded;
 	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
+	char trial[160];              /* the trial run's note ("3 ticks in 312 ms, ..."), or "" */
 } DReload;
 
 /* Where the main thread's own CPU time goes (sentinelctl status's
@@ -194,6 +196,12 @@ int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n);
 uint32_t d_threads(const Config *cf);
 void d_reload_discard(Daemon *D);
 void d_reload_done(Daemon *D);
+
+/* sd_trial.c: a reload's trial run of the new rules in a child process (sentineld --trial) */
+int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *note, size_t nn, char *err,
+	    size_t n);
+int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
+		 const char *backend);
 
 /* sd_control.c: the control socket: status, rules, alerts, reload; non-blocking clients */
 int d_listen(Daemon *D, char *err, size_t n);
