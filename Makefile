@@ -52,7 +52,7 @@ ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gp
 	engine/record.c notifier/render.c
 SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
 # sentineld: the main loop, its targets, its reload, its control socket (tools/sentineld.h)
-SD_SRC := tools/sentineld.c tools/sd_target.c tools/sd_reload.c tools/sd_control.c tools/sd_trial.c
+SD_SRC := tools/sentineld.c tools/sd_target.c tools/sd_reload.c tools/sd_control.c tools/sd_trial.c tools/sd_crash.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)
 ENG_OBJ := $(ENG_SRC:%.c=$(B)/obj/%.o)

@@ -110,7 +110,10 @@ static void gpu_lift_cap(void)
 static int gpu_load_driver(GpuCode *g, char *err, size_t n)
 {
 	gpu_lift_cap();
-	g->d.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* never unloaded (RTLD_NODELETE): a context the driver could not
+	 * destroy (after a fault) keeps its threads in libcuda's code, and the
+	 * last dlclose would unmap it under them */
+	g->d.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!g->d.lib) {
 		snprintf(err, n, "no NVIDIA driver: cannot load libcuda.so.1 (%s); install the driver or use the "
 			 "CPU backend (backend = cpu)", dlerror());

@@ -120,7 +120,8 @@ out:
 /* ---- the parent -------------------------------------------------------------------------- */
 
 /* What the child said that matters: its last "sentineld --trial: " line
- * (its own words), else a sanitizer's report line, else its last line. */
+ * (its own words), else a sanitizer's report line or a crash's (sd_crash.c),
+ * else its last line. */
 static const char *d_trial_words(char *out, size_t len)
 {
 	static const char own[] = "sentineld --trial: ";
@@ -134,6 +135,8 @@ static const char *d_trial_words(char *out, size_t len)
 			if (!strncmp(s, own, sizeof own - 1))
 				best = s + sizeof own - 1;
 			else if (strstr(s, "Sanitizer") && (!san || (strstr(s, "ERROR:") && !strstr(san, "ERROR:"))))
+				san = s;
+			else if (!san && !strncmp(s, "sentineld: signal ", 18))
 				san = s;
 		}
 		if (!nl)

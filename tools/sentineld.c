@@ -268,6 +268,7 @@ int main(int argc, char **argv)
 		}
 		return d_trial_main(config, trial, trial_target, (uint32_t)trial_tasks, trial_backend);
 	}
+	d_crash_report();
 	Daemon D = {.lfd = -1};
 	for (int i = 0; i < D_MAX_CLIENTS; i++)
 		D.cl[i].fd = -1;

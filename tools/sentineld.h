@@ -203,6 +203,9 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
 		 const char *backend);
 
+/* sd_crash.c: with SENTINEL_TEST_FAULTS set, a crash prints its stack (the fault tests' last words) */
+void d_crash_report(void);
+
 /* sd_control.c: the control socket: status, rules, alerts, reload; non-blocking clients */
 int d_listen(Daemon *D, char *err, size_t n);
 void d_answer(Daemon *D, Client *c, json_t *resp);

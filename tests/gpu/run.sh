@@ -5,7 +5,8 @@
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
-#                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]]
+#                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
+#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -47,6 +48,10 @@ if [ "$what" = all ] || [ "$what" = engine ]; then
 	# sentineld's scenarios (tests/engine) on the CUDA backend
 	PYTHONUNBUFFERED=1 python3 tests/engine/test_engine.py "$work/bin" cuda || rc=1
 fi
+if [ "$what" = faultrepeat ]; then
+	# a real GPU fault in a reload, RUNS times: sentineld must exit 3 every time
+	PYTHONUNBUFFERED=1 python3 tests/gpu/fault_repeat.py "$work/bin" "${2:-10}" || rc=1
+fi
 if [ "$what" = scale ]; then
 	# the task set at 5,000 and 50,000 tasks under churn, collected on the GPU
 	PYTHONUNBUFFERED=1 python3 tests/guest/test_task_scale.py "$work/bin/sentinel-inspect" "$work/bin/metrics.bundle" \
@@ -74,6 +79,13 @@ if [ "$what" = targets ]; then
 	SENTINEL_TARGETS_BACKEND=cuda PYTHONUNBUFFERED=1 python3 tests/engine/test_targets.py "$work/bin" || rc=1
 	for t in $(echo "${4:-100,10}" | tr , ' '); do
 		BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,100,500}" "${3:-20}" \
+			"$t" "${5:-1024}" || rc=1
+	done
+fi
+if [ "$what" = fleetbench ]; then
+	# what each target costs, without the scenarios first (bench/targets.py: captured images)
+	for t in $(echo "${4:-100,10}" | tr , ' '); do
+		BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-500}" "${3:-20}" \
 			"$t" "${5:-1024}" || rc=1
 	done
 fi
