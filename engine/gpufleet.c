@@ -427,7 +427,7 @@ int gpu_fleet_halt(GpuFleet *f, char *err, size_t n)
 
 void gpu_fleet_close(GpuFleet *f)
 {
-	if (!f)
+	if (!f || gpu_lost())            /* as gpu_close: left to the exit */
 		return;
 	if (f->g) {
 		char err[256];

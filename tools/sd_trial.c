@@ -87,7 +87,10 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		if (r || eng_gpu_lost()) {
 			fprintf(stderr, "sentineld --trial: after %llu ticks: %s\n", (unsigned long long)S.ticks,
 				r ? err : "a GPU kernel faulted");
-			rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
+			if (eng_gpu_lost()) {    /* nothing of CUDA's is torn down after a fault (gpu_close) */
+				fflush(NULL);
+				_exit(SENTINELD_EXIT_GPU_LOST);
+			}
 			goto out;
 		}
 		if (S.first_tick && S.ticks >= S.first_tick + D_TRIAL_TICKS - 1)

@@ -615,5 +615,11 @@ out:
 	cf_free(&D.cf);
 	if (D.eo.wake_fd > 0)
 		close(D.eo.wake_fd);
+	if (rc == SENTINELD_EXIT_GPU_LOST) {
+		/* no exit handlers: libcuda's would tear down what its threads
+		 * still use after the fault (gpu_close) */
+		fflush(NULL);
+		_exit(rc);
+	}
 	return rc;
 }
