@@ -1399,6 +1399,9 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 	uint64_t *gs = &F->sync[(uint64_t)g * SN_FLEET_SYNC];
 	sn_fleet_ctl *C = F->ctl;
 	uint64_t next = 0, due = 0;
+	/* the group's members are g, g + ngroups, ...: mg of them; a pass
+	 * runs them from its first (the leader's choice, said to all) */
+	uint32_t mg = (F->nmembers - g + F->ngroups - 1) / F->ngroups, first = 0;
 	if (leader) {
 		/* the group's schedule goes on from its members' (a launch
 		 * after a membership change) or starts now */
@@ -1421,19 +1424,27 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 			}
 			due = next;
 		}
-		if (sn_fleet_say(gs, nblk, &k, leader, quit))
+		uint64_t start = sn_fleet_say(gs, nblk, &k, leader, quit ? UINT64_MAX : first);
+		if (start == UINT64_MAX)
 			break;
-		for (uint32_t i = g; i < F->nmembers; i += F->ngroups) {
-			const sn_fleet_member *M = &F->m[i];
+		uint32_t first_skipped = UINT32_MAX;
+		for (uint32_t j = 0; j < mg; j++) {
+			uint32_t at = (uint32_t)((start + j) % mg);
+			const sn_fleet_member *M = &F->m[g + at * F->ngroups];
 			sn_world *w = M->w;
 			uint64_t skip = 0;
 			if (leader) {
-				/* the group's tick is over: the rest wait for the next */
+				/* the group's tick is over: the rest wait for the next,
+				 * which starts with the first of them (else the members
+				 * after a slow one would never tick: 500 targets at 10 ms
+				 * never all started) */
 				uint64_t t = sn_clock();
 				skip = t - due >= F->tick_ns;
 				if (skip) {
 					w->stats->skipped++;
 					w->stats->late++;
+					if (first_skipped == UINT32_MAX)
+						first_skipped = at;
 				} else {
 					sn_tick_begin(w, t, due);
 				}
@@ -1452,6 +1463,8 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 		}
 		if (leader) {
 			uint64_t t = sn_clock(), len = t - due;
+			if (first_skipped != UINT32_MAX)
+				first = first_skipped;
 			__atomic_fetch_add(&C->passes, 1, __ATOMIC_RELAXED);
 			if (len > F->tick_ns)
 				__atomic_fetch_add(&C->late_passes, 1, __ATOMIC_RELAXED);

@@ -437,8 +437,9 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps);
  * other on its own blocks, with barriers over those blocks only (counters
  * in sync, SN_FLEET_SYNC words a group).  A group whose tick runs out
  * skips its remaining members for that tick (their stats->skipped) rather
- * than fall behind: a hostile or huge target costs its group's others
- * that tick, never the other groups.  Membership is fixed for a launch:
+ * than fall behind, and its next tick starts with the first it skipped
+ * (round robin: each member gets its turn): a hostile or huge target
+ * costs its group's others that tick, never the other groups.  Membership is fixed for a launch:
  * the host stops the kernel (ctl->stop) and launches it again with the
  * new members, whose worlds keep their schedules (stats->last_tick_ns). */
 #define SN_FLEET_SYNC 4u
