@@ -463,6 +463,12 @@ struct virtnet_info {
 	u16 max_queue_pairs;
 	u32 speed;              /* Mb/s, SPEED_UNKNOWN (-1) unless the host says */
 };
+/* veth (module type, from its BTF): the pair's other end, and the
+ * transmits it could not take */
+struct veth_priv {
+	struct net_device *peer;
+	atomic64_t dropped;
+};
 
 /* Filesystems: the mounts of the initial mount namespace, a list (up to
  * 6.7) or a tree keyed by mount ID (6.8+); each mount's superblock and,
@@ -618,6 +624,7 @@ extern unsigned int nf_conntrack_max __kweak;
 extern const struct net_device_ops bond_netdev_ops __kweak;
 extern const char dev_get_tstats64[] __kweak;             /* functions: their addresses alone */
 extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */
+extern const char veth_get_stats64[] __kweak;             /* the veth module, when loaded */
 extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
 extern int time_status __kweak;

@@ -1480,9 +1480,9 @@ KM_CG_PSI(io_full, 5)
  * module's BTF), dev->stats and the per-CPU tstats for a driver whose
  * callback is dev_get_tstats64 (a bridge, vxlan, ip tunnels), dummy's
  * lstats (its callback fills the transmits alone), dev->stats with the
- * core's tstats or dstats for a driver without a callback.  Any other
- * driver's counters (veth, bonding) are unknown (KM_ABSENT), never a
- * guess. */
+ * core's tstats or dstats for a driver without a callback, veth's tstats
+ * with its peer's transmits as its receives.  Any other driver's counters
+ * (bonding's) are unknown (KM_ABSENT), never a guess. */
 
 #define KM_MAX_NETDEVS 65536u
 #define KM_IFF_UP 0x1u
@@ -1539,6 +1539,7 @@ enum {
 	KN_V_SPEED,                                              /* virtio_net's link speed (Mb/s) */
 	KN_BOND, KN_BOND_SLAVES, KN_BOND_UP,                     /* a bond's (KN_BOND: it is one) */
 	KN_P_RXP, KN_P_RXB, KN_P_TXP, KN_P_TXB, KN_P_RXD, KN_P_TXD, /* per-CPU tstats, dstats or dummy's lstats */
+	KN_VE_TXD,                                               /* veth: its transmits the peer dropped */
 	KN_KIND, KN_FAILED, KN__COUNT
 };
 _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOCK)");
@@ -1547,7 +1548,7 @@ _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOC
  * dev->stats plus the per-CPU tstats (dev_get_tstats64: bridge, vxlan,
  * ip tunnels...) or dstats (6.7+, the core's, for a driver without a
  * callback), dummy's lstats (its transmits alone) */
-enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_UNKNOWN };
+enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_VETH, KN_UNKNOWN };
 enum { KM_PCPU_STAT_TSTATS = 2, KM_PCPU_STAT_DSTATS = 3 };      /* enum netdev_stat_type */
 
 #define KM_IFF_MASTER 0x400u
@@ -1619,12 +1620,50 @@ KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
 		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
 }
 
+/* veth: veth_get_stats64 sums its tstats (what it sent) and its peer's
+ * transmits as its receives (what one end sends the other receives), and
+ * adds priv->dropped (sends the peer could not take) to its transmit
+ * drops.  Its XDP counters (per receive queue, veth_rq_stats: packets an
+ * XDP program redirected or dropped) are not read: 0 without XDP.  The
+ * totals go in virtio_net's slots, which a veth does not use. */
+KM_INLINE void km_veth(struct net_device *dev, u64 *blk)
+{
+	u64 priv = KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
+						   : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
+	struct veth_priv *vp = (struct veth_priv *)(unsigned long)priv;
+	u64 a[2] = {km_addr(KP(vp->peer)), km_addr(KP(vp->dropped.counter))}, v[2];
+	km_gather(a, 2, v);
+	blk[KN_VE_TXD] = v[1];
+	u64 s[2] = {0, 0};
+	struct net_device___pcpu *peer = (struct net_device___pcpu *)(unsigned long)v[0];
+	if (peer) {                              /* no peer: its end is being deleted */
+		u64 ta = km_addr(KP(peer->tstats)), tv;
+		km_gather(&ta, 1, &tv);
+		struct pcpu_sw_netstats *t = (struct pcpu_sw_netstats *)(unsigned long)tv;
+		u64 off[2] = {km_addr(KP(t->tx_packets)) - tv, km_addr(KP(t->tx_bytes)) - tv};
+		if (tv)
+			km_pcpu_sums(tv, off, 2, s);
+	}
+	blk[KN_V_RXP] = blk[KN_P_RXP] + s[0];
+	blk[KN_V_RXB] = blk[KN_P_RXB] + s[1];
+	blk[KN_V_TXP] = blk[KN_P_TXP];
+	blk[KN_V_TXB] = blk[KN_P_TXB];
+}
+
 KM_INLINE u64 km_net_kind(struct net_device *dev, u64 flags, int virtio, u64 get64, u64 get)
 {
 	if (flags & KM_IFF_LOOPBACK)
 		return KN_LOOPBACK;
 	if (virtio)
 		return km_virtio_types() ? KN_VIRTIO : KN_UNKNOWN;
+	/* veth keeps tstats since 6.7 (commit 6f2684bf2b44; 6.1.120's
+	 * backport too), and says so in the core's pcpu_stat_type, which came
+	 * with it; before, its lstats (its transmits alone): not read */
+	if (get64 && get64 == km_addr(veth_get_stats64) && &veth_get_stats64)
+		return KTYPE_EXISTS(veth_priv) && KFIELD_EXISTS(net_device___pcpu, tstats) &&
+		       KFIELD_EXISTS(net_device___pcpu, pcpu_stat_type) &&
+		       (KR(((struct net_device___pcpu *)dev)->pcpu_stat_type) & 0xff) == KM_PCPU_STAT_TSTATS
+		       ? KN_VETH : KN_UNKNOWN;
 	if (get64)
 		return get64 == km_addr(dev_get_tstats64) && &dev_get_tstats64 ? KN_TSTATS
 		       : get64 == km_addr(dummy_get_stats64) && &dummy_get_stats64 ? KN_DUMMY : KN_UNKNOWN;
@@ -1643,6 +1682,8 @@ KM_INLINE void km_net_pcpu(struct net_device *dev, u64 kind, u64 *blk)
 {
 	for (u32 f = 0; f < 6; f++)
 		blk[KN_P_RXP + f] = 0;
+	if (kind == KN_VETH)
+		kind = KN_TSTATS;                   /* its own: the core's tstats */
 	if (kind == KN_TSTATS || kind == KN_DSTATS) {
 		struct net_device___pcpu *pd = (struct net_device___pcpu *)dev;
 		u64 dm = km_dummy_addr(), v[2], s[6];
@@ -1758,6 +1799,9 @@ int km_net_stats(u64 d, u64 *blk)
 	blk[KN_V_SPEED] = 0xffffffffu;
 	if (kind == KN_VIRTIO && km_virtio_types())
 		km_virtio_queues(dev, blk);
+	blk[KN_VE_TXD] = 0;
+	if (kind == KN_VETH)
+		km_veth(dev, blk);
 	km_bond(dev, blk);
 	blk[KN_KIND] = kind;
 	blk[KN_FAILED] = (u64)simt_any(__llview_failed());
@@ -1774,7 +1818,8 @@ KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic, u64 perc
 		return KM_NAN;
 	switch (blk[KN_KIND]) {
 	case KN_LOOPBACK: return (double)lo;
-	case KN_VIRTIO: return (double)virtio;
+	case KN_VIRTIO:
+	case KN_VETH: return (double)virtio;     /* (km_veth: its totals in virtio's slots) */
 	case KN_GENERIC: return (double)generic;
 	case KN_TSTATS:
 	case KN_DSTATS: return (double)(generic + percpu);
@@ -1826,12 +1871,15 @@ KM_INLINE double km_bondv(const u64 *blk, long i)
 double km_net_bond_slaves(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_SLAVES); }
 double km_net_bond_active(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_UP); }
 
-/* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field; no
- * other driver keeps one (ethtool asks the driver) */
+/* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field, and
+ * veth's constant (veth_get_link_ksettings: SPEED_10000); no other driver
+ * keeps one (ethtool asks the driver) */
 double km_net_speed(u64 d, const u64 *blk)
 {
 	if (blk[KN_FAILED])
 		return KM_NAN;
+	if (blk[KN_KIND] == KN_VETH)
+		return 10000.0 * 125000.0;
 	u64 mbps = blk[KN_V_SPEED];
 	if (blk[KN_KIND] != KN_VIRTIO || mbps == 0 || mbps >= 0x7fffffffu)
 		return KM_ABSENT;       /* SPEED_UNKNOWN, or no driver we read */
@@ -1843,6 +1891,8 @@ double km_net_tx_dropped(u64 d, const u64 *blk)
 	u64 core = blk[KN_CORE_TXD];
 	if (blk[KN_KIND] == KN_DUMMY)
 		return km_nc(blk, 0, 0, 0, core);
+	if (blk[KN_KIND] == KN_VETH)
+		return km_nc(blk, 0, core + blk[KN_VE_TXD], 0, 0);
 	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED], blk[KN_P_TXD]);
 }
 

@@ -461,6 +461,11 @@ def compare_nets(b, a, m, out, between, release=None):
             out.append((all(v is None for v in vals), "net.*{interface=%s}: unknown on %s (a VRF's own stats "
                         "callback before 6.7)" % (name, release), repr(vals)))
             continue
+        if ver and ver < (5, 11) and name.startswith("veth"):
+            vals = [o.get(metric) for metric, _ in NET_COUNTERS]
+            out.append((all(v is None for v in vals), "net.*{interface=%s}: unknown on %s (veth's types: no "
+                        "module BTF before 5.11)" % (name, release), repr(vals)))
+            continue
         if ver and ver < (5, 11) and name.startswith(("eth", "tunl")):
             # virtio_net's types: no module BTF before 5.11; tunl0's
             # callback, a kernel function: the copy of 5.10's kallsyms the

@@ -47,10 +47,12 @@ add_module bonding
 add_module dummy
 # a bridge (net.* from the per-CPU tstats: dev_get_tstats64), ipip's
 # fallback tunl0 (dev_get_tstats64 on 6.1; 6.7+: the core's tstats) and
-# a VRF (6.7+: the core's dstats)
+# a VRF (6.7+: the core's dstats); a veth pair (net.*: its tstats, and
+# its peer's transmits as its receives)
 add_module bridge
 add_module ipip
 add_module vrf
+add_module veth
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'

@@ -458,7 +458,9 @@ def network(g):
     QEMU's user network) up, pings both ways, done before the windows;
     dummy2 (dummy: its per-CPU lstats), br0 (a bridge: dev->stats and
     its per-CPU tstats) and tunl0 (ipip's: tstats, the core's from 6.7) up
-    with packets sent, vrf0 (a VRF: the core's dstats from 6.7) up;
+    with packets sent, vrf0 (a VRF: the core's dstats from 6.7) up, a veth
+    pair (vetha sends, its peer veth0, named by the kernel as busybox's ip
+    names no peer, receives: its peer's transmits);
     conntrack (loaded with its hooks on) tracks them, its limit set to a
     value of our own (host.conntrack_*)."""
     g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
@@ -468,6 +470,8 @@ def network(g):
             "ping -c 2 -W 1 10.9.0.2 >/dev/null; "
             "ip link set tunl0 up && ip addr add 10.7.0.1/24 dev tunl0 && ping -c 2 -W 1 10.7.0.2 >/dev/null; "
             "ip link add vrf0 type vrf table 10 && ip link set vrf0 up; "
+            "ip link add vetha type veth && ip link set vetha up && ip link set veth0 up && "
+            "ip addr add 10.6.0.1/24 dev vetha && ping -c 2 -W 1 10.6.0.2 >/dev/null; "
             "[ -w /proc/sys/net/netfilter/nf_conntrack_max ] && echo 7777 > /proc/sys/net/netfilter/nf_conntrack_max; "
             "true", timeout=60)
 
