@@ -40,6 +40,7 @@ struct Engine {
 	uint64_t hb, hb_ns;           /* eng_health: the heartbeat last seen, and when it moved */
 	bool faults;                  /* SENTINEL_TEST_FAULTS is set (eng_test_fault) */
 	bool trial;                   /* EngOpts.trial */
+	EngFleet *fleet;              /* EngOpts.fleet: the GPU kernel it runs in, or NULL */
 };
 
 /* A CPU handover (Engine.handoff): eng_takeover offers, the running tick
@@ -101,6 +102,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 	e->t = t;
 	e->faults = getenv("SENTINEL_TEST_FAULTS") != NULL;
 	e->trial = o->trial;
+	e->fleet = o->fleet;
 	e->threads = o->threads ? o->threads : 1;
 	e->params = (WdParams){
 		.tick_ns = o->tick_ns ? o->tick_ns : 100000000ull,
@@ -369,6 +371,8 @@ int eng_start(Engine *e, char *err, size_t n)
 		gpu_test_run_faulting(e->gpu);
 		return 0;
 	}
+	if (e->backend == ENG_CUDA && e->fleet && e->faults && eng_test_fault("fleet-kernel-fault"))
+		gpu_fleet_test_fault((GpuFleet *)e->fleet);
 	if (e->backend == ENG_CUDA)
 		return gpu_run(e->gpu, err, n);
 	e->stop = 0;

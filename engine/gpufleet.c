@@ -40,6 +40,7 @@ struct GpuFleet {
 	bool halted;                  /* gpu_fleet_halt: no launch from now on */
 	bool batch;                   /* gpu_fleet_batch: members change without a launch each */
 	bool batch_stopped;           /* ... and the kernel was stopped for one: launch at its end */
+	bool test_fault;              /* gpu_fleet_test_fault: the next launch faults */
 	uint64_t tick_ns;
 	uint64_t polled_ns;           /* when the kernel was last found running (gpu_fleet_poll) */
 	unsigned groups, group_blocks;
@@ -220,7 +221,9 @@ static int fl_launch(GpuFleet *f, char *err, size_t n)
 	}
 	__atomic_store_n(&f->ctl->stopped, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->ctl->stop, 0, __ATOMIC_SEQ_CST);
-	void *args[1] = {&f->dfleet};
+	CUdeviceptr bad = 4096;       /* the fault test's: an address the GPU has not mapped */
+	void *args[1] = {f->test_fault ? (void *)&bad : (void *)&f->dfleet};
+	f->test_fault = false;
 	gpu_trace("fleet: launch");
 	if ((c = g->d.LaunchKernel(f->fn, groups * gb, 1, 1, GPU_BLOCK, 1, 1, 0, g->run, args, NULL))) {
 		r = gpu_err(g, c, err, n, "cannot launch the fleet's kernel on %s", g->name);
@@ -277,6 +280,13 @@ static int fl_change(GpuCode *g, bool add, bool drop, char *err, size_t n)
 out:
 	pthread_mutex_unlock(&f->lock);
 	return r;
+}
+
+void gpu_fleet_test_fault(GpuFleet *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->test_fault = true;
+	pthread_mutex_unlock(&f->lock);
 }
 
 int gpu_fleet_batch(GpuFleet *f, bool on, char *err, size_t n)

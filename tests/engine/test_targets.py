@@ -152,6 +152,31 @@ def targets(tmp):
     return {t["name"]: t for t in status(tmp).get("targets", [])}
 
 
+def fleet_fault(tmp, gs, ticks_b):
+    """A real fault of the fleet's kernel (SENTINEL_TEST_FAULTS
+    fleet-kernel-fault: its launch reads its description at an address the
+    GPU has not mapped), in a second sentineld over a and b: CUDA keeps
+    the error for the whole process, so it must say why and exit 3 for its
+    service manager to start it again; the first, another process, ticks on."""
+    tmp2 = os.path.join(tmp, "second")
+    os.makedirs(tmp2)
+    shutil.copytree(os.path.join(tmp, "rules"), os.path.join(tmp2, "rules"))
+    fault = os.path.join(tmp2, "faults")
+    with open(fault, "w") as f:
+        f.write("fleet-kernel-fault\n")
+    conf = write_conf(tmp2, [("target a", "source = ramfile:%s\n" % gs["a"].ram),
+                             ("target b", "source = ramfile:%s\n" % gs["b"].ram)], engine="backend = cuda\n")
+    k0 = ticks_b()
+    p = subprocess.run([SENTINELD, "-c", conf], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, SENTINEL_TEST_FAULTS=fault))
+    time.sleep(1.0)
+    k1 = ticks_b()
+    report(p.returncode == 3 and "CUDA error 700" in p.stderr and "starts sentineld again" in p.stderr and
+           "signal" not in p.stderr and k1 > k0,
+           "a real fault of the fleet's kernel: sentineld says why and exits %d to be started again; the other "
+           "sentineld's b ticks on (%d ticks meanwhile)" % (p.returncode, k1 - k0), p.stderr[-2500:])
+
+
 def live(tmp):
     ks = guest.kernels()
     rules = os.path.join(tmp, "rules")
@@ -350,6 +375,8 @@ def live(tmp):
         wrong = [e for e in events(tmp) if e["target"] != "b" and e["alert"] == "NoContextSwitches"]
         report(not wrong, "NoContextSwitches never fires for a target that did not hang",
                json.dumps(wrong, indent=1)[:2000])
+        if BACKEND == "cuda":
+            fleet_fault(tmp, gs, lambda: targets(tmp).get("b", {}).get("ticks", 0))
         d.terminate()
         rc = d.wait(30)
         report(rc == 0 and "Sanitizer" not in text(), "sentineld stops cleanly (exit %s)" % rc, text()[-2000:])
