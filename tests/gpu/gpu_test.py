@@ -144,9 +144,11 @@ def run_kernel(name, kdir):
 
 def main():
     ks = guest.kernels()
+    skipped = 0
     for name in ("debian-6.1", "debian-6.12"):
-        if name not in ks:
-            report(False, "%s: kernel not packed" % name)
+        if name not in ks:                 # GPU_PACK_KERNELS left it out: said, not failed
+            print("SKIP %s: kernel not packed (GPU_PACK_KERNELS)" % name, flush=True)
+            skipped += 1
             continue
         try:
             run_kernel(name, ks[name])
@@ -157,8 +159,8 @@ def main():
     w = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
     for r in [hdr] + rows:
         print("  ".join(str(x).ljust(w[i]) for i, x in enumerate(r)))
-    print("\n%d failed" % failures)
-    return 1 if failures else 0
+    print("\n%d failed, %d kernels skipped" % (failures, skipped))
+    return 1 if failures or skipped == 2 else 0
 
 
 if __name__ == "__main__":
