@@ -456,6 +456,7 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 }
 
 uint32_t eng_task_cap(const Engine *e) { return e->params.task_cap; }
+const Bundle *eng_bundle(const Engine *e) { return e->b; }
 
 bool eng_arm(Engine *e)
 {
@@ -559,5 +560,17 @@ bool eng_fleet_seen(EngFleet *f) { return gpu_fleet_seen((GpuFleet *)f); }
 bool eng_fleet_arm(EngFleet *f, int wake_fd) { return gpu_fleet_arm((GpuFleet *)f, wake_fd); }
 int eng_fleet_halt(EngFleet *f, char *err, size_t n) { return gpu_fleet_halt((GpuFleet *)f, err, n); }
 int eng_fleet_batch(EngFleet *f, bool on, char *err, size_t n) { return gpu_fleet_batch((GpuFleet *)f, on, err, n); }
+int eng_fleet_pause(EngFleet *f, char *err, size_t n) { return gpu_fleet_pause((GpuFleet *)f, err, n); }
+
+int eng_fleet_link(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
+{
+	if (!e->fleet || !old->fleet) {
+		snprintf(err, n, "not members of a GPU fleet");
+		return -EINVAL;
+	}
+	*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params, &e->params,
+			gpu_block_addr(old->gpu));
+	return gpu_upload(e->gpu, err, n);
+}
 
 void eng_fleet_close(EngFleet *f) { gpu_fleet_close((GpuFleet *)f); }

@@ -157,9 +157,19 @@ int eng_fleet_halt(EngFleet *f, char *err, size_t n);
  * the second call's).  The kernel does not run from the first change to
  * the end: open the targets before, not between. */
 int eng_fleet_batch(EngFleet *f, bool on, char *err, size_t n);
+/* A reload with new rules in fleet mode: new engines, opened in a new
+ * fleet, take over from the old ones.  eng_fleet_pause stops a fleet's
+ * kernel and holds it (eng_fleet_batch(f, false) launches it again);
+ * eng_fleet_link links new member e to old member old (the state that
+ * carries over: unchanged rules, histories, the task table, the schedule),
+ * which e's kernel takes at its first launch, old's kernel stopped. */
+int eng_fleet_pause(EngFleet *f, char *err, size_t n);
+int eng_fleet_link(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
 void eng_fleet_close(EngFleet *f);
 
 EngBackend eng_backend(const Engine *e);
+/* The rules e runs (eng_open's b): its alert records' rule indexes are into them. */
+const Bundle *eng_bundle(const Engine *e);
 /* Why the backend was chosen (e.g. "auto: no NVIDIA driver (libcuda.so.1: ...)"). */
 const char *eng_backend_note(const Engine *e);
 const RlResult *eng_relocs(const Engine *e);

@@ -143,6 +143,10 @@ int gpu_fleet_halt(GpuFleet *f, char *err, size_t n);
  * once, over all of them, at the end (500 targets started one by one
  * stopped and relaunched it 500 times). */
 int gpu_fleet_batch(GpuFleet *f, bool on, char *err, size_t n);
+/* Stop the kernel now (after its groups' current ticks) and hold it as a
+ * batch does: gpu_fleet_batch(f, false) launches it again, members changed
+ * or not.  A reload's fleet handover pauses the old fleet so. */
+int gpu_fleet_pause(GpuFleet *f, char *err, size_t n);
 /* Test hook (eng_test_fault "fleet-kernel-fault"): the fleet's next launch
  * reads its description at an address the GPU has not mapped, a real
  * fault (gpu_lost). */

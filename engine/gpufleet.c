@@ -282,6 +282,18 @@ out:
 	return r;
 }
 
+int gpu_fleet_pause(GpuFleet *f, char *err, size_t n)
+{
+	pthread_mutex_lock(&f->lock);
+	int r = fl_stop(f, err, n);
+	if (!r) {
+		f->batch = true;
+		f->batch_stopped = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return r;
+}
+
 void gpu_fleet_test_fault(GpuFleet *f)
 {
 	pthread_mutex_lock(&f->lock);

@@ -1402,6 +1402,21 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 	/* the group's members are g, g + ngroups, ...: mg of them; a pass
 	 * runs them from its first (the leader's choice, said to all) */
 	uint32_t mg = (F->nmembers - g + F->ngroups - 1) / F->ngroups, first = 0;
+	/* a reload's new fleet (the old one's kernel stopped before this
+	 * launch): each member takes its old world's state and schedule over
+	 * (w->from, as sn_gpu_main does), on the group's warps, once */
+	for (uint32_t j = 0; j < mg; j++) {
+		sn_world *w = F->m[g + j * F->ngroups].w;
+		const sn_world *o = (const sn_world *)(uintptr_t)sn_load_volatile((const uint64_t *)&w->from);
+		if (!o)
+			continue;
+		sn_handoff(w, warp, nwarps);
+		sn_fleet_say(gs, nblk, &k, leader, 0);
+		if (leader) {
+			w->stats->last_tick_ns = sn_load_volatile(&o->stats->last_tick_ns);
+			*(volatile uint64_t *)&w->from = 0;
+		}
+	}
 	if (leader) {
 		/* the group's schedule goes on from its members' (a launch
 		 * after a membership change) or starts now */

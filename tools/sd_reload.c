@@ -49,6 +49,8 @@ void d_reload_discard(Daemon *D)
 		D->tg[i].ne = NULL;
 		D->tg[i].gone = false;
 	}
+	eng_fleet_close(D->rl.nfleet);          /* (its members first: above) */
+	D->rl.nfleet = NULL;
 	for (unsigned i = 0; i < D->rl.nadded; i++)
 		cf_target_free(&D->rl.added[i]);
 	free(D->rl.added);
@@ -149,28 +151,26 @@ static void *d_reload_thread(void *arg)
 		R->r_targets = d_targets_read(D, R);
 	if (!R->grow && !R->r_targets)
 		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
-	/* the GPU fleet's kernel has no handover yet: the same rules go on
-	 * (targets may come and go), new ones need a restart */
+	/* the GPU fleet: the same rules go on in its kernel (targets may come
+	 * and go); new rules, or a target's larger task table, take a new
+	 * fleet, with a new engine for every running target */
 	if (D->fleet && !R->r_targets && !R->r_rules) {
 		R->same = !R->grow && d_same_rules(D->b, R->nb);
-		if (!R->same) {
-			R->r_open = -ENOTSUP;
-			snprintf(R->err, sizeof R->err, "%s with several targets on the GPU, which runs them in one kernel "
-				 "that cannot hand over yet; restart sentineld to run them (the targets in the "
-				 "configuration may change on a reload)", R->grow ? "the task table cannot grow" :
-				 "new rules cannot be loaded");
-		}
+		char why[900];
+		if (!R->same && (R->r_open = eng_fleet_open(R->grow ? D->b : R->nb, &D->eo, &R->nfleet, why, sizeof why)))
+			snprintf(R->err, sizeof R->err, "the GPU kernel for the targets cannot load: %s", why);
 	}
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
 	 * reload, and the running rules stay everywhere */
 	for (unsigned i = 0; i < D->ntg && !R->r_targets && !R->r_rules && !R->r_open; i++) {
 		DTarget *T = &D->tg[i];
-		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg) || R->same)
+		if (T->ts != TS_OK || T->gone || (R->grow && T != R->grow_tg && !R->nfleet) || R->same)
 			continue;
 		EngOpts eo = D->eo;
 		eo.on_tick = NULL;             /* the recording keeps the old rules' layout */
-		eo.task_cap = R->grow ? R->grow : T->task_cap;
+		eo.task_cap = R->grow && T == R->grow_tg ? R->grow : T->task_cap;
+		eo.fleet = R->nfleet;          /* NULL but in fleet mode */
 		d_target_opts(T, &eo);
 		char why[900];
 		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
@@ -246,6 +246,77 @@ static int d_handover(DTarget *T, unsigned *kept, sn_stats *os, sn_stats *ns, ch
 	eng_close(T->e);
 	T->e = T->ne;
 	T->ne = NULL;
+	return 0;
+}
+
+/* The GPU fleet's handover: every running target moves to its new engine
+ * in the new fleet (R->nfleet) at once.  The old kernel stops after its
+ * groups' current ticks; the new one starts over the new engines, each
+ * taking its old world's state and schedule at the launch (snrt.c,
+ * sn_gpu_fleet); once every new engine has ticked, the old engines and
+ * fleet go (its context stays idle in the pool, for the next reload).
+ * Until then a failure stops the new kernel and starts the old one again.
+ * *os, *ns: the first target's old last and new first tick. */
+static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats *os, sn_stats *ns, char *err,
+			    size_t n)
+{
+	DReload *R = &D->rl;
+	EngFleet *old = D->fleet, *nf = R->nfleet;
+	char e2[512];
+	int r = 0;
+	*kept = *done = 0;
+	for (unsigned i = 0; i < D->ntg && !r; i++) {
+		DTarget *T = &D->tg[i];
+		unsigned k = 0;
+		if (T->ne && !(r = eng_fleet_link(T->ne, T->e, &k, err, n)))
+			*kept += k;
+	}
+	if (r || (r = eng_fleet_pause(old, err, n)))
+		return r;
+	d_drain(D);                      /* the old kernel's last alerts */
+	eng_fleet_batch(nf, true, e2, sizeof e2);
+	for (unsigned i = 0; i < D->ntg && !r; i++)
+		if (D->tg[i].ne)
+			r = eng_start(D->tg[i].ne, err, n);
+	int r2 = eng_fleet_batch(nf, false, r ? e2 : err, r ? sizeof e2 : n);
+	r = r ? r : r2;
+	/* every new engine's first tick: the proof that the new kernel runs */
+	uint64_t t0 = d_now(), limit = 10000000000ull + 4 * D->eo.tick_ns;
+	for (unsigned i = 0; i < D->ntg && !r; i++) {
+		sn_stats S = {0};
+		while (D->tg[i].ne && (eng_stats(D->tg[i].ne, &S, NULL), !S.first_tick) && !r) {
+			if (d_now() - t0 > limit || eng_gpu_lost()) {
+				snprintf(err, n, "the new kernel %s", eng_gpu_lost() ? "faulted (the log says why)" :
+					 "did not tick within its time");
+				r = -ETIMEDOUT;
+			}
+			struct timespec ms = {0, 1000000};
+			nanosleep(&ms, NULL);
+		}
+	}
+	if (r) {                         /* the new engines are closed by the discard */
+		eng_fleet_pause(nf, e2, sizeof e2);
+		if (!eng_gpu_lost() && eng_fleet_batch(old, false, e2, sizeof e2))
+			snprintf(err + strlen(err), n > strlen(err) ? n - strlen(err) : 0,
+				 "; and the old kernel did not start again: %.200s", e2);
+		return r;
+	}
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DTarget *T = &D->tg[i];
+		if (!T->ne)
+			continue;
+		if (!(*done)++) {
+			eng_stats(T->e, os, NULL);
+			eng_stats(T->ne, ns, NULL);
+		}
+		eng_close(T->e);
+		T->e = T->ne;
+		T->ne = NULL;
+	}
+	eng_fleet_close(old);
+	D->fleet = nf;
+	D->eo.fleet = nf;
+	R->nfleet = NULL;
 	return 0;
 }
 
@@ -373,7 +444,13 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	sn_stats os = {0}, ns = {0};
 	char failed[600] = "";
 	d_drain(D);
-	for (unsigned i = 0; i < D->ntg; i++) {
+	if (R->nfleet && (r = d_fleet_handover(D, &kept, &done, &os, &ns, err, sizeof err))) {
+		d_reload_discard(D);
+		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
+		bd_free(nb);
+		return r;
+	}
+	for (unsigned i = 0; i < D->ntg; i++) {     /* (after a fleet handover none has a new engine left) */
 		DTarget *T = &D->tg[i];
 		if (!T->ne)
 			continue;

@@ -68,7 +68,11 @@ static void d_alert(void *ctx, const sn_alert *a)
 {
 	DTarget *T = ctx;
 	Daemon *D = T->D;
-	if (a->rule >= D->b->nrules || T->dropping)
+	/* the engine's own rules: during a reload's handovers a target's new
+	 * engine ticks (and alerts) while D->b is still the old rules (a new
+	 * rule's firing was once named after the old rule of its index) */
+	const Bundle *b = eng_bundle(T->e);
+	if (a->rule >= b->nrules || T->dropping)
 		return;
 	/* the VM stopped or was paused since the last check: what its frozen
 	 * memory says now (no context switch, say) is not news; the watch
@@ -85,7 +89,7 @@ static void d_alert(void *ctx, const sn_alert *a)
 	/* engine clock -> wall clock: the record's age against the last tick */
 	uint64_t age = S.last_tick_ns > a->time_ns ? S.last_tick_ns - a->time_ns : 0;
 	int64_t ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec - (int64_t)age;
-	NtEvent ev = {.rule = &D->b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
+	NtEvent ev = {.rule = &b->rules[a->rule], .kind = (SnEventKind)a->kind, .value = a->value,
 		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
 		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name,
 		      .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};

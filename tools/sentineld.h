@@ -123,6 +123,7 @@ typedef struct DReload {
 	CfTarget *added;              /* [nadded]: targets the configuration has now and sentineld not */
 	unsigned nadded;
 	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
+	EngFleet *nfleet;             /* the GPU fleet: the new rules' (or a grown table's) kernel for all targets */
 	char trial[160];              /* the trial run's note ("3 ticks in 312 ms, ..."), or "" */
 } DReload;
 

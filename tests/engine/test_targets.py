@@ -39,6 +39,7 @@ for both kernels:
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -356,13 +357,36 @@ def live(tmp):
                "d resumed: its rules run again, and its frozen memory raised nothing meanwhile (NoContextSwitches "
                "would: a paused VM switches no context)",
                json.dumps(wrong, indent=1)[:2000] + "\n" + json.dumps(targets(tmp).get("d"), indent=1))
+        # ---- a reload with new rules: every target hands over (on the GPU the
+        # fleet's kernel does: a new kernel takes every target's state over) ---
+        with open(os.path.join(tmp, "rules", "changed.yaml"), "w") as f:
+            f.write("groups:\n  - name: changed\n    rules:\n      - alert: NewRule\n"
+                    "        expr: host.threads > 0\n        severity: info\n")
+        n0 = len(events(tmp))
+        db0 = len([e for e in events(tmp) if e["alert"] == "DbOnly"])
+        rc, out, err = ctl(tmp, "reload")
+        fired = wait(lambda: sorted({e["target"] for e in events(tmp)[n0:] if e["alert"] == "NewRule" and
+                                     e["state"] == "firing"}) == ["a", "b", "d"], 15)
+        db1 = len([e for e in events(tmp) if e["alert"] == "DbOnly"])
+        m = re.search(r"handover: old tick (\d+), new tick (\d+)", out)
+        report(rc == 0 and m is not None and int(m.group(2)) == int(m.group(1)) + 1 and
+               "rules running on 3 of 3 targets" in out and fired and db1 == db0,
+               "a reload with a new rule hands every target over (%s): the rule fires on a, b and d, and DbOnly "
+               "keeps its state (no new event)" % out.strip()[:300],
+               "fired %s, DbOnly events %d -> %d\n%s\n%s%s" %
+               (fired, db0, db1, [(e["alert"], e["target"], e["state"]) for e in events(tmp)[n0:]][:20], out, err) +
+               text()[-2500:])
+        if BACKEND == "cuda":
+            fl = status(tmp).get("gpu_fleet", {})
+            report(fl.get("targets") == 3, "the new rules run in the GPU's new kernel for all of them: %s" %
+                   json.dumps(fl), json.dumps(fl))
         # ---- the others ---------------------------------------------------------------------------------
         t_after = targets(tmp)
         elapsed = time.time() - t0
         b0, b1 = t_before.get("b", {}), t_after.get("b", {})
         ticks = b1.get("ticks", 0) - b0.get("ticks", 0)
         report(b1.get("state") == "ok" and b1.get("late_ticks", -1) == 0 and ticks >= 0.9 * elapsed / TICK,
-               "b ticked on through c's end, a's reboot and two reloads: %d ticks in %.1f s, %d late" %
+               "b ticked on through c's end, a's reboot and three reloads: %d ticks in %.1f s, %d late" %
                (ticks, elapsed, b1.get("late_ticks", -1)), json.dumps(t_after, indent=1)[:3000])
         late = {n: t.get("late_ticks") for n, t in t_after.items()}
         report(sorted(late) == ["a", "b", "d"] and all(v == 0 for v in late.values()) and
