@@ -6,7 +6,7 @@
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
-#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]]
+#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -81,6 +81,10 @@ if [ "$what" = targets ]; then
 		BENCH_BACKEND=cuda PYTHONUNBUFFERED=1 python3 bench/targets.py "$work/bin" "${2:-1,100,500}" "${3:-20}" \
 			"$t" "${5:-1024}" || rc=1
 	done
+fi
+if [ "$what" = fleetgrow ]; then
+	# a task table that grows in the fleet: the fleet hands over (tests/gpu/fleet_grow.py)
+	PYTHONUNBUFFERED=1 python3 tests/gpu/fleet_grow.py "$work/bin" cuda || rc=1
 fi
 if [ "$what" = fleetbench ]; then
 	# what each target costs, without the scenarios first (bench/targets.py: captured images)
