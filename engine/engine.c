@@ -398,6 +398,15 @@ int eng_stop(Engine *e, char *err, size_t n)
 	return 0;
 }
 
+/* CUDA: link e's world to old's (what carries over, read from old's device
+ * memory by e's kernel at its start) and upload it. */
+static int eng_gpu_link(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
+{
+	*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params, &e->params,
+			gpu_block_addr(old->gpu));
+	return gpu_upload(e->gpu, err, n);
+}
+
 int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 {
 	if (e->backend != old->backend) {
@@ -410,13 +419,11 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 	bool stuck = old->faults && eng_test_fault("handover-stuck");
 	uint64_t timeout = stuck ? 1000000000ull : 10000000000ull + 4 * old->params.tick_ns;
 	if (e->backend == ENG_CUDA) {
-		*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params,
-				&e->params, gpu_block_addr(old->gpu));
 		GpuFault f = !old->faults ? GPU_FAULT_NONE
 			: stuck ? GPU_FAULT_STUCK
 			: eng_test_fault("handover") ? GPU_FAULT_AFTER_STOP
 			: eng_test_fault("handover-kernel-fault") ? GPU_FAULT_KERNEL : GPU_FAULT_NONE;
-		int r = gpu_upload(e->gpu, err, n);
+		int r = eng_gpu_link(e, old, kept, err, n);
 		return r ? r : gpu_takeover(e->gpu, old->gpu, timeout, f, err, n);
 	}
 	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, old->b, &old->params, &e->params,
@@ -568,9 +575,7 @@ int eng_fleet_link(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 		snprintf(err, n, "not members of a GPU fleet");
 		return -EINVAL;
 	}
-	*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), old->b, &old->params, &e->params,
-			gpu_block_addr(old->gpu));
-	return gpu_upload(e->gpu, err, n);
+	return eng_gpu_link(e, old, kept, err, n);
 }
 
 void eng_fleet_close(EngFleet *f) { gpu_fleet_close((GpuFleet *)f); }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #define GPU_BLOCK 128               /* threads per block: 4 warps */
+#define GPU_FAULT_ADDR ((CUdeviceptr)4096)  /* the fault tests': an address the GPU has not mapped */
 #define GPU_JIT_LEVEL 4             /* ptxas -O level of the driver's JIT (docs/benchmarks.md) */
 
 /* A wakeup the driver's thread delivers (a host function queued behind a

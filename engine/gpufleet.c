@@ -221,7 +221,7 @@ static int fl_launch(GpuFleet *f, char *err, size_t n)
 	}
 	__atomic_store_n(&f->ctl->stopped, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->ctl->stop, 0, __ATOMIC_SEQ_CST);
-	CUdeviceptr bad = 4096;       /* the fault test's: an address the GPU has not mapped */
+	CUdeviceptr bad = GPU_FAULT_ADDR;
 	void *args[1] = {f->test_fault ? (void *)&bad : (void *)&f->dfleet};
 	f->test_fault = false;
 	gpu_trace("fleet: launch");

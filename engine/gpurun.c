@@ -125,7 +125,7 @@ void gpu_test_run_faulting(GpuCode *g)
 {
 	char err[256];
 	if (!g->fleet)
-		gpu_launch(g, (CUdeviceptr)4096, err, sizeof err);
+		gpu_launch(g, GPU_FAULT_ADDR, err, sizeof err);
 }
 
 
@@ -188,7 +188,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, GpuFault fault, 
 	}
 	/* the new kernel waits for the old one's last tick, then takes over
 	 * (in the fault test, from a world at 4 KiB: no GPU mapping has it) */
-	int r = gpu_launch(g, fault == GPU_FAULT_KERNEL ? (CUdeviceptr)4096 : g->dblock, err, n);
+	int r = gpu_launch(g, fault == GPU_FAULT_KERNEL ? GPU_FAULT_ADDR : g->dblock, err, n);
 	if (r)
 		return r;
 	gpu_trace("takeover: launched");
