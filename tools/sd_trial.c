@@ -54,6 +54,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 	}
 	if (bd_read(bundle, &D.b, err, sizeof err)) {
 		fprintf(stderr, "sentineld --trial: %s\n", err);
+		rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
 		goto out;
 	}
 	D.cf.kernel_log_lines = 0;             /* no alert goes out of a trial */
@@ -87,10 +88,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		if (r || eng_gpu_lost()) {
 			fprintf(stderr, "sentineld --trial: after %llu ticks: %s\n", (unsigned long long)S.ticks,
 				r ? err : "a GPU kernel faulted");
-			if (eng_gpu_lost()) {    /* nothing of CUDA's is torn down after a fault (gpu_close) */
-				fflush(NULL);
-				_exit(SENTINELD_EXIT_GPU_LOST);
-			}
+			rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
 			goto out;
 		}
 		if (S.first_tick && S.ticks >= S.first_tick + D_TRIAL_TICKS - 1)
@@ -105,13 +103,14 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 	}
 	if (eng_stop(T.e, err, sizeof err)) {
 		fprintf(stderr, "sentineld --trial: %s\n", err);
-		rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
 		goto out;
 	}
 	printf("%d ticks in %.0f ms, the longest %.2f ms\n", D_TRIAL_TICKS, (double)(d_now() - t0) / 1e6,
 	       (double)S.max_tick_len_ns / 1e6);
 	rc = 0;
 out:
+	if (rc == SENTINELD_EXIT_GPU_LOST)
+		d_exit_gpu_lost();               /* nothing of CUDA's torn down */
 	fflush(stdout);
 	d_close_target(&T);
 	cf_target_free(&T.cf);
@@ -155,7 +154,7 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 	    size_t n)
 {
 	int fd = memfd_create("sentinel-trial-bundle", 0), p[2] = {-1, -1}, r;
-	pid_t pid = -1;
+	pid_t pid;
 	char out[4096] = "";
 	size_t len = 0;
 	*note = 0;
@@ -184,7 +183,6 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 	if (r) {
 		snprintf(err, n, "cannot start the trial run (/proc/self/exe): %s", strerror(r));
 		r = -r;
-		pid = -1;
 		goto out;
 	}
 	/* its output until it closes it; a child that hangs is killed */
@@ -205,28 +203,23 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 		if (pr <= 0)
 			continue;
 		char buf[1024];
+		_Static_assert(sizeof buf < sizeof out, "a read fits in the kept output");
 		ssize_t got = read(p[0], buf, sizeof buf);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;
-		/* keep the last part: the child's last lines say what happened */
-		size_t g = (size_t)got;
-		if (len + g >= sizeof out) {
-			size_t drop = len + g - (sizeof out - 1);
-			if (drop > len)
-				drop = len;
-			memmove(out, out + drop, len - drop);
-			len -= drop;
-		}
-		memcpy(out + len, buf, g < sizeof out - 1 - len ? g : sizeof out - 1 - len);
-		len += g < sizeof out - 1 - len ? g : sizeof out - 1 - len;
+		/* keep the last part: the child's last lines say what happened
+		 * (got < sizeof out: what is dropped is out's oldest bytes) */
+		size_t g = (size_t)got, drop = len + g >= sizeof out ? len + g - (sizeof out - 1) : 0;
+		memmove(out, out + drop, len - drop);
+		memcpy(out + len - drop, buf, g);
+		len += g - drop;
 		out[len] = 0;
 	}
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	pid = -1;
 	const char *last = d_trial_words(out, len);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		snprintf(note, nn, "%s", last);

@@ -25,6 +25,14 @@ static void d_on_signal(int sig)
 		d_quit_flag = 1;
 }
 
+/* After a GPU fault: exit 3 at once, without exit handlers (libcuda's
+ * would tear down what its threads still use: gpu_close). */
+void d_exit_gpu_lost(void)
+{
+	fflush(NULL);
+	_exit(SENTINELD_EXIT_GPU_LOST);
+}
+
 uint64_t d_now(void)
 {
 	struct timespec ts;
@@ -619,11 +627,7 @@ out:
 	cf_free(&D.cf);
 	if (D.eo.wake_fd > 0)
 		close(D.eo.wake_fd);
-	if (rc == SENTINELD_EXIT_GPU_LOST) {
-		/* no exit handlers: libcuda's would tear down what its threads
-		 * still use after the fault (gpu_close) */
-		fflush(NULL);
-		_exit(rc);
-	}
+	if (rc == SENTINELD_EXIT_GPU_LOST)
+		d_exit_gpu_lost();
 	return rc;
 }
