@@ -14,7 +14,8 @@ with BENCH_THREADS_PER_PROC=T the N tasks are N/T processes of T threads
 each, on 16 KiB stacks: the PID tree holds every thread, the rows only
 the processes, as /proc lists them; BENCH_RULES=DIR[,DIR...] runs other
 rule sets against the same guests, e.g. rules and bench/gen_rules.sh's
-10,000, with BENCH_START_S for their compile):
+10,000, with BENCH_START_S for their compile; BENCH_READ_BUDGET=B[,B...]
+runs each [engine] read_budget in turn, e.g. none,auto):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median and longest time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -37,7 +38,9 @@ SIZES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "60,5000,50000")
 SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
 CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
 RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules")).split(",")
-THREADS = os.environ.get("BENCH_THREADS", "auto")          # the CPU backend's [engine] threads
+THREADS = os.environ.get("BENCH_THREADS", "auto")
+# [engine] read_budget, each in turn against the same guest (none,auto: what counting the reads costs)
+BUDGETS = os.environ.get("BENCH_READ_BUDGET", "auto").split(",")          # the CPU backend's [engine] threads
 PER_PROC = int(os.environ.get("BENCH_THREADS_PER_PROC", "1"))   # N tasks as N / PER_PROC processes
 START_S = float(os.environ.get("BENCH_START_S", "90"))     # to compile, load and tick (10,000 rules: minutes)
 
@@ -53,13 +56,13 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def measure(tmp, ram, backend, n, rules):
+def measure(tmp, ram, backend, n, rules, budget="auto"):
     sock = os.path.join(tmp, "ctl-%s.sock" % backend)
     conf = os.path.join(tmp, "b-%s.conf" % backend)
     with open(conf, "w") as f:
         f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 10ms\n"
-                "tasks = %d\nthreads = %s\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
-                (ram, rules, backend, n * 5 // 4 + 1024, THREADS, sock))
+                "tasks = %d\nthreads = %s\nread_budget = %s\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
+                (ram, rules, backend, n * 5 // 4 + 1024, THREADS, budget, sock))
     log = open(os.path.join(tmp, "d-%s.log" % backend), "w")
     p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -89,7 +92,9 @@ def measure(tmp, ram, backend, n, rules):
         s1 = ctl(sock, "status")["status"]
         return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
                 "late": s1["late_ticks"] - s0["late_ticks"], "errors": s1.get("read_errors", 0) - s0.get("read_errors", 0),
-                "note": s1.get("backend", ""),
+                "note": s1.get("backend", ""), "reads": s1.get("reads_per_tick", 0),
+                "max_reads": s1.get("max_reads_per_tick", 0), "over_budget": s1.get("ticks_over_budget", 0),
+                "budget": s1.get("read_budget"),
                 "phases": ", ".join("%s %.0f/%.0f" % (k, pct(v, 0.5), max(v)) for k, v in phases.items())}
     finally:
         p.terminate()
@@ -121,15 +126,19 @@ def main():
                 label = "%d threads in %d processes" % (threads, tasks)
             tmp = tempfile.mkdtemp(prefix="sentinel-tsb-")
             try:
-                for rules, b in [(r, b) for r in RULES for b in BACKENDS]:
-                    r = measure(tmp, g.ram, b, tasks, rules)
+                for rules, b, bud in [(r, b, u) for r in RULES for u in BUDGETS for b in BACKENDS]:
+                    r = measure(tmp, g.ram, b, tasks, rules, bud)
                     if len(RULES) > 1:
                         print("rules: %s" % rules, flush=True)
-                    rows.append((label if len(RULES) == 1 else "%s, %s" % (label, os.path.basename(rules.rstrip("/"))),
-                                 b, r))
+                    what = label if len(RULES) == 1 else "%s, %s" % (label, os.path.basename(rules.rstrip("/")))
+                    if len(BUDGETS) > 1:
+                        what += ", read_budget %s" % bud
+                    rows.append((what, b, r))
                     print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
                           "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
                                               r["errors"]), flush=True)
+                    print("        reads a tick %d, the most %d; read budget %s, %d ticks cut off" %
+                          (r["reads"], r["max_reads"], r["budget"], r["over_budget"]), flush=True)
                     if r["phases"]:
                         print("        phases (median/longest us): %s" % r["phases"], flush=True)
             finally:

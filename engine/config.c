@@ -116,9 +116,23 @@ static bool cf_uint(CfRead *R, const char *key, const char *v, unsigned long lo,
 	return true;
 }
 
-#define KEYS_TARGET "source, name, kallsyms, btf, labels"
+/* read_budget -> auto | none | NUMBER (reads a tick) */
+static void cf_budget(CfRead *R, const char *v, uint64_t *out)
+{
+	unsigned long u;
+	if (!strcmp(v, "auto"))
+		*out = CF_BUDGET_AUTO;
+	else if (!strcmp(v, "none"))
+		*out = CF_BUDGET_NONE;
+	else if (!*v || strspn(v, "0123456789") != strlen(v))
+		cf_error(R, "read_budget takes auto, none or a number of reads a tick (such as 4000000), not '%s'", v);
+	else if (cf_uint(R, "read_budget", v, 1000, 1ul << 40, 10, &u))
+		*out = u;
+}
+
+#define KEYS_TARGET "source, name, kallsyms, btf, labels, read_budget"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, ring, history_memory, record, gpu_register_chunk, reload_trial"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, read_budget, ring, history_memory, record, gpu_register_chunk, reload_trial"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -291,6 +305,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		else if (!strcmp(key, "kallsyms")) cf_str(&t->kallsyms, v);
 		else if (!strcmp(key, "btf")) cf_str(&t->btf, v);
 		else if (!strcmp(key, "labels")) cf_labels(R, t, v);
+		else if (!strcmp(key, "read_budget")) cf_budget(R, v, &t->read_budget);
 		else cf_error(R, "unknown key '%s' in [%s]; the keys are " KEYS_TARGET, key, sec);
 	} else if (!strcmp(sec, "rules")) {
 		if (IS("rules", "directory")) cf_str(&c->rules_dir, v);
@@ -315,6 +330,8 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 				c->threads = 0;
 			else if (cf_uint(R, "threads", v, 1, 64, 10, &u))
 				c->threads = (uint32_t)u;
+		} else if (IS("engine", "read_budget")) {
+			cf_budget(R, v, &c->read_budget);
 		} else if (IS("engine", "max_tasks")) {
 			if (cf_uint(R, "max_tasks", v, 16, 1u << 22, 10, &u))
 				c->max_tasks = (uint32_t)u;
@@ -445,6 +462,7 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->ring = 4096;
 	c->kernel_log_lines = 20;
 	c->reload_trial = true;
+	c->read_budget = CF_BUDGET_AUTO;
 	c->log = true;
 	c->socket = strdup("/run/sentinel/sentinel.sock");
 	c->mode = 0600;
@@ -517,7 +535,8 @@ static char *cf_dup(const char *s)
 int cf_target_copy(CfTarget *dst, const CfTarget *src)
 {
 	*dst = (CfTarget){.name = cf_dup(src->name), .source = cf_dup(src->source), .kallsyms = cf_dup(src->kallsyms),
-			  .btf = cf_dup(src->btf), .file = cf_dup(src->file), .line = src->line};
+			  .btf = cf_dup(src->btf), .file = cf_dup(src->file), .line = src->line,
+			  .read_budget = src->read_budget};
 	bool bad = (src->name && !dst->name) || (src->source && !dst->source) || (src->kallsyms && !dst->kallsyms) ||
 		   (src->btf && !dst->btf) || (src->file && !dst->file);
 	if (src->nlabels && !bad && (dst->labels = calloc(2 * src->nlabels, sizeof *dst->labels))) {
@@ -542,7 +561,7 @@ static bool cf_eq(const char *a, const char *b)
 bool cf_target_same(const CfTarget *a, const CfTarget *b)
 {
 	if (!cf_eq(a->name, b->name) || !cf_eq(a->source, b->source) || !cf_eq(a->kallsyms, b->kallsyms) ||
-	    !cf_eq(a->btf, b->btf) || a->nlabels != b->nlabels)
+	    !cf_eq(a->btf, b->btf) || a->nlabels != b->nlabels || a->read_budget != b->read_budget)
 		return false;
 	for (unsigned i = 0; i < 2 * a->nlabels; i++)
 		if (strcmp(a->labels[i], b->labels[i]))

@@ -49,7 +49,14 @@ typedef struct CfTarget {
 	unsigned line;             /* the line of its section header */
 	char **labels;             /* labels = k=v, ...: [2 * nlabels] keys and values, on its every alert */
 	unsigned nlabels;
+	uint64_t read_budget;      /* read_budget =: CF_BUDGET_AUTO, CF_BUDGET_NONE or a number; 0: [engine]'s */
 } CfTarget;
+
+/* read_budget: the most reads of a target one tick may make (kx.h, kx_cur).
+ * auto: room for a tick with every table full (eng_read_budget_auto);
+ * none: no budget. */
+#define CF_BUDGET_AUTO (UINT64_MAX - 1)
+#define CF_BUDGET_NONE UINT64_MAX
 
 #define CF_MAX_LABELS 16u
 
@@ -69,6 +76,7 @@ typedef struct Config {
 	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_watch_tasks) */
 	uint32_t objects;          /* slots of each object kind: disks, cgroups, interfaces, mounts */
 	uint32_t threads;          /* the CPU backend's tick threads; 0: auto (a quarter of the CPUs, 1 to 8) */
+	uint64_t read_budget;      /* every target's, where its section gives none: CF_BUDGET_* or a number */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */
 	uint64_t reg_chunk;        /* CUDA: the target's RAM registered in pieces of at most this; 0: 64 GiB */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */

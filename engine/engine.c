@@ -12,6 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* eng_read_budget_auto: reads a tick may make with every table full, with
+ * room to spare: a base for the jobs (the host's and the CPUs' metrics, the
+ * objects' walks, the PID tree, threads summed into their process's row)
+ * and so many a task row and an object row.  The shipped rules read about
+ * 500 words a tick plus 26 a task (docs/benchmarks.md, "The read
+ * budget"): a 4,096-row table gets 1.38 million, a 5,000-task guest reads
+ * 131,000. */
+#define ENG_BUDGET_BASE 1048576ull
+#define ENG_BUDGET_TASK 64u
+#define ENG_BUDGET_OBJ 64u
+
 struct Engine {
 	const Bundle *b;
 	const KTarget *t;
@@ -111,6 +122,7 @@ int eng_open(const Bundle *b, const KTarget *t, const EngOpts *o, Engine **out, 
 		.ring_cap = o->ring_cap ? o->ring_cap : WD_DEFAULT_RING,
 		.hist_max = o->hist_max,
 		.obj_cap = o->obj_cap,
+		.read_budget = o->read_budget,
 	};
 	int r = rl_resolve(b, t, &e->res, err, n);
 	if (!r && (r = rl_limit(b, &e->res, o->target_name, o->target_labels, o->target_nlabels)))
@@ -463,6 +475,13 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 }
 
 uint32_t eng_task_cap(const Engine *e) { return e->params.task_cap; }
+uint64_t eng_read_budget(const Engine *e) { return e->params.read_budget; }
+
+uint64_t eng_read_budget_auto(uint32_t task_cap, uint32_t obj_cap)
+{
+	return ENG_BUDGET_BASE + (uint64_t)ENG_BUDGET_TASK * task_cap +
+	       (uint64_t)ENG_BUDGET_OBJ * SN_OBJ_KINDS * (obj_cap ? obj_cap : WD_OBJ_CAP);
+}
 const Bundle *eng_bundle(const Engine *e) { return e->b; }
 
 bool eng_arm(Engine *e)

@@ -53,7 +53,15 @@ typedef struct EngOpts {
 	/* a reload's trial run of new rules, in a process of its own
 	 * (sentineld --trial); only the fault tests look at it */
 	bool trial;
+	/* the most reads of the target one tick may make: past it the tick is
+	 * cut off (kx.h, kx_cur; sn_stats.over_budget); 0: no budget */
+	uint64_t read_budget;
 } EngOpts;
+
+/* The read budget sentineld gives a target by default ([engine]
+ * read_budget = auto): room for a tick of every table full, rows of
+ * task_cap tasks and obj_cap objects of each kind (see the function). */
+uint64_t eng_read_budget_auto(uint32_t task_cap, uint32_t obj_cap);
 
 typedef struct Engine Engine;
 
@@ -100,6 +108,8 @@ unsigned eng_drain(Engine *e, EngAlertFn fn, void *ctx);
 void eng_stats(const Engine *e, sn_stats *out, uint64_t *dropped);
 /* The task table's size (rows and slots). */
 uint32_t eng_task_cap(const Engine *e);
+/* Its read budget (EngOpts.read_budget; 0: none). */
+uint64_t eng_read_budget(const Engine *e);
 /* A copy of every rule's alert state (nrules entries). */
 int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
 

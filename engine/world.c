@@ -146,6 +146,7 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	w->nhist = (uint32_t)b->nhist;
 	w->max_cpus = p->max_cpus;
 	w->tick_ns = p->tick_ns;
+	w->read_budget = p->read_budget;
 	w->host = (double *)(uintptr_t)AT(L->o_host);
 	w->cpu = (double *)(uintptr_t)AT(L->o_cpu);
 	w->cpu_on = (uint8_t *)(uintptr_t)AT(L->o_cpu_on);

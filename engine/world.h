@@ -42,6 +42,7 @@ typedef struct WdParams {
 	uint32_t ring_cap;        /* alert records; a power of two */
 	uint64_t hist_max;        /* bytes all histories may take; 0: WD_DEFAULT_HIST_MEMORY */
 	uint32_t obj_cap;         /* slots of each object kind a rule reads; 0: WD_OBJ_CAP */
+	uint64_t read_budget;     /* reads of the target a tick may make (kx.h, kx_cur); 0: no budget */
 } WdParams;
 
 typedef struct WdLayout {

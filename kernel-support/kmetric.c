@@ -55,6 +55,13 @@ KM_INLINE double km_collective(double v)
 	return simt_any(__llview_failed()) ? KM_NAN : v;
 }
 
+/* The tick has read past its target's read budget (kx.h, kx_cur): a walk
+ * stops at its next step with KM_EBUDGET.  km_spent for a walk of one
+ * lane; km_spent_all for a warp's walk, every lane the same answer. */
+#define KM_EBUDGET (-122)
+KM_INLINE int km_spent(void) { return kx_spent(); }
+KM_INLINE int km_spent_all(void) { return simt_any(kx_spent()); }
+
 KM_INLINE u32 km_nr_cpu_ids(void)
 {
 	u32 n = nr_cpu_ids;
@@ -121,6 +128,7 @@ KM_INLINE u64 km_dummy_addr(void) { return km_addr(&jiffies_64); }
 typedef struct km_list {
 	struct list_head *head, *cur, *next;
 	u32 n, max;
+	int spent;                 /* it stopped at the read budget */
 	kx_loop lp;
 } km_list;
 
@@ -130,16 +138,21 @@ KM_INLINE void km_list_init(km_list *w, struct list_head *head, u32 max)
 	w->next = KR(head->next);
 	w->n = 0;
 	w->max = max;
+	w->spent = 0;
 	kx_loop_init(&w->lp, km_addr(head));
 }
 
 /* 1: w->cur is the next node, *val its word; 0: back at the head, or a
  * read failed (the caller asks __llview_failed); -1: a corrupt, changing
- * or endless list. */
+ * or endless list, or the tick's read budget spent (w->spent). */
 KM_INLINE int km_list_step(km_list *w, long field, u64 *val)
 {
 	if (w->next == w->head || simt_any(__llview_failed()))
 		return 0;
+	if (km_spent_all()) {
+		w->spent = 1;
+		return -1;
+	}
 	u64 at = km_addr(w->next), v[3];
 	if (w->n >= w->max || kx_loop_seen(&w->lp, at))
 		return -1;
@@ -606,6 +619,10 @@ int km_task_walk(u64 *out, u32 cap)
 			struct list_head *next = cur->next;
 			if (next == head || __llview_failed())
 				break;
+			if (km_spent()) {
+				n = KM_EBUDGET;
+				break;
+			}
 			if ((u32)n >= cap || next->prev != cur || kx_loop_seen(&lp, km_addr(next))) {
 				n = -40;        /* KX_ELOOP: a corrupt, changing or too long list */
 				break;
@@ -774,7 +791,7 @@ KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
 	kx_loop lp;
 	kx_loop_init(&lp, km_addr(head));
 	u32 i = 0;
-	for (; n != head && i < KM_MAX_THREADS && !__llview_failed(); i++) {
+	for (; n != head && i < KM_MAX_THREADS && !__llview_failed() && !km_spent(); i++) {
 		struct task_struct *t = kcontainer_of(n, struct task_struct, thread_node);
 		if (kx_loop_seen(&lp, km_addr(n)))
 			break;
@@ -949,6 +966,8 @@ int km_disk_walk(u64 *out, u32 cap)
 		km_gather(a, KW__N, v);
 		if (seen >= KM_MAX_BDEV_INODES || v[KW_PREV] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		if (km_spent_all())
+			return KM_EBUDGET;
 		if (v[KW_HASHED] && v[KW_DISK] && v[KW_STATS] && (!(v[KW_PARTNO] & 0xff) || v[KW_SECTORS])) {
 			if ((u32)n < cap && simt_lane() == 0)
 				out[n] = km_addr(b);
@@ -1176,15 +1195,16 @@ static int km_cgroup_levels(u64 *out, u32 cap)
 				cur = head;
 			kx_loop lp;
 			kx_loop_init(&lp, head);
-			int looped = 0;
+			int looped = 0, spent = 0;
 			while (simt_any(cur != head)) {
 				u64 buf[KM_CG_CHUNK];
 				u32 k = 0, total;
-				while (k < KM_CG_CHUNK && cur != head && !__llview_failed() && !(looped = kx_loop_seen(&lp, cur))) {
+				while (k < KM_CG_CHUNK && cur != head && !__llview_failed() && !(spent = km_spent()) &&
+				       !(looped = kx_loop_seen(&lp, cur))) {
 					buf[k++] = cur;          /* a child's sibling list_head; next is its first word */
 					cur = km_word(cur);
 				}
-				if (__llview_failed() || looped)
+				if (__llview_failed() || looped || spent)
 					cur = head;
 				u32 at = n + km_lane_prefix(k, &total);
 				for (u32 i = 0; i < k; i++)
@@ -1196,6 +1216,8 @@ static int km_cgroup_levels(u64 *out, u32 cap)
 					return -14;
 				if (simt_any(looped))
 					return -40;             /* KX_ELOOP: a children list that comes round */
+				if (simt_any(spent))
+					return KM_EBUDGET;
 				if (n > cap || n > KM_MAX_CGROUP_STEPS)
 					return -1;
 			}
@@ -1240,6 +1262,8 @@ int km_cgroup_walk(u64 *out, u32 cap)
 	for (u32 step = 0; step < KM_MAX_CGROUP_STEPS; step++) {
 		if (step && kx_loop_seen(&lp, km_addr(cur)))
 			return -40;             /* KX_ELOOP: a corrupt or endless tree */
+		if (km_spent_all())
+			return KM_EBUDGET;
 		/* its first child, next sibling, parent and flags: one load for the warp */
 		u64 a[KG__N], v[KG__N];
 		a[KG_CHILD] = km_addr(KP(cur->children.next));
@@ -1503,7 +1527,7 @@ int km_net_walk(u64 *out, u32 cap)
 		n++;
 	}
 	if (r < 0)
-		return -40;                     /* KX_ELOOP: a corrupt, changing or endless list */
+		return w.spent ? KM_EBUDGET : -40;  /* KX_ELOOP: a corrupt, changing or endless list */
 	return simt_any(__llview_failed()) ? -14 : n;
 }
 
@@ -1954,6 +1978,8 @@ static int km_mnt_list(struct mnt_namespace___list *ns, u64 *out, u32 cap)
 		km_gather(a, 4, v);
 		if (seen >= KM_MAX_MOUNTS || v[1] != km_addr(cur) || kx_loop_seen(&lp, km_addr(next)))
 			return -40;             /* KX_ELOOP: a corrupt, changing or endless list */
+		if (km_spent_all())
+			return KM_EBUDGET;
 		n = km_fs_keep(m, v[2], v[3], KM_MNT_CURSOR, out, cap, n);
 		cur = next;
 		next = (struct list_head *)(unsigned long)v[0];
@@ -1976,6 +2002,8 @@ static int km_mnt_tree(struct mnt_namespace___rb *ns, u64 *out, u32 cap)
 			return -14;
 		if (++steps > 4 * KM_MAX_MOUNTS || kx_loop_seen(&lp, km_addr(node)))
 			return -40;
+		if (km_spent_all())
+			return KM_EBUDGET;
 		struct mount *m = (struct mount *)kcontainer_of(node, struct mount___list, mnt_node);
 		u64 a[4] = {km_addr(KP(node->rb_right)), km_addr(KP(node->__rb_parent_color)),
 			    km_addr(KP(m->mnt.mnt_sb)), km_addr(KP(m->mnt.mnt_flags))}, v[4];

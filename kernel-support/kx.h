@@ -26,6 +26,7 @@
 #define KX_EINVAL  (-22)  /* misaligned or impossible request */
 #define KX_ERANGE  (-34)  /* a value outside what the kernel can hold */
 #define KX_ELOOP   (-40)  /* a list that is corrupt, cyclic or longer than its cap */
+#define KX_EBUDGET (-122) /* a walk stopped: the tick read past its target's read budget (kx_cur) */
 
 #define KX_MAX_RANGES 16
 #define KX_MAX_CPUS   1024
@@ -125,26 +126,49 @@ bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
 #define KX_RELO_VAR __sentinel_relo
 #define KX_RELO_SYM KX_STR(KX_RELO_VAR)
 
-/* Which target a GPU block reads now.  The fleet kernel (snrt.c,
- * sn_gpu_fleet) runs several targets' ticks, one after another on each
- * group of blocks; before each it points its blocks at that target's
- * memory description and relocation table.  Per block, in shared memory
- * (NVPTX address space 3): translated loads (llview_rt.c) read `mem`, and
- * the GPU code's relocation loads (rulec/core.c) read `relo`.  The
- * one-target kernels point it at KX_MEM_VAR and the relocation global.  On
- * the host each loaded bundle has one target, and the globals are read
- * directly: the x86-64 code has no such indirection. */
+/* Which target a GPU block reads now, and what its tick may still read.
+ * The fleet kernel (snrt.c, sn_gpu_fleet) runs several targets' ticks,
+ * one after another on each group of blocks; before each it points its
+ * blocks at that target's memory description and relocation table.  Per
+ * block, in shared memory (NVPTX address space 3): translated loads
+ * (llview_rt.c) read `mem`, and the GPU code's relocation loads
+ * (rulec/core.c) read `relo`.  The one-target kernels point it at
+ * KX_MEM_VAR and the relocation global.  On the host each loaded bundle
+ * has one target, and those globals are read directly: the x86-64 code
+ * has no such indirection; there KX_CUR_VAR is a plain global that only
+ * the budget uses.
+ *
+ * The read budget: every translated read of the tick in progress counts
+ * in *reads (the world's counter, sn_world.reads: all the tick's readers
+ * of that target count there).  Once the count has passed `budget`,
+ * kx_spent() says so, and every walk of a list or tree (kmetric.c: the
+ * task list, cgroups, mounts, block devices, interfaces, a process's
+ * threads) stops at its next step with KX_EBUDGET: the tick ends near its
+ * budget however long the guest made its lists, and a hostile or corrupt
+ * guest is cut off and reported (sn_stats.over_budget), not waited on.
+ * What is no walk (a metric's few words, a row of the task or object
+ * tables) reads on: the tables bound it.  A read itself never fails for
+ * the budget: the lanes of a warp must all see the same values (a
+ * warp-collective metric whose lanes disagreed would go different ways
+ * into a warp barrier).  budget 0: no budget and no count (tools that read
+ * once, tests). */
 typedef struct kx_cur {
 	const kx_mem *mem;
 	const uint64_t *relo;
+	uint64_t *reads;
+	uint64_t budget;
 } kx_cur;
 #define KX_CUR_VAR __sentinel_cur
 #define KX_CUR_SYM KX_STR(KX_CUR_VAR)
+/* The tick has read more than its budget (llview_rt.c); 0 without one. */
+int kx_spent(void);
 #ifdef __NVPTX__
 #define KX_SHARED __attribute__((address_space(3)))
 extern KX_SHARED kx_cur KX_CUR_VAR;
 #define KX_MEM_NOW (KX_CUR_VAR.mem)
 #else
+#define KX_SHARED
+extern kx_cur KX_CUR_VAR;
 #define KX_MEM_NOW (&KX_MEM_VAR)
 #endif
 

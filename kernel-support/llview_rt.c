@@ -15,13 +15,39 @@
 
 /* The target's RAM as this reader sees it; the loader fills it in. */
 kx_mem KX_MEM_VAR;                  /* __sentinel_mem, by the name the engine looks for */
-#ifdef __NVPTX__
-KX_SHARED kx_cur KX_CUR_VAR;        /* this block's target (kx.h) */
-#endif
+KX_SHARED kx_cur KX_CUR_VAR;        /* GPU: this block's target; both: the tick's read budget (kx.h) */
 
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err);
 uint64_t __llview_load_slow(uint64_t va, uint32_t size, int32_t *err);
 void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
+
+/* The read budget (kx.h, kx_cur): count n reads of the tick in progress.
+ * A read never fails for the budget: every lane of a warp must see what
+ * the others see (a warp-collective metric whose lanes disagreed on a
+ * value or an error went different ways into a warp barrier and hung the
+ * GPU).  The walks ask kx_spent() at each step instead.  On the GPU each
+ * lane adds to the world's counter in device memory with a reduction
+ * (red.global.add: nothing waits for it); on the host a relaxed load and
+ * store, not a locked add (a locked add orders every load after it):
+ * exact on one thread, and with [engine] threads > 1 an increment may be
+ * lost to another thread's (the count is then low by those, never high). */
+static inline __attribute__((always_inline)) void llv_count(uint64_t n)
+{
+	if (!KX_CUR_VAR.budget)
+		return;
+	uint64_t *r = KX_CUR_VAR.reads;
+#ifdef __NVPTX__
+	__atomic_fetch_add(r, n, __ATOMIC_RELAXED);
+#else
+	__atomic_store_n(r, __atomic_load_n(r, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+#endif
+}
+
+int kx_spent(void)
+{
+	uint64_t b = KX_CUR_VAR.budget;
+	return b && __atomic_load_n(KX_CUR_VAR.reads, __ATOMIC_RELAXED) > b;
+}
 
 /* Most reads are naturally aligned scalars of the direct map (slab
  * objects: tasks, signal, mm) or the kernel image (globals), in the first
@@ -45,6 +71,7 @@ uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 	if ((size == 8 || size == 4 || size == 2 || size == 1) && !(va & (size - 1)) &&
 	    (in_img || va >= m->page_offset_base) && (in0 | in1)) {
 		uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
+		llv_count(1);
 		switch (size) {
 		case 1: return *(const volatile uint8_t *)p;
 		case 2: return *(const volatile uint16_t *)p;
@@ -59,6 +86,7 @@ __attribute__((noinline)) uint64_t __llview_load_slow(uint64_t va, uint32_t size
 {
 	uint64_t v = 0;
 	int e;
+	llv_count(1);
 	if (size == 8 && !(va & 7))
 		e = kx_read64(KX_MEM_NOW, va, &v);
 	else if (size <= 8 && (size & (size - 1)) == 0)
@@ -75,6 +103,7 @@ __attribute__((noinline)) uint64_t __llview_load_slow(uint64_t va, uint32_t size
 
 __attribute__((noinline)) void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err)
 {
+	llv_count((n + 7) / 8);
 	int e = kx_read(KX_MEM_NOW, va, dst, n);
 	if (e) {
 		uint8_t *d = (uint8_t *)dst;

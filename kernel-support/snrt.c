@@ -669,6 +669,35 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	}
 }
 
+/* ---- the read budget (kx.h, kx_cur) ------------------------------------------------------- */
+
+/* Before the tick's first read (the leader, then a barrier): its count
+ * starts at 0; on the host the loaded bundle's one budget points at it
+ * (the GPU's blocks point theirs at it in sn_enter). */
+static void sn_budget_begin(sn_world *w)
+{
+	*(volatile uint64_t *)&w->reads = 0;
+#ifndef __NVPTX__
+	KX_CUR_VAR.reads = &w->reads;
+	KX_CUR_VAR.budget = w->read_budget;
+#endif
+}
+
+/* After the tick's last read (the leader): what it read, and whether it
+ * was cut off. */
+static void sn_budget_end(sn_world *w)
+{
+	sn_stats *S = w->stats;
+	uint64_t r = sn_load_volatile(&w->reads);
+	if (!S)
+		return;
+	S->reads = r;
+	if (r > S->max_reads)
+		S->max_reads = r;
+	if (w->read_budget && r > w->read_budget)
+		S->over_budget++;
+}
+
 /* ---- alerts ---------------------------------------------------------------------------- */
 
 /* A tick's alerts are reserved in the world's own memory, not on the ring:
@@ -911,6 +940,7 @@ void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t n
 	if (step == SN_STEP_BEGIN && t == 0) {
 		w->now = now;
 		w->tick++;
+		sn_budget_begin(w);
 		sn_emit_begin(w);
 	} else if (step == SN_STEP_JOBS) {
 		sn_collect_all(w, t, T);
@@ -922,6 +952,7 @@ void sn_tick_step(sn_world *w, uint32_t step, uint32_t t, uint32_t T, uint64_t n
 	} else if (step == SN_STEP_RULES) {
 		sn_eval_all(w, t, T);
 	} else if (step == SN_STEP_END && t == 0) {
+		sn_budget_end(w);
 		sn_emit_end(w);
 	}
 }
@@ -1118,14 +1149,17 @@ extern kx_mem KX_MEM_VAR;
 extern const uint64_t KX_RELO_VAR[];
 
 /* Every thread of a block: from here the block is block blk of nblk, and
- * reads the target described by mem and relo (kx.h, kx_cur). */
-static void sn_enter(uint32_t blk, uint32_t nblk, const kx_mem *mem, const uint64_t *relo)
+ * reads the target described by mem and relo for world w, within its
+ * read budget (kx.h, kx_cur). */
+static void sn_enter(uint32_t blk, uint32_t nblk, sn_world *w, const kx_mem *mem, const uint64_t *relo)
 {
 	if (__nvvm_read_ptx_sreg_tid_x() == 0) {
 		sn_blk = blk;
 		sn_nblk = nblk;
 		KX_CUR_VAR.mem = mem;
 		KX_CUR_VAR.relo = relo;
+		KX_CUR_VAR.reads = &w->reads;
+		KX_CUR_VAR.budget = w->read_budget;
 	}
 	__nvvm_barrier_sync(0);
 }
@@ -1258,6 +1292,7 @@ static void sn_tick_begin(sn_world *w, uint64_t t, uint64_t due)
 		S->first_tick_ns = t;
 	}
 	S->heartbeat++;
+	sn_budget_begin(w);
 	sn_emit_begin(w);
 }
 
@@ -1284,6 +1319,7 @@ static uint64_t sn_tick_run(sn_world *w, uint32_t warp, uint32_t nwarps)
 	S->last_tick_len_ns = len;
 	if (len > S->max_tick_len_ns)
 		S->max_tick_len_ns = len;
+	sn_budget_end(w);
 	sn_emit_end(w);
 	sn_fence_system();
 	*(volatile uint64_t *)&S->ticks = w->tick;
@@ -1293,7 +1329,7 @@ static uint64_t sn_tick_run(sn_world *w, uint32_t warp, uint32_t nwarps)
 
 __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 {
-	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), &KX_MEM_VAR,
+	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), w, &KX_MEM_VAR,
 		 KX_RELO_VAR);
 	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
 	uint32_t warp = sn_blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
@@ -1353,7 +1389,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
  * the persistent kernel's tick, once, at now (0: the GPU's clock). */
 __attribute__((nvptx_kernel)) void sn_gpu_tick(sn_world *w, uint64_t now)
 {
-	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), &KX_MEM_VAR,
+	sn_enter((uint32_t)__nvvm_read_ptx_sreg_ctaid_x(), (uint32_t)__nvvm_read_ptx_sreg_nctaid_x(), w, &KX_MEM_VAR,
 		 KX_RELO_VAR);
 	uint32_t warps_per_block = __nvvm_read_ptx_sreg_ntid_x() / 32;
 	uint32_t warp = sn_blk * warps_per_block + __nvvm_read_ptx_sreg_tid_x() / 32;
@@ -1464,7 +1500,7 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 					sn_tick_begin(w, t, due);
 				}
 			}
-			sn_enter(blk, nblk, (const kx_mem *)M->mem, M->relo);
+			sn_enter(blk, nblk, w, (const kx_mem *)M->mem, M->relo);
 			if (sn_fleet_say(gs, nblk, &k, leader, skip))
 				continue;
 			uint64_t len = sn_tick_run(w, warp, nwarps);

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 10u
+#define SN_ABI_VERSION 11u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -102,6 +102,11 @@ typedef struct sn_stats {
 	 * target's share of its group's tick (sn_fleet.share_ns) */
 	uint64_t skipped;
 	uint64_t over_share;
+	/* the read budget (kx.h, kx_cur): the last tick's reads of the
+	 * target, the most one tick read, and the ticks cut off at the budget */
+	uint64_t reads;
+	uint64_t max_reads;
+	uint64_t over_budget;
 } sn_stats;
 
 /* sn_stats.phase_us: the jobs (and finding the tasks), the PID tree's leaf
@@ -272,6 +277,10 @@ typedef struct sn_world {
 	int32_t *hist_from;        /* [nhist] the old history of the same metric, -1 none */
 	uint32_t tasks_from;       /* 1: take over the task table (same capacity) */
 	uint32_t _pad2;
+	/* the tick's reads of the target so far, and the most it may read
+	 * (kx.h, kx_cur; 0: no budget) */
+	uint64_t reads;
+	uint64_t read_budget;
 	sn_objs objs[SN_OBJ_KINDS];
 } sn_world;
 

@@ -287,6 +287,8 @@ static void px_self(StrBuf *b, const PxInput *in)
 	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);
 	EACH_UP("sentinel_tick_duration_max_seconds", "gauge", "The longest tick so far.", (double)S->max_tick_len_ns * 1e-9);
 	EACH_UP("sentinel_read_errors_total", "counter", "Metric values that could not be read from the target's memory.", S->read_errors);
+	EACH_UP("sentinel_tick_reads", "gauge", "Words the last tick read from the target's memory.", S->reads);
+	EACH_UP("sentinel_ticks_over_budget_total", "counter", "Ticks cut off at the target's read budget (read_budget).", S->over_budget);
 	EACH_UP("sentinel_ring_dropped_total", "counter", "Alert records dropped because the ring was full.", T->ring_dropped);
 	if (in->delivery) {
 		const NhStats *D = in->delivery;

@@ -577,7 +577,9 @@ int core_relocate(LLVMModuleRef m, ReloSet *r, char *err, size_t n)
 	C.table = LLVMGetNamedGlobal(m, CORE_TABLE);
 	if (!C.table)
 		C.table = LLVMAddGlobal(m, LLVMArrayType2(C.i64, 0), CORE_TABLE);
-	C.cur = LLVMGetNamedGlobal(m, KX_CUR_SYM);
+	/* the GPU's loads of the table go through the block's target (kx.h,
+	 * kx_cur); the host's global is only the read budget's */
+	C.cur = strstr(LLVMGetTarget(m), "nvptx") ? LLVMGetNamedGlobal(m, KX_CUR_SYM) : NULL;
 	int e = 0;
 	/* 1. access chains */
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {

@@ -46,6 +46,12 @@ static json_t *d_target_status(DTarget *T)
 	json_object_set_new(o, "last_tick_us", json_real((double)S.last_tick_len_ns / 1e3));
 	json_object_set_new(o, "max_tick_us", json_real((double)S.max_tick_len_ns / 1e3));
 	json_object_set_new(o, "read_errors", json_integer((json_int_t)S.read_errors));
+	/* the read budget (kx.h, kx_cur): what a tick reads, and the ticks cut off */
+	json_object_set_new(o, "reads_per_tick", json_integer((json_int_t)S.reads));
+	json_object_set_new(o, "max_reads_per_tick", json_integer((json_int_t)S.max_reads));
+	json_object_set_new(o, "read_budget", eng_read_budget(T->e) ? json_integer((json_int_t)eng_read_budget(T->e))
+								  : json_null());
+	json_object_set_new(o, "ticks_over_budget", json_integer((json_int_t)S.over_budget));
 	json_object_set_new(o, "tasks", json_integer(S.tasks));
 	json_object_set_new(o, "tasks_found", json_integer(S.tasks_found));
 	json_object_set_new(o, "task_table", json_integer(eng_task_cap(T->e)));

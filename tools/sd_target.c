@@ -1,5 +1,6 @@
 /* sd_target.c - sentineld: a target: opening it, and the watch that checks it and looks for it when lost. */
 #include "sentineld.h"
+#include <inttypes.h>
 
 /* ---- the target ------------------------------------------------------------------ */
 
@@ -66,6 +67,8 @@ void d_target_opts(const DTarget *T, EngOpts *eo)
 	eo->target_name = T->cf.name;
 	eo->target_labels = T->cf.labels;
 	eo->target_nlabels = T->cf.nlabels;
+	uint64_t b = T->cf.read_budget ? T->cf.read_budget : T->D->cf.read_budget;
+	eo->read_budget = b == CF_BUDGET_NONE ? 0 : b == CF_BUDGET_AUTO ? eng_read_budget_auto(eo->task_cap, eo->obj_cap) : b;
 }
 
 /* Open the source, find the kernel, load the bundle on the backend. */
@@ -204,6 +207,30 @@ static void d_watch_objects(DTarget *T, const sn_stats *S)
 	}
 }
 
+/* Ticks cut off at the target's read budget (kx.h, kx_cur): a target
+ * error, said once when it starts (with the reads of the longest tick)
+ * and once when a check finds no new one; the values those ticks did not
+ * reach were unknown, and the other targets never waited for them. */
+static void d_watch_budget(DTarget *T, const sn_stats *S)
+{
+	Daemon *D = T->D;
+	if (T->budget_e != T->e) {
+		T->budget_e = T->e;
+		T->budget_seen = 0;
+	}
+	uint64_t n = S->over_budget - T->budget_seen;
+	T->budget_seen = S->over_budget;
+	if (n && !T->over_budget)
+		nt_log(D->nt, 3, "target error: %s: %" PRIu64 " ticks read more than its read budget of %" PRIu64
+		       " words (the most %" PRIu64 ") and were cut off there: values they did not reach are unknown. A "
+		       "guest whose lists are that long is corrupt or hostile; if it is real, raise read_budget in its "
+		       "[target] section or [engine]", T->label, n, eng_read_budget(T->e), S->max_reads);
+	else if (!n && T->over_budget)
+		nt_log(D->nt, 5, "%s's ticks fit its read budget again (the last read %" PRIu64 " words)", T->label,
+		       S->reads);
+	T->over_budget = n != 0;
+}
+
 /* Whether every target is lost (for systemd's STATUS). */
 bool d_all_lost(const Daemon *D)
 {
@@ -254,6 +281,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			eng_stats(T->e, &S, NULL);
 			d_watch_tasks(T, &S);
 			d_watch_objects(T, &S);
+			d_watch_budget(T, &S);
 			return;
 		}
 		snprintf(T->err, sizeof T->err, "%s", lost);

@@ -150,6 +150,14 @@ static void print_status(json_t *s)
 	       num(s, "tick_ns") / 1e6, num(s, "late_ticks"), num(s, "last_tick_us"), num(s, "max_tick_us"));
 	printf("alerts:    %.0f delivered, %.0f dropped (ring full); %.0f read errors\n", num(s, "alerts_delivered"),
 	       num(s, "ring_dropped"), num(s, "read_errors"));
+	if (json_object_get(s, "reads_per_tick")) {
+		printf("reads:     %.0f words a tick, the most %.0f", num(s, "reads_per_tick"), num(s, "max_reads_per_tick"));
+		if (json_is_integer(json_object_get(s, "read_budget")))
+			printf("; budget %.0f, %.0f ticks cut off there", num(s, "read_budget"), num(s, "ticks_over_budget"));
+		else
+			printf("; no read budget");
+		putchar('\n');
+	}
 	if (json_object_get(s, "task_table")) {
 		printf("tasks:     %.0f in a table of %.0f", num(s, "tasks"), num(s, "task_table"));
 		if (num(s, "tasks_found") > num(s, "task_table"))

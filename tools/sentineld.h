@@ -79,6 +79,9 @@ typedef struct DTarget {
 	uint64_t next_check_ns;
 	bool tasks_full;              /* the target had more tasks than the table at the last check */
 	bool objs_full[SN_OBJ_KINDS]; /* ... more objects of a kind than [engine] objects */
+	bool over_budget;          /* ... ticks cut off at its read budget (d_watch_budget) */
+	uint64_t budget_seen;      /* its engine's over_budget count at the last check */
+	const Engine *budget_e;    /* that engine (a reload's new one counts from 0) */
 	uint32_t grow_failed;         /* the task table size a growth failed to reach (not tried again) */
 	Engine *ne;                   /* a reload's engine for it, until the handover */
 	bool gone;                    /* a reload found it no more in the configuration */

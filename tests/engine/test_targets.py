@@ -107,6 +107,10 @@ def config_errors(tmp):
          "not 'severity=low'", "a label Sentinel sets itself"),
         ([("target a", "source = ramfile:/x\nlabels = site=M\u00fcnchen\n")],
          "sentinel.conf:3: error: the value of label 'site' is not UTF-8 text", "a label value in Latin-1"),
+        ([("target a", "source = ramfile:/x\nread_budget = lots\n")],
+         "sentinel.conf:3: error: read_budget takes auto, none or a number of reads a tick", "a read budget in words"),
+        ([("target a", "source = ramfile:/x\nread_budget = 10\n")],
+         "sentinel.conf:3: error: read_budget takes a number from 1000 to", "a read budget too small to tick"),
     ]
     os.makedirs(os.path.join(tmp, "rules"), exist_ok=True)
     for i, (tg, want, what) in enumerate(cases):
@@ -399,6 +403,28 @@ def live(tmp):
         wrong = [e for e in events(tmp) if e["target"] != "b" and e["alert"] == "NoContextSwitches"]
         report(not wrong, "NoContextSwitches never fires for a target that did not hang",
                json.dumps(wrong, indent=1)[:2000])
+        # ---- d over its read budget: cut off inside its tick, reported; the others tick on ------------
+        tb = targets(tmp)
+        with open(os.path.join(dropins, "d.conf"), "w") as f:
+            f.write("[target d]\nsource = libvirt:vm-d\nread_budget = 1000\n")
+        rc, out, err = ctl(tmp, "reload")
+        said = "more than its read budget of 1000 words"
+        cut = wait(lambda: (lambda t: t if t.get("read_budget") == 1000 and t.get("ticks_over_budget", 0) >= 10 and
+                            said in text() else None)(targets(tmp).get("d", {})), 60)
+        ta = targets(tmp)
+        full = tb.get("d", {}).get("reads_per_tick", 0)
+        report(rc == 0 and cut is not None and 0 < cut.get("reads_per_tick", 0) < full and
+               cut.get("late_ticks", -1) == 0 and "target error: d (libvirt:vm-d): " in text(),
+               "d given read_budget = 1000 (a tick reads %d words): every tick cut off there (%s reads, %s ticks cut "
+               "off, %s late), a target error in the log" %
+               (full, (cut or {}).get("reads_per_tick"), (cut or {}).get("ticks_over_budget"),
+                (cut or {}).get("late_ticks")),
+               out + err + json.dumps(ta.get("d"), indent=1) + text()[-2000:])
+        report(all(ta.get(n, {}).get("ticks_over_budget", -1) == 0 and ta[n].get("read_budget", 0) >= 10 ** 6 and
+                   ta[n].get("late_ticks") == tb.get(n, {}).get("late_ticks") and
+                   ta[n].get("ticks", 0) > tb.get(n, {}).get("ticks", 0) for n in ("a", "b")),
+               "a and b meanwhile: within their budgets (auto: %s words), no tick late" %
+               ta.get("a", {}).get("read_budget"), json.dumps(ta, indent=1)[:3000])
         if BACKEND == "cuda":
             fleet_fault(tmp, gs, lambda: targets(tmp).get("b", {}).get("ticks", 0))
         d.terminate()

@@ -31,7 +31,8 @@
  * hostile.  Nothing may crash, hang (libFuzzer's -timeout), or read outside
  * the image: the image sits between two inaccessible guard regions.
  *
- * SENTINEL_FUZZ_BACKEND=cuda ticks on the GPU instead (the pages are still
+ * Ticks have sentineld's default read budget (SENTINEL_FUZZ_READ_BUDGET
+ * sets another).  SENTINEL_FUZZ_BACKEND=cuda ticks on the GPU instead (the pages are still
  * traced by a CPU tick, the same code): no input may fault the GPU.  Built
  * with -DFG_STANDALONE (no libFuzzer: the GPU machines have no clang), main()
  * below feeds it random inputs: fuzz_guest_gpu RUNS [SEED].
@@ -40,6 +41,7 @@
 #include "engine.h"
 #include "ktarget.h"
 #include "msrc.h"
+#include "world.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -134,7 +136,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fg_pob = fg_t->mem.page_offset_base;
 	if (bd_read(bundle, &fg_b, err, sizeof err))
 		fg_die(bundle, err);
-	EngOpts eo = {.backend = "cpu", .tick_ns = 100000000ull, .threads = 1};
+	/* the read budget sentineld gives a target of the default table ([engine]
+	 * read_budget = auto): a hostile input is cut off there, as it would be;
+	 * SENTINEL_FUZZ_READ_BUDGET=N, below a clean tick's reads, cuts every
+	 * tick's walks short: the cut itself under hostile inputs */
+	const char *rb = getenv("SENTINEL_FUZZ_READ_BUDGET");
+	EngOpts eo = {.backend = "cpu", .tick_ns = 100000000ull, .threads = 1,
+		      .read_budget = rb ? strtoull(rb, NULL, 10) : eng_read_budget_auto(WD_DEFAULT_TASKS, 0)};
 	if (eng_open(fg_b, fg_t, &eo, &fg_e, err, sizeof err))
 		fg_die("eng_open", err);
 	const char *backend = getenv("SENTINEL_FUZZ_BACKEND");
@@ -175,6 +183,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		"%s; a clean tick %.0f us\n", fg_t->release, w ? w->tasks.n : 0, fg_npages, fg_npages * 4,
 		fg_src->map_len >> 20, (unsigned)fg_b->nrules, eng_backend_note(fg_e), fg_clean_us);
 	return 0;
+}
+
+/* The most reads of a tick so far, and the ticks cut off at the budget. */
+static void fg_reads(uint64_t *most, uint64_t *cut)
+{
+	sn_stats S;
+	eng_stats(fg_e, &S, NULL);
+	*most = S.max_reads;
+	*cut = S.over_budget;
 }
 
 static void fg_on_alert(void *ctx, const sn_alert *a)
@@ -271,8 +288,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (nu--)                               /* undone in reverse: overlapping writes restore */
 		memcpy(base + undo[nu].off, undo[nu].old, undo[nu].n);
 	if (++fg_runs % 100000 == 0) {
-		fprintf(stderr, "fuzz_guest: %lu inputs, %lu alerts, the slowest tick %.0f us (clean %.0f us)\n", fg_runs,
-			fg_alerts, fg_slow_us, fg_clean_us);
+		uint64_t most, cut;
+		fg_reads(&most, &cut);
+		fprintf(stderr, "fuzz_guest: %lu inputs, %lu alerts, the slowest tick %.0f us (clean %.0f us); the most "
+			"reads of a tick %llu, %llu ticks cut off at the read budget (%llu)\n", fg_runs, fg_alerts,
+			fg_slow_us, fg_clean_us, (unsigned long long)most, (unsigned long long)cut,
+			(unsigned long long)eng_read_budget(fg_e));
 	}
 	return 0;
 }
@@ -304,8 +325,12 @@ int main(int argc, char **argv)
 			buf[j] = (uint8_t)fg_rand(&x);
 		LLVMFuzzerTestOneInput(buf, n);
 	}
+	uint64_t most, cut;
+	fg_reads(&most, &cut);
 	fprintf(stderr, "fuzz_guest: %ld random inputs (seed %llu), nothing found: %lu alerts, the slowest tick %.0f us "
-		"(clean %.0f us)\n", runs, (unsigned long long)seed, fg_alerts, fg_slow_us, fg_clean_us);
+		"(clean %.0f us); the most reads of a tick %llu, %llu ticks cut off at the read budget (%llu)\n", runs,
+		(unsigned long long)seed, fg_alerts, fg_slow_us, fg_clean_us, (unsigned long long)most,
+		(unsigned long long)cut, (unsigned long long)eng_read_budget(fg_e));
 	return 0;
 }
 #endif
