@@ -355,8 +355,8 @@ struct task_group {
 	struct cfs_bandwidth cfs_bandwidth;
 };
 
-/* network devices: every net_device of the initial namespace is on
- * init_net.dev_base_head.  Where the counters are depends on the driver
+/* network devices: every net_device of a namespace is on its
+ * net.dev_base_head; the namespaces are on net_namespace_list.  Where the counters are depends on the driver
  * (docs/kernel-sources.md): loopback's per-CPU lstats, virtio_net's
  * per-queue stats in its private area (module types: virtio_net's BTF),
  * dev->stats for drivers without a stats callback; the core's drop counts
@@ -389,6 +389,9 @@ struct net_device {
 	/* the kernel's anonymous struct { upper, lower }: [1] is the lower
 	 * devices (a bond's slaves), struct netdev_adjacent through .list */
 	struct list_head adj_list[2];
+	/* its namespace (CONFIG_NET_NS): possible_net_t, the kernel's
+	 * typedef of an anonymous struct whose one member is this pointer */
+	struct net *nd_net;
 };
 /* Per-CPU counters a driver keeps, in a union with lstats (dstats is not
  * there before 5.11: a flavour), and (6.7+) which of them the core sums
@@ -428,9 +431,14 @@ struct nf_conntrack_net {
 struct netns_ct___pre519 {
 	atomic_t count;
 };
+struct ns_common {
+	unsigned int inum;            /* /proc/PID/ns/net's net:[inum] */
+};
 struct net {
+	struct list_head list;        /* on net_namespace_list, init_net first (CONFIG_NET_NS) */
 	struct list_head dev_base_head;
 	struct net_generic *gen;
+	struct ns_common ns;
 };
 struct net___pre519 {
 	struct netns_ct___pre519 ct;
@@ -619,6 +627,7 @@ extern atomic_t warn_count __kweak;
 extern struct psi_group psi_system __kweak;             /* CONFIG_PSI */
 extern struct cgroup_root cgrp_dfl_root __kweak;         /* CONFIG_CGROUPS: the v2 hierarchy */
 extern struct net init_net __kweak;                      /* CONFIG_NET */
+extern struct list_head net_namespace_list __kweak;      /* CONFIG_NET: every struct net, by .list */
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
 extern const struct net_device_ops bond_netdev_ops __kweak;

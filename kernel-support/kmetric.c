@@ -1491,11 +1491,13 @@ KM_CG_PSI(io_some, 4)
 KM_CG_PSI(io_full, 5)
 #undef KM_CG_PSI
 
-/* ---- network devices: the initial namespace's, as /proc/net/dev ---------------------------
+/* ---- network devices: every namespace's, as each one's /proc/net/dev ----------------------
  *
- * Every net_device on init_net.dev_base_head (registered and not yet
- * unregistered; other namespaces' devices, a container's veth ends, are
- * not read yet).  /proc/net/dev prints dev_get_stats(): the driver's
+ * Every net_device of every namespace, on its dev_base_head (registered
+ * and not yet unregistered): the initial namespace's by their names, a
+ * container's (the other end of its veth, its own lo) as NAME@INUM, INUM
+ * the namespace's inode number (/proc/PID/ns/net, lsns -t net).  Each
+ * namespace's /proc/net/dev prints dev_get_stats(): the driver's
  * ndo_get_stats64 when it has one, else (6.7+) the core's per-CPU tstats
  * or dstats over dev->stats as pcpu_stat_type says, else dev->stats, plus
  * the core's drop counts.  From outside there is no calling the driver,
@@ -1512,22 +1514,50 @@ KM_CG_PSI(io_full, 5)
 #define KM_IFF_UP 0x1u
 #define KM_IFF_LOOPBACK 0x8u
 
-/* Warp-collective: every lane gets the count, lane 0 writes out. */
+#define KM_MAX_NETNS 65536u
+
+/* Warp-collective: every lane gets the count, lane 0 writes out.  Every
+ * namespace's devices (net_namespace_list: init_net's first, then the
+ * containers'), or init_net's alone where the list cannot be read. */
 int km_net_walk(u64 *out, u32 cap)
 {
 	if (!&init_net)
 		return -2;                      /* KX_ENOENT: a kernel without networking */
-	km_list w;
-	km_list_init(&w, KP(init_net.dev_base_head), KM_MAX_NETDEVS);
-	int n = 0, r;
+	int all = &net_namespace_list && KFIELD_EXISTS(net, list);
+	km_list ns;
+	if (all)
+		km_list_init(&ns, KP(net_namespace_list), KM_MAX_NETNS);
+	int n = 0, r = 0, done = 0;
 	u64 v;
-	while ((r = km_list_step(&w, KM_LIST_NONE, &v)) > 0) {
-		if ((u32)n < cap && simt_lane() == 0)
-			out[n] = km_addr(kcontainer_of(w.cur, struct net_device, dev_list));
-		n++;
+	while (!done) {
+		/* through an integer: LLView reads a kernel address there (ns.cur
+		 * sits in the detector's own memory) */
+		u64 at = km_addr(&init_net);
+		if (all) {
+			if ((r = km_list_step(&ns, KM_LIST_NONE, &v)) <= 0)
+				break;
+			at = km_addr(ns.cur) - (u64)koffsetof(struct net, list);
+		} else {
+			done = 1;
+		}
+		struct net *net = (struct net *)(unsigned long)at;
+		km_list w;
+		km_list_init(&w, KP(net->dev_base_head), KM_MAX_NETDEVS);
+		int rd;
+		while ((rd = km_list_step(&w, KM_LIST_NONE, &v)) > 0) {
+			if ((u32)n < cap && simt_lane() == 0)
+				out[n] = km_addr(kcontainer_of(w.cur, struct net_device, dev_list));
+			n++;
+		}
+		if (rd < 0)
+			return w.spent ? KM_EBUDGET : -40;  /* KX_ELOOP: a corrupt, changing or endless list */
+		if (simt_any(__llview_failed()))
+			return -14;
+		if (n > (int)KM_MAX_NETDEVS)
+			return -40;
 	}
 	if (r < 0)
-		return w.spent ? KM_EBUDGET : -40;  /* KX_ELOOP: a corrupt, changing or endless list */
+		return ns.spent ? KM_EBUDGET : -40;
 	return simt_any(__llview_failed()) ? -14 : n;
 }
 
@@ -1542,6 +1572,20 @@ int km_net_name(u64 d, char *out, u32 size)
 		if (!c)
 			break;
 		out[i] = c;
+	}
+	/* a device of another namespace (a container's end of a veth):
+	 * NAME@INUM, INUM its namespace's, as /proc/PID/ns/net says net:[INUM] */
+	u64 na = KFIELD_EXISTS(net_device, nd_net) ? km_addr(KR(((struct net_device *)(unsigned long)d)->nd_net)) : 0;
+	if (na && na != km_addr(&init_net)) {
+		u32 inum = KR(((struct net *)(unsigned long)na)->ns.inum), k = 0;
+		char dig[10];
+		do
+			dig[k++] = (char)('0' + inum % 10);
+		while ((inum /= 10) && k < 10);
+		if (i + 1 < size)
+			out[i++] = '@';
+		while (k && i + 1 < size)
+			out[i++] = dig[--k];
 	}
 	for (; i < size; i++)
 		out[i] = 0;
@@ -1887,6 +1931,14 @@ double km_net_rx_dropped(u64 d, const u64 *blk)
 		return km_nc(blk, 0, 0, 0, core);
 	return km_nc(blk, core, core + blk[KN_V_RXD], core + blk[KN_RX_DROPPED] + blk[KN_RX_MISSED], blk[KN_P_RXD]);
 }
+/* the host's own device, not a container's (km_net_name: NAME@INUM) */
+double km_net_init_namespace(u64 d, const u64 *blk)
+{
+	u64 home = km_addr(&init_net);
+	u64 na = KFIELD_EXISTS(net_device, nd_net) ? km_addr(KR(((struct net_device *)(unsigned long)d)->nd_net)) : home;
+	return km_collective(na == home);
+}
+
 /* bonding: unknown for an interface that is not a bond */
 KM_INLINE double km_bondv(const u64 *blk, long i)
 {

@@ -72,6 +72,10 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "for b in /sys/class/net/*/bonding; do [ -d $b ] || continue; sl=; read -r sl < $b/slaves; n=0; u=0; "
          "for x in $sl; do n=$((n+1)); m=-; read -r m < /sys/class/net/$x/bonding_slave/mii_status; "
          "[ \"$m\" = up ] && u=$((u+1)); done; x=${b%/bonding}; echo \"B ${x##*/} $n $u\"; done; "
+         # other network namespaces (network(), test_kernel_model.py): each one's /proc/net/dev, through a
+         # process of it, its devices named NAME@INUM as Sentinel names them
+         "echo @netns; for p in $(cat /tmp/sentinel-netns.pids 2>/dev/null); do [ -r /proc/$p/net/dev ] || continue; "
+         "n=$(readlink /proc/$p/ns/net); echo \"NS $n\"; while read -r l; do echo \"$l\"; done < /proc/$p/net/dev; done; "
          "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
          "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
@@ -95,7 +99,7 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
 def parse_truth(out):
     lines = out.splitlines()
     t = {"jiffies": int(lines[0]), "jiffies_end": int(lines[-1]), "cpu": {}, "mem": {}, "vm": {}, "tasks": {}}
-    sec = None
+    sec = ns = None
     for l in lines[1:-1]:
         if l.startswith("@"):
             sec = l[1:]
@@ -136,6 +140,11 @@ def parse_truth(out):
             # "  eth0: RXBYTES RXPKTS ERRS DROP FIFO FRAME COMPR MCAST TXBYTES TXPKTS ERRS DROP ..."
             name, rest = l.split(":", 1)
             t.setdefault("netdev", {})[name.strip()] = [int(x) for x in rest.split()]
+        elif sec == "netns" and f[0] == "NS" and len(f) == 2:
+            ns = f[1].split("[")[-1].rstrip("]")            # "net:[4026532201]"
+        elif sec == "netns" and ":" in l and ns:
+            name, rest = l.split(":", 1)
+            t.setdefault("netdev", {})["%s@%s" % (name.strip(), ns)] = [int(x) for x in rest.split()]
         elif sec == "netdev" and f[0] == "B" and len(f) == 4:
             # "B BOND SLAVES UP" (/sys/class/net/BOND/bonding/slaves, each slave's mii_status)
             t.setdefault("bonds", {})[f[1]] = {"slaves": int(f[2]), "up": int(f[3])}
@@ -449,6 +458,14 @@ def compare_nets(b, a, m, out, between, release=None):
     out.append((stable <= set(ours) and set(ours) <= set(nb) | set(na),
                 "interfaces: %d, the ones /proc/net/dev lists (%s)" % (len(ours), " ".join(sorted(ours))),
                 "ours %s, /proc/net/dev %s then %s" % (sorted(ours), sorted(nb), sorted(na))))
+    other = sorted(n for n in stable if "@" in n)
+    if other:                        # the guest made a namespace (test_kernel_model.py: network())
+        out.append((set(other) <= set(ours),
+                    "interfaces of another network namespace, as its own /proc/net/dev lists them: %s" %
+                    " ".join(other), "ours %s" % sorted(ours)))
+    wrong = {n: o.get("net.init_namespace") for n, o in ours.items() if o.get("net.init_namespace") != ("@" not in n)}
+    out.append((not wrong, "net.init_namespace: true for the %d of the initial namespace, false for the %d of "
+                "others" % (sum("@" not in n for n in ours), sum("@" in n for n in ours)), repr(wrong)))
     for name in sorted(stable & set(ours)):
         o = ours[name]
         if name.startswith(UNREAD_DRIVERS):
