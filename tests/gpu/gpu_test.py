@@ -102,7 +102,7 @@ def run_kernel(name, kdir):
         g.check("(while :; do :; done) & mkdir -p /mnt && mount -t tmpfs -o size=256M tmpfs /mnt && "
                 "dd if=/dev/zero of=/mnt/f bs=1M count=64 2>/dev/null")
         # cgroups three levels deep (the walk goes level by level on the
-        # GPU), with the controllers on; traffic (a veth pair too); files on the ext4 disk
+        # GPU), with the controllers on; traffic (a veth pair too, one end in another network namespace); files on the ext4 disk
         cg = "/sys/fs/cgroup"
         g.check("mkdir -p %s && mount -t cgroup2 none %s && echo '+cpu +memory +pids' > %s/cgroup.subtree_control && "
                 "for i in 1 2 3 4 5 6; do mkdir -p %s/s$i && echo '+cpu +memory +pids' > %s/s$i/cgroup.subtree_control && "
@@ -111,6 +111,11 @@ def run_kernel(name, kdir):
         g.check("ip link set lo up && ping -c 2 -W 1 127.0.0.1 >/dev/null; "
                 "ip link add vetha type veth && ip link set vetha up && ip link set veth0 up && "
                 "ip addr add 10.6.0.1/24 dev vetha && ping -c 2 -W 1 10.6.0.2 >/dev/null; "
+                # a container's namespace: veth1 (vethb's peer) and its lo there, NAME@INUM in the walk
+                "unshare -n sleep 100000 >/dev/null 2>&1 & p=$!; sleep 0.5; ip link add vethb type veth && "
+                "ip link set veth1 netns $p && ip link set vethb up && ip addr add 10.5.0.1/24 dev vethb && "
+                "nsenter -t $p -n sh -c 'ip link set lo up; ip link set veth1 up; ip addr add 10.5.0.2/24 dev veth1' && "
+                "ping -c 2 -W 1 10.5.0.2 >/dev/null; "
                 "mkdir -p /vda/d && dd if=/dev/zero of=/vda/d/f bs=64k count=16 2>/dev/null; true", timeout=60)
         time.sleep(2)
         for bundle in [b for b in ("metrics.bundle", "rules.bundle", "rules1000.bundle")
