@@ -122,6 +122,9 @@ static void print_targets(json_t *s)
 			printf("    %s\n", str(t, "error"));
 		if (json_object_get(t, "retry_error"))
 			printf("    looking for it again: %s\n", str(t, "retry_error"));
+		if (num(t, "ticks_over_budget") > 0)
+			printf("    %.0f ticks cut off at its read budget of %.0f words (the most read %.0f): see the log\n",
+			       num(t, "ticks_over_budget"), num(t, "read_budget"), num(t, "max_reads_per_tick"));
 	}
 }
 

@@ -420,6 +420,9 @@ def live(tmp):
                (full, (cut or {}).get("reads_per_tick"), (cut or {}).get("ticks_over_budget"),
                 (cut or {}).get("late_ticks")),
                out + err + json.dumps(ta.get("d"), indent=1) + text()[-2000:])
+        rc, sout, _ = ctl(tmp, "status")
+        report(rc == 0 and "ticks cut off at its read budget of 1000 words" in sout,
+               "sentinelctl status says d's ticks were cut off at its read budget", sout)
         report(all(ta.get(n, {}).get("ticks_over_budget", -1) == 0 and ta[n].get("read_budget", 0) >= 10 ** 6 and
                    ta[n].get("late_ticks") == tb.get(n, {}).get("late_ticks") and
                    ta[n].get("ticks", 0) > tb.get(n, {}).get("ticks", 0) for n in ("a", "b")),
