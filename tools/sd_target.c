@@ -71,10 +71,11 @@ void d_target_opts(const DTarget *T, EngOpts *eo)
 	eo->read_budget = b == CF_BUDGET_NONE ? 0 : b == CF_BUDGET_AUTO ? eng_read_budget_auto(eo->task_cap, eo->obj_cap) : b;
 }
 
-/* Open the source, find the kernel, load the bundle on the backend. */
-int d_open_target(DTarget *T, char *err, size_t n)
+/* Open the source and find the kernel in it (discovery): host work on T
+ * alone, no engine, so several targets are found at once on threads of
+ * their own (d_find_targets). */
+int d_find_target(DTarget *T, char *err, size_t n)
 {
-	Daemon *D = T->D;
 	KtOptions ko = {.kallsyms_file = T->cf.kallsyms, .btf_file = T->cf.btf};
 	char why[512];
 	int r = ms_open(T->cf.source, &T->src, why, sizeof why);
@@ -87,8 +88,16 @@ int d_open_target(DTarget *T, char *err, size_t n)
 	if ((r = kt_open(T->src, &ko, &T->t, why, sizeof why))) {
 		snprintf(err, n, "target %s: %s", T->label, why);
 		d_close_target(T);
-		return r;
 	}
+	return r;
+}
+
+/* Load the bundle on the backend for a target d_find_target found. */
+int d_load_target(DTarget *T, char *err, size_t n)
+{
+	Daemon *D = T->D;
+	char why[512];
+	int r;
 	EngOpts eo = D->eo;
 	eo.task_cap = T->task_cap;
 	d_target_opts(T, &eo);
@@ -101,6 +110,67 @@ int d_open_target(DTarget *T, char *err, size_t n)
 	if (D->cf.kernel_log_lines && kl_open(T->t, &T->klog, why, sizeof why))
 		nt_log(D->nt, 4, "%s: alerts will carry no kernel log: %s", T->label, why);
 	return 0;
+}
+
+/* d_find_targets' threads take the next target until none is left. */
+typedef struct DFind {
+	Daemon *D;
+	int *rc;                   /* [D->ntg] d_find_target's answers */
+	char (*err)[512];          /* [D->ntg] and its words */
+	unsigned next, done;       /* atomics */
+} DFind;
+
+static void *d_find_worker(void *arg)
+{
+	DFind *F = arg;
+	for (;;) {
+		unsigned i = __atomic_fetch_add(&F->next, 1, __ATOMIC_RELAXED);
+		if (i >= F->D->ntg)
+			return NULL;
+		F->rc[i] = d_find_target(&F->D->tg[i], F->err[i], sizeof F->err[i]);
+		__atomic_fetch_add(&F->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Every target's source and kernel (sentineld's start, several targets):
+ * discovery is about 0.1 s of CPU a target (the VMCOREINFO scan, kallsyms,
+ * BTF), so 500 found one after another took 50 s; here on up to 16
+ * threads, half the CPUs, with the progress logged every 10 s.  rc[i] and
+ * err[i] are target i's answer; the engines load after, one by one. */
+void d_find_targets(Daemon *D, int *rc, char (*err)[512])
+{
+	DFind F = {.D = D, .rc = rc, .err = err};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+	unsigned nt = cpus < 1 ? 1 : cpus > 16 ? 16 : (unsigned)cpus, started = 0;
+	if (nt > D->ntg)
+		nt = D->ntg;
+	pthread_t th[16];
+	for (; started < nt; started++)
+		if (pthread_create(&th[started], NULL, d_find_worker, &F))
+			break;
+	if (!started) {                  /* no thread: this one does it all */
+		d_find_worker(&F);
+		return;
+	}
+	uint64_t t0 = d_now(), said = t0;
+	while (__atomic_load_n(&F.done, __ATOMIC_ACQUIRE) < D->ntg) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		if (d_now() - said >= 10ull * 1000000000ull) {
+			said = d_now();
+			nt_log(D->nt, 6, "finding the targets' kernels: %u of %u, %.0f s", __atomic_load_n(&F.done, __ATOMIC_ACQUIRE),
+			       D->ntg, (double)(said - t0) / 1e9);
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* Open the source, find the kernel, load the bundle on the backend. */
+int d_open_target(DTarget *T, char *err, size_t n)
+{
+	int r = d_find_target(T, err, n);
+	return r ? r : d_load_target(T, err, n);
 }
 
 /* Why the VM behind T is gone (its RAM file removed or replaced, its

@@ -373,9 +373,31 @@ int main(int argc, char **argv)
 	 * VMs): one that is not running yet is a target error, looked for
 	 * every 2 s while the others run; a check says every one. */
 	unsigned opened = 0;
+	/* several: the sources and kernels found at once, on threads; then
+	 * the engines, one after another */
+	int *found = NULL;
+	char (*found_err)[512] = NULL;
+	if (D.ntg > 1 && (!(found = calloc(D.ntg, sizeof *found)) || !(found_err = calloc(D.ntg, sizeof *found_err)))) {
+		fprintf(stderr, "sentineld: out of memory\n");
+		free(found);
+		goto out;
+	}
+	if (found)
+		d_find_targets(&D, found, found_err);
+	uint64_t load_t0 = d_now(), load_said = load_t0;
 	for (unsigned i = 0; i < D.ntg; i++) {
 		DTarget *T = &D.tg[i];
-		if (d_open_target(T, err, sizeof err)) {
+		int tr = found ? found[i] : 0;
+		if (tr)
+			snprintf(err, sizeof err, "%s", found_err[i]);
+		else
+			tr = found ? d_load_target(T, err, sizeof err) : d_open_target(T, err, sizeof err);
+		if (found && d_now() - load_said >= 10ull * 1000000000ull) {
+			load_said = d_now();
+			nt_log(D.nt, 6, "loading the rules on the targets: %u of %u, %.0f s", i + 1, D.ntg,
+			       (double)(load_said - load_t0) / 1e9);
+		}
+		if (tr) {
 			snprintf(T->err, sizeof T->err, "%.511s", err);
 			if (D.ntg == 1 || check_only)
 				fprintf(stderr, "sentineld: %s\n", err);
@@ -390,6 +412,8 @@ int main(int argc, char **argv)
 			       D.ntg > 1 ? T->cf.name : "", D.ntg > 1 ? ": " : "", D.b->nrules, T->t->release,
 			       eng_backend_note(T->e));
 	}
+	free(found);
+	free(found_err);
 	if (D.ntg == 1 && !opened)
 		goto out;
 	if (D.cf.record && !check_only &&

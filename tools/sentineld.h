@@ -186,6 +186,12 @@ bool d_all_lost(const Daemon *D);
 const char *d_target_gone(const DTarget *T);
 const char *d_target_paused(DTarget *T);
 int d_open_target(DTarget *T, char *err, size_t n);
+/* Its two halves: the source and discovery (thread-safe for different
+ * targets), then the engine. */
+int d_find_target(DTarget *T, char *err, size_t n);
+int d_load_target(DTarget *T, char *err, size_t n);
+/* d_find_target for every target at once, on threads: rc[i], err[i]. */
+void d_find_targets(Daemon *D, int *rc, char (*err)[512]);
 int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf);
 uint64_t d_next_check(uint64_t now, uint64_t period);
 void d_close_target(DTarget *T);
