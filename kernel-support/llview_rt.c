@@ -23,9 +23,10 @@ void __llview_copy(void *dst, uint64_t va, uint64_t n, int32_t *err);
 
 /* The read budget (kx.h, kx_cur): count n reads of the tick in progress.
  * A read never fails for the budget: every lane of a warp must see what
- * the others see (a warp-collective metric whose lanes disagreed on a
- * value or an error went different ways into a warp barrier and hung the
- * GPU).  The walks ask kx_spent() at each step instead.  On the GPU each
+ * the others see (reads that failed once the budget was spent hung the
+ * GPU's fleet kernel, most likely a warp-collective metric whose lanes
+ * disagreed going different ways into a warp barrier).  The walks ask
+ * kx_spent() at each step instead.  On the GPU each
  * lane adds to the world's counter in device memory with a reduction
  * (red.global.add: nothing waits for it); on the host a relaxed load and
  * store, not a locked add (a locked add orders every load after it):
