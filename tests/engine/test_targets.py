@@ -73,6 +73,17 @@ def report(ok, name, detail=""):
             f.write("pass\n" if ok else "fail\n")
 
 
+def open_log(path):
+    """sentineld's output file, and a function that reads it back whole."""
+    log = open(path, "w+")
+
+    def text():
+        log.flush()
+        with open(log.name) as f:
+            return f.read()
+    return log, text
+
+
 def write_conf(tmp, targets, engine="backend = cpu\n", extra="", encoding="utf-8"):
     """targets: [(section, body)]."""
     path = os.path.join(tmp, "sentinel.conf")
@@ -193,12 +204,7 @@ def live(tmp):
                 "        severity: info\n        targets:\n          role: db\n")
     gs = {}
     d = None
-    log = open(os.path.join(tmp, "sentineld.log"), "w+")
-
-    def text():
-        log.flush()
-        with open(log.name) as f:
-            return f.read()
+    log, text = open_log(os.path.join(tmp, "sentineld.log"))
     try:
         # one vCPU each: three TCG guests share this machine with sentineld
         for name, k in (("a", "debian-6.12"), ("b", "debian-6.1"), ("c", "debian-6.12"), ("d", "debian-6.12")):

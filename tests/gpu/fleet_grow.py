@@ -31,13 +31,7 @@ ks = tt.guest.kernels()
 gs = {n: tt.guest.Guest(ks["debian-6.12"], cpus=1, name="gr" + n) for n in ("a", "b")}
 fails = 0
 d = None
-log = open(os.path.join(tmp, "log"), "w+")
-
-
-def text():
-    log.flush()
-    with open(log.name) as f:
-        return f.read()
+log, text = tt.open_log(os.path.join(tmp, "log"))
 
 
 def report(ok, what, detail=""):
