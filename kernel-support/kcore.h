@@ -61,6 +61,10 @@ typedef int64_t s64;
 	__kcore_##kind##_##a##_##b; })
 /* The value of enumerator N of enum E in the target kernel. */
 #define KENUM(E, N) ((long)KCORE_MARKER(enum, E, N))
+/* The same for an enumerator the target kernel may lack (one under a
+ * config option): then RELO_POISON (1 << 62), outside any index range the
+ * code tests it against; the entry point does not need it to run. */
+#define KENUM_OPT(E, N) ((long)KCORE_MARKER(enum, E##___opt, N))
 /* 1 when struct T has field F in the target kernel, else 0. */
 #define KFIELD_EXISTS(T, F) ((int)KCORE_MARKER(exists, T, F))
 /* sizeof(struct T) in the target kernel. */
@@ -582,6 +586,53 @@ struct xfs_mount {
 	atomic64_t m_allocbt_blks;
 	struct xfs_ino_geometry m_ino_geo;
 };
+/* btrfs (the module's types, from its BTF): what btrfs_statfs adds up.
+ * fs_info's space_info list (one entry a block-group type: data,
+ * metadata, system; mixed: data and metadata in one), the global block
+ * reserve, and the devices chunk allocation would spread data over. */
+struct btrfs_super_block {
+	u64 total_bytes;              /* __le64: x86-64 is little-endian */
+};
+struct btrfs_raid_attr {          /* btrfs_raid_array[enum btrfs_raid_types] */
+	u8 dev_stripes;               /* stripes a device (DUP: 2) */
+	u8 devs_min;
+	u8 ncopies;
+	u64 bg_flag;                  /* BTRFS_BLOCK_GROUP_RAID1 ...; SINGLE: 0 */
+};
+struct btrfs_block_group {
+	u64 length, used, flags;
+	unsigned int ro;
+	struct list_head ro_list;
+};
+struct btrfs_space_info {
+	u8 full;                      /* bool: no chunk of this type can be allocated */
+	u64 disk_used, disk_total, flags;
+	struct list_head list;
+	struct list_head ro_bgs;      /* its read-only block groups (balance, scrub) */
+	struct list_head block_groups[9];   /* by raid type: BTRFS_NR_RAID_TYPES since 5.5 */
+};
+struct btrfs_block_rsv {
+	u64 size;
+	struct btrfs_space_info *space_info;
+};
+struct btrfs_device {
+	struct list_head dev_list;
+	struct block_device *bdev;    /* null: missing */
+	unsigned long dev_state;      /* bit 1 IN_FS_METADATA, bit 3 REPLACE_TGT */
+	u64 total_bytes, bytes_used;
+};
+struct btrfs_fs_devices {
+	u64 open_devices, rw_devices;
+	struct list_head devices;
+};
+struct btrfs_fs_info {
+	struct btrfs_block_rsv global_block_rsv;
+	struct btrfs_super_block *super_copy;
+	struct super_block___fs *sb;
+	struct btrfs_fs_devices *fs_devices;
+	struct list_head space_info;
+	u64 avail_data_alloc_bits;
+};
 /* tmpfs */
 struct shmem_sb_info {
 	unsigned long max_blocks;     /* 0: no limit */
@@ -630,6 +681,7 @@ extern struct net init_net __kweak;                      /* CONFIG_NET */
 extern struct list_head net_namespace_list __kweak;      /* CONFIG_NET: every struct net, by .list */
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
+extern const struct btrfs_raid_attr btrfs_raid_array[] __kweak;  /* the btrfs module, when loaded */
 extern const struct net_device_ops bond_netdev_ops __kweak;
 extern const char dev_get_tstats64[] __kweak;             /* functions: their addresses alone */
 extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */

@@ -1343,6 +1343,7 @@ int km_cgroup_name(u64 c, char *out, u32 size)
 	return __llview_failed() ? -14 : 0;
 }
 
+#define KM_CG_NPSI 7                 /* the pressure states a cgroup's block holds */
 /* A cgroup's numbers, read once a tick into a block (km_cgroup_stats: the
  * cgroup's fields one gather, its controllers' one more, its own CPUs'
  * unflushed CPU time km_pcpu_sums); the metrics read the block. */
@@ -1350,10 +1351,12 @@ enum {
 	KC_MEM_USAGE, KC_MEM_MAX, KC_MEM_HIGH, KC_EV_MAX, KC_EV_OOM, KC_EV_OOM_KILL,
 	KC_PIDS_CUR, KC_PIDS_MAX,
 	KC_CFS_PERIODS, KC_CFS_THROTTLED, KC_CFS_THR_TIME, KC_CFS_QUOTA, KC_CFS_PERIOD,
-	KC_PSI_TOTAL, KC_PSI_AVG10 = KC_PSI_TOTAL + 6,       /* cpu some, cpu full, memory some/full, io some/full */
-	KC_GATHER = KC_PSI_AVG10 + 6,                        /* the controllers' words, one gather */
+	/* cpu some, cpu full, memory some/full, io some/full, irq full */
+	KC_PSI_TOTAL, KC_PSI_AVG10 = KC_PSI_TOTAL + KM_CG_NPSI, KC_PSI_AVG60 = KC_PSI_AVG10 + KM_CG_NPSI,
+	KC_PSI_AVG300 = KC_PSI_AVG60 + KM_CG_NPSI,
+	KC_GATHER = KC_PSI_AVG300 + KM_CG_NPSI,              /* the controllers' words, one gather */
 	KC_USAGE = KC_GATHER, KC_UNFLUSHED,                  /* bstat's sum_exec_runtime; this CPU's deltas */
-	KC_ABSENT, KC_FAILED, KC__COUNT
+	KC_ABSENT, KC_FAILED, KC_PSI_NONE, KC__COUNT         /* KC_PSI_NONE: the states the kernel lacks, a bit each */
 };
 _Static_assert(KC__COUNT <= 64, "the block rulec gives km_cgroup_stats (CG_OBJ_BLOCK)");
 /* KC_ABSENT's bits: which controllers the cgroup lacks */
@@ -1395,15 +1398,23 @@ int km_cgroup_stats(u64 c, u64 *blk)
 	a[KC_CFS_THR_TIME] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.throttled_time)) : d;
 	a[KC_CFS_QUOTA] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.quota)) : d;
 	a[KC_CFS_PERIOD] = f[KF_CPU] ? km_addr(KP(tg->cfs_bandwidth.period)) : d;
-	long st[6] = {KENUM(psi_states, PSI_CPU_SOME), KENUM(psi_states, PSI_CPU_FULL),
-		      KENUM(psi_states, PSI_MEM_SOME), KENUM(psi_states, PSI_MEM_FULL),
-		      KENUM(psi_states, PSI_IO_SOME), KENUM(psi_states, PSI_IO_FULL)};
-	for (int i = 0; i < 6; i++) {
+	/* irq full (6.1+ with CONFIG_IRQ_TIME_ACCOUNTING): the enumerator
+	 * is there only then, as is the cgroup's irq.pressure */
+	u64 psi_none = 0;
+	long st[KM_CG_NPSI] = {KENUM(psi_states, PSI_CPU_SOME), KENUM(psi_states, PSI_CPU_FULL),
+			       KENUM(psi_states, PSI_MEM_SOME), KENUM(psi_states, PSI_MEM_FULL),
+			       KENUM(psi_states, PSI_IO_SOME), KENUM(psi_states, PSI_IO_FULL),
+			       KENUM_OPT(psi_states, PSI_IRQ_FULL)};
+	for (int i = 0; i < KM_CG_NPSI; i++) {
 		const u64 *t = (const u64 *)KP(pg->total);
 		const unsigned long *av = (const unsigned long *)KP(pg->avg);
 		int have = !(absent & KC_NO_PSI) && st[i] >= 0 && st[i] < 8;
 		a[KC_PSI_TOTAL + i] = have ? km_addr(&t[st[i]]) : d;
 		a[KC_PSI_AVG10 + i] = have ? km_addr(&av[st[i] * 3]) : d;
+		a[KC_PSI_AVG60 + i] = have ? km_addr(&av[st[i] * 3 + 1]) : d;
+		a[KC_PSI_AVG300 + i] = have ? km_addr(&av[st[i] * 3 + 2]) : d;
+		if (!have)
+			psi_none |= 1ull << i;
 	}
 	km_gather(a, KC_GATHER, blk);
 	/* the two ints: km_word gives the word from the field up */
@@ -1418,6 +1429,7 @@ int km_cgroup_stats(u64 c, u64 *blk)
 	blk[KC_USAGE] = f[KF_USAGE];
 	blk[KC_UNFLUSHED] = f[KF_RSTAT] && sums[0] > sums[1] ? sums[0] - sums[1] : 0;
 	blk[KC_ABSENT] = absent;
+	blk[KC_PSI_NONE] = psi_none;
 	blk[KC_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
 }
@@ -1478,17 +1490,30 @@ double km_cgroup_cpu_max(u64 c, const u64 *blk)
 	return (double)blk[KC_CFS_QUOTA] / (double)blk[KC_CFS_PERIOD];
 }
 
+/* pressure state i of the block: unknown where the kernel lacks it (irq) */
+KM_INLINE double km_cg_psi(const u64 *blk, u32 at, u32 i, double scale)
+{
+	if (!blk[KC_FAILED] && ((blk[KC_PSI_NONE] >> i) & 1))
+		return KM_ABSENT;
+	return km_cg(blk, at + i, KC_NO_PSI, scale);
+}
+
 #define KM_CG_PSI(name, i)                                                                                      \
 	double km_cgroup_pressure_##name##_time(u64 c, const u64 *blk)                                          \
-	{ return km_cg(blk, KC_PSI_TOTAL + i, KC_NO_PSI, NSEC); }                                                \
+	{ return km_cg_psi(blk, KC_PSI_TOTAL, i, NSEC); }                                                       \
 	double km_cgroup_pressure_##name##_avg10(u64 c, const u64 *blk)                                         \
-	{ return km_cg(blk, KC_PSI_AVG10 + i, KC_NO_PSI, 1.0 / 2048.0 / 100.0); }
+	{ return km_cg_psi(blk, KC_PSI_AVG10, i, 1.0 / 2048.0 / 100.0); }                                       \
+	double km_cgroup_pressure_##name##_avg60(u64 c, const u64 *blk)                                         \
+	{ return km_cg_psi(blk, KC_PSI_AVG60, i, 1.0 / 2048.0 / 100.0); }                                       \
+	double km_cgroup_pressure_##name##_avg300(u64 c, const u64 *blk)                                        \
+	{ return km_cg_psi(blk, KC_PSI_AVG300, i, 1.0 / 2048.0 / 100.0); }
 KM_CG_PSI(cpu_some, 0)
 KM_CG_PSI(cpu_full, 1)
 KM_CG_PSI(memory_some, 2)
 KM_CG_PSI(memory_full, 3)
 KM_CG_PSI(io_some, 4)
 KM_CG_PSI(io_full, 5)
+KM_CG_PSI(irq_full, 6)
 #undef KM_CG_PSI
 
 /* ---- network devices: every namespace's, as each one's /proc/net/dev ----------------------
@@ -1983,9 +2008,8 @@ double km_net_tx_dropped(u64 d, const u64 *blk)
  * so each is read where it keeps them: ext4's per-CPU cluster and inode
  * counters and its on-disk superblock (ext4_statfs), tmpfs's block counter
  * and limits (shmem_statfs), xfs's per-CPU counters and in-memory
- * superblock (xfs_fs_statfs).  btrfs is listed with its read-only state;
- * its sizes are unknown (KM_ABSENT): btrfs_statfs adds up its space_info
- * lists and chunk allocation under its own locks. */
+ * superblock (xfs_fs_statfs), btrfs's space_info totals, global reserve
+ * and devices (btrfs_statfs). */
 
 #define KM_MAX_MOUNTS 65536u
 #define KM_MAX_PATH_DEPTH 64u
@@ -2159,10 +2183,10 @@ KM_INLINE void km_pcpu_counters(const u64 *count, const u64 *pcpu, u32 nc, s64 *
  * counters); the metrics read the block. */
 enum {
 	KV_MNT_FLAGS, KV_SB_FLAGS, KV_BSIZE, KV_BLOCKS, KV_BFREE, KV_BAVAIL, KV_FILES, KV_FFREE,
-	KV_KIND, KV_FAILED, KV__COUNT
+	KV_KIND, KV_FAILED, KV_NOAVAIL, KV__COUNT
 };
 _Static_assert(KV__COUNT <= 64, "the block rulec gives km_fs_stats (CG_OBJ_BLOCK)");
-enum { KV_OTHER, KV_EXT4, KV_TMPFS, KV_XFS };
+enum { KV_OTHER, KV_EXT4, KV_TMPFS, KV_XFS, KV_BTRFS };
 
 KM_INLINE s64 km_pos(s64 v) { return v < 0 ? 0 : v; }
 
@@ -2255,6 +2279,274 @@ KM_INLINE void km_xfs_statfs(u64 sbp, struct xfs_mount *mp, u64 *blk)
 	blk[KV_KIND] = KV_XFS;
 }
 
+/* btrfs_statfs (6.1 and 6.12 alike).  Size and free are the space_info
+ * totals scaled by the data profile's copies, less the global block
+ * reserve; available is the data space_info's unused part plus what chunk
+ * allocation could still give data over the devices (the kernel's
+ * btrfs_calc_avail_data_space, simulated here over at most
+ * KM_BTRFS_MAX_DEVS devices), zero once metadata can take no more chunks
+ * and its free space is under the reserve plus 4 MiB.  btrfs reports no
+ * inode counts (0, as df -i shows).  Not followed: a balance converting
+ * the data profile (the kernel allocates for its target profile; read
+ * here as the profile already in use), so available is approximate then. */
+#define KM_BTRFS_NR_RAID 9u              /* enum btrfs_raid_types, 5.5+ */
+#define KM_BTRFS_MAX_SPACE 16u           /* space_info entries: 3 in practice */
+#define KM_BTRFS_MAX_RO 256u             /* read-only block groups walked */
+#define KM_BTRFS_MAX_DEVS 32u
+#define KM_BG_DATA 0x1ull
+#define KM_BG_METADATA 0x4ull
+#define KM_BG_RAID0 0x8ull
+#define KM_BG_RAID1 0x10ull
+#define KM_BG_DUP 0x20ull
+#define KM_BG_RAID10 0x40ull
+#define KM_BG_RAID5 0x80ull
+#define KM_BG_RAID6 0x100ull
+#define KM_BG_RAID1C3 0x200ull
+#define KM_BG_RAID1C4 0x400ull
+#define KM_BG_PROFILE_MASK 0x7f8ull
+#define KM_BTRFS_STRIPE_LEN (64ull << 10)
+#define KM_BTRFS_RANGE_RESERVED (1ull << 20)
+#define KM_BTRFS_DEV_IN_FS_METADATA 1
+#define KM_BTRFS_DEV_REPLACE_TGT 3
+#define KM_BTRFS_META_THRESH (4ull << 20)
+
+/* btrfs_raid_array[i]: the kernel's table, at its own stride */
+KM_INLINE const struct btrfs_raid_attr *km_raid_attr(u32 i)
+{
+	return (const struct btrfs_raid_attr *)((const char *)btrfs_raid_array + (u64)i * KSIZEOF(btrfs_raid_attr));
+}
+
+/* The raid table's columns: bg_flag, ncopies, devs_min, dev_stripes */
+struct km_raid { u64 flag[KM_BTRFS_NR_RAID]; u32 copies[KM_BTRFS_NR_RAID], devs_min[KM_BTRFS_NR_RAID],
+		 dev_stripes[KM_BTRFS_NR_RAID]; };
+
+KM_INLINE void km_raid_table(struct km_raid *t)
+{
+	u64 a[4 * KM_BTRFS_NR_RAID], v[4 * KM_BTRFS_NR_RAID];
+	for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++) {
+		const struct btrfs_raid_attr *r = km_raid_attr(i);
+		a[i] = km_addr(KP(r->bg_flag));
+		a[KM_BTRFS_NR_RAID + i] = km_addr(KP(r->ncopies));
+		a[2 * KM_BTRFS_NR_RAID + i] = km_addr(KP(r->devs_min));
+		a[3 * KM_BTRFS_NR_RAID + i] = km_addr(KP(r->dev_stripes));
+	}
+	km_gather(a, 4 * KM_BTRFS_NR_RAID, v);
+	for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++) {
+		t->flag[i] = v[i];
+		t->copies[i] = (u32)v[KM_BTRFS_NR_RAID + i] & 0xff;
+		t->devs_min[i] = (u32)v[2 * KM_BTRFS_NR_RAID + i] & 0xff;
+		t->dev_stripes[i] = (u32)v[3 * KM_BTRFS_NR_RAID + i] & 0xff;
+	}
+}
+
+/* the raid index of a profile (btrfs_bg_flags_to_raid_index): the entry
+ * whose flag it is, SINGLE's (flag 0) for none */
+KM_INLINE u32 km_raid_index(const struct km_raid *t, u64 flags)
+{
+	u64 p = flags & KM_BG_PROFILE_MASK;
+	u32 idx = KM_BTRFS_NR_RAID;
+	for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++)
+		if (t->flag[i] == p)
+			idx = i;
+	return idx;
+}
+
+/* The data allocation profile (btrfs_data_alloc_profile: the profiles
+ * data has, those the writable devices allow, the most redundant) */
+KM_INLINE u64 km_btrfs_data_profile(const struct km_raid *t, u64 avail_bits, u64 rw_devices)
+{
+	u64 allowed = 0;
+	for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++)
+		if (rw_devices >= t->devs_min[i])
+			allowed |= t->flag[i];
+	allowed &= avail_bits | KM_BG_DATA;
+	/* the most redundant first: RAID1C4, RAID6, RAID1C3, RAID5, RAID10,
+	 * RAID1, DUP, RAID0, their flags' bit numbers a nibble each */
+	for (u32 k = 0; k < 8; k++) {
+		u32 bit = (u32)(0x3546798aull >> (4 * k)) & 0xf;
+		if ((allowed >> bit) & 1)
+			return 1ull << bit;
+	}
+	return 0;
+}
+
+/* the free space of a space_info's read-only block groups (balance and
+ * scrub set them so), each times its profile's copies
+ * (btrfs_account_ro_block_groups_free_space); -1: too many to walk */
+KM_INLINE s64 km_btrfs_ro_free(struct btrfs_space_info *si, const struct km_raid *t)
+{
+	struct list_head *head = KP(si->ro_bgs), *n = KR(head->next);
+	u64 sum = 0;
+	for (u32 k = 0; n != head; k++) {
+		if (k == KM_BTRFS_MAX_RO || simt_any(__llview_failed()))
+			return -1;
+		struct btrfs_block_group *bg = (struct btrfs_block_group *)kcontainer_of(n, struct btrfs_block_group, ro_list);
+		u64 a[5] = {km_addr(KP(bg->length)), km_addr(KP(bg->used)), km_addr(KP(bg->flags)),
+			    km_addr(KP(bg->ro)), km_addr(&n->next)}, v[5];
+		km_gather(a, 5, v);
+		u32 i = km_raid_index(t, v[2]);
+		if ((u32)v[3] && i < KM_BTRFS_NR_RAID)
+			sum += (v[0] - v[1]) * t->copies[i];
+		n = (struct list_head *)(unsigned long)v[4];
+	}
+	return (s64)sum;
+}
+
+/* btrfs_calc_avail_data_space: each usable device's unallocated space
+ * (stripe-aligned, less the 1 MiB at its start), sorted, then chunks of
+ * the data profile handed out from the smallest up; -1: not computed */
+KM_INLINE s64 km_btrfs_dev_avail(struct btrfs_fs_devices *fd, const struct km_raid *t, u64 profile,
+				 u64 open_devices)
+{
+	u32 ri = km_raid_index(t, profile);
+	if (ri >= KM_BTRFS_NR_RAID || open_devices > KM_BTRFS_MAX_DEVS)
+		return -1;
+	u64 nr = open_devices;
+	u32 stripes = 1;
+	if (profile & KM_BG_RAID0)
+		stripes = (u32)nr;
+	else if (profile & (KM_BG_RAID1 | KM_BG_RAID1C3 | KM_BG_RAID1C4))
+		stripes = t->copies[ri];
+	else if (profile & KM_BG_RAID10)
+		stripes = 4;
+	u64 min_stripe = t->dev_stripes[ri] * KM_BTRFS_STRIPE_LEN;
+	u64 avail[KM_BTRFS_MAX_DEVS];
+	u32 n = 0;
+	struct list_head *head = KP(fd->devices), *p = KR(head->next);
+	for (u32 k = 0; p != head; k++) {
+		if (k == 4 * KM_BTRFS_MAX_DEVS || simt_any(__llview_failed()))
+			return -1;
+		if (n >= nr)
+			break;
+		struct btrfs_device *d = (struct btrfs_device *)kcontainer_of(p, struct btrfs_device, dev_list);
+		u64 a[5] = {km_addr(KP(d->bdev)), km_addr(KP(d->dev_state)), km_addr(KP(d->total_bytes)),
+			    km_addr(KP(d->bytes_used)), km_addr(&p->next)}, v[5];
+		km_gather(a, 5, v);
+		p = (struct list_head *)(unsigned long)v[4];
+		if (!(v[1] & (1ul << KM_BTRFS_DEV_IN_FS_METADATA)) || !v[0] || (v[1] & (1ul << KM_BTRFS_DEV_REPLACE_TGT)))
+			continue;
+		u64 av = (v[2] - v[3]) / KM_BTRFS_STRIPE_LEN * KM_BTRFS_STRIPE_LEN;
+		if (av <= KM_BTRFS_RANGE_RESERVED + min_stripe)
+			continue;
+		avail[n++] = av - KM_BTRFS_RANGE_RESERVED;
+	}
+	for (u32 i = 1; i < n; i++)             /* descending */
+		for (u32 j = i; j > 0 && avail[j - 1] < avail[j]; j--) {
+			u64 x = avail[j];
+			avail[j] = avail[j - 1];
+			avail[j - 1] = x;
+		}
+	u64 total = 0;
+	for (u32 left = n; left >= t->devs_min[ri] && left > 0; left--) {
+		u32 i = left - 1;
+		if (stripes > left)
+			stripes = left;
+		if (avail[i] >= min_stripe) {
+			u64 sz = avail[i];
+			total += sz * stripes;
+			for (u32 j = i + 1 - stripes; j <= i; j++)
+				avail[j] -= sz;
+		}
+	}
+	return (s64)total;
+}
+
+/* every btrfs type read (the module's BTF, 5.11+): a kernel without them
+ * leaves btrfs's sizes unknown and the other filesystems' read */
+KM_INLINE int km_btrfs_types(void)
+{
+	return KTYPE_EXISTS(btrfs_fs_info) && KTYPE_EXISTS(btrfs_space_info) && KTYPE_EXISTS(btrfs_raid_attr) &&
+	       KTYPE_EXISTS(btrfs_block_rsv) && KTYPE_EXISTS(btrfs_super_block) && KTYPE_EXISTS(btrfs_fs_devices) &&
+	       KTYPE_EXISTS(btrfs_device) && KTYPE_EXISTS(btrfs_block_group);
+}
+
+KM_INLINE void km_btrfs_statfs(u64 sbp, u64 bsize, struct btrfs_fs_info *fi, u64 *blk)
+{
+	if (!&btrfs_raid_array || !bsize || (bsize & (bsize - 1)))
+		return;
+	enum { B_SB, B_SUPER, B_DEVS, B_RSV, B_RSVSI, B_AVAIL, B_SPACE, B__N };
+	u64 a[B__N], v[B__N];
+	a[B_SB] = km_addr(KP(fi->sb));
+	a[B_SUPER] = km_addr(KP(fi->super_copy));
+	a[B_DEVS] = km_addr(KP(fi->fs_devices));
+	a[B_RSV] = km_addr(KP(fi->global_block_rsv.size));
+	a[B_RSVSI] = km_addr(KP(fi->global_block_rsv.space_info));
+	a[B_AVAIL] = km_addr(KP(fi->avail_data_alloc_bits));
+	a[B_SPACE] = km_addr(KP(fi->space_info.next));
+	km_gather(a, B__N, v);
+	if (v[B_SB] != sbp || !v[B_SUPER] || !v[B_DEVS] || !v[B_RSVSI])
+		return;
+	struct btrfs_super_block *sup = (struct btrfs_super_block *)(unsigned long)v[B_SUPER];
+	struct btrfs_fs_devices *fd = (struct btrfs_fs_devices *)(unsigned long)v[B_DEVS];
+	struct btrfs_space_info *rsi = (struct btrfs_space_info *)(unsigned long)v[B_RSVSI];
+	u64 b[4] = {km_addr(KP(sup->total_bytes)), km_addr(KP(fd->open_devices)), km_addr(KP(fd->rw_devices)),
+		    km_addr(KP(rsi->full))}, w[4];
+	km_gather(b, 4, w);
+	struct km_raid t;
+	km_raid_table(&t);
+
+	u64 used = 0, free_data = 0, free_meta = 0, factor = 1;
+	int mixed = 0, noavail = 0;
+	struct list_head *head = KP(fi->space_info), *n = (struct list_head *)(unsigned long)v[B_SPACE];
+	for (u32 k = 0; n != head; k++) {
+		if (k == KM_BTRFS_MAX_SPACE || simt_any(__llview_failed()))
+			return;                 /* not a list we recognise: unknown */
+		struct btrfs_space_info *si = (struct btrfs_space_info *)kcontainer_of(n, struct btrfs_space_info, list);
+		enum { S_FLAGS, S_USED, S_TOTAL, S_NEXT, S_RO, S_BG, S__N = S_BG + KM_BTRFS_NR_RAID };
+		u64 c[S__N], x[S__N];
+		c[S_FLAGS] = km_addr(KP(si->flags));
+		c[S_USED] = km_addr(KP(si->disk_used));
+		c[S_TOTAL] = km_addr(KP(si->disk_total));
+		c[S_NEXT] = km_addr(KP(si->list.next));
+		c[S_RO] = km_addr(KP(si->ro_bgs.next));
+		for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++)
+			c[S_BG + i] = km_addr(KP(si->block_groups[i].next));
+		km_gather(c, S__N, x);
+		if (x[S_FLAGS] & KM_BG_DATA) {
+			free_data += x[S_TOTAL] - x[S_USED];
+			if (x[S_RO] != km_addr(KP(si->ro_bgs))) {
+				s64 ro = km_btrfs_ro_free(si, &t);
+				if (ro < 0)
+					noavail = 1;
+				else
+					free_data -= (u64)ro;
+			}
+			for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++)
+				if (x[S_BG + i] != km_addr(KP(si->block_groups[i])) && t.copies[i])
+					factor = t.copies[i];
+		}
+		if (!mixed && (x[S_FLAGS] & KM_BG_METADATA)) {
+			if (x[S_FLAGS] & KM_BG_DATA)
+				mixed = 1;
+			else
+				free_meta += x[S_TOTAL] - x[S_USED];
+		}
+		used += x[S_USED];
+		n = (struct list_head *)(unsigned long)x[S_NEXT];
+	}
+
+	u32 bits = (u32)__builtin_ctzll(bsize);
+	u64 blocks = (w[0] / factor) >> bits;
+	u64 bfree = blocks - ((used / factor) >> bits);
+	u64 rsv = v[B_RSV] >> bits;
+	bfree = bfree >= rsv ? bfree - rsv : 0;
+	u64 profile = km_btrfs_data_profile(&t, v[B_AVAIL], w[2]);
+	s64 dev = km_btrfs_dev_avail(fd, &t, profile, w[1]);
+	if (dev < 0)
+		noavail = 1;
+	u64 bavail = (free_data / factor + (dev < 0 ? 0 : (u64)dev) / factor) >> bits;
+	if (!mixed && (w[3] & 0xff) &&
+	    (free_meta < KM_BTRFS_META_THRESH || free_meta - KM_BTRFS_META_THRESH < v[B_RSV]))
+		bavail = 0;
+	/* in bytes: the block is in units of bsize, as statfs */
+	blk[KV_BLOCKS] = blocks;
+	blk[KV_BFREE] = bfree;
+	blk[KV_BAVAIL] = bavail;
+	blk[KV_FILES] = blk[KV_FFREE] = 0;
+	blk[KV_NOAVAIL] = (u64)noavail;
+	blk[KV_KIND] = KV_BTRFS;
+}
+
 /* shmem_statfs: a limit of 0 (none) reports 0, as df shows */
 KM_INLINE void km_tmpfs_statfs(struct shmem_sb_info *sbi, u64 *blk)
 {
@@ -2288,6 +2580,7 @@ int km_fs_stats(u64 key, u64 *blk)
 	km_gather(b, 4, w);
 	for (u32 i = KV_BLOCKS; i <= KV_FFREE; i++)
 		blk[i] = 0;
+	blk[KV_NOAVAIL] = 0;
 	blk[KV_MNT_FLAGS] = v[1] & 0xffffffffu;
 	blk[KV_SB_FLAGS] = w[0];
 	blk[KV_BSIZE] = w[2];
@@ -2299,6 +2592,8 @@ int km_fs_stats(u64 key, u64 *blk)
 	else if (sb && w[3] && w[1] == KM_XFS_MAGIC && KTYPE_EXISTS(xfs_mount) && KTYPE_EXISTS(xfs_sb) &&
 		 KTYPE_EXISTS(xfs_ino_geometry))
 		km_xfs_statfs(v[0], (struct xfs_mount *)(unsigned long)w[3], blk);
+	else if (sb && w[3] && w[1] == KM_BTRFS_MAGIC && km_btrfs_types())
+		km_btrfs_statfs(v[0], w[2], (struct btrfs_fs_info *)(unsigned long)w[3], blk);
 	blk[KV_FAILED] = (u64)simt_any(__llview_failed()) || !sb;
 	return 0;
 }
@@ -2312,7 +2607,10 @@ KM_INLINE double km_fsv(const u64 *blk, u64 v, double scale)
 
 double km_fs_size_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BLOCKS], (double)blk[KV_BSIZE]); }
 double km_fs_free_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BFREE], (double)blk[KV_BSIZE]); }
-double km_fs_avail_bytes(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_BAVAIL], (double)blk[KV_BSIZE]); }
+double km_fs_avail_bytes(u64 k, const u64 *blk)
+{
+	return blk[KV_NOAVAIL] && !blk[KV_FAILED] ? KM_ABSENT : km_fsv(blk, blk[KV_BAVAIL], (double)blk[KV_BSIZE]);
+}
 double km_fs_files(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FILES], 1); }
 double km_fs_files_free(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FFREE], 1); }
 /* read-only as /proc/mounts says "ro": the mount's flag or the superblock's */

@@ -516,6 +516,8 @@ static bool core_required(const ReloSet *r, const uint32_t *set, size_t n, const
 		return !core_has(r, set, n, RELO_EXISTS, x->a, x->b) && !core_has(r, set, n, RELO_TYPE, x->a, NULL);
 	case RELO_SIZE:
 		return !strstr(x->a, "___") && !core_has(r, set, n, RELO_TYPE, x->a, NULL);
+	case RELO_ENUM:
+		return !strstr(x->a, "___");    /* KENUM_OPT: the code tests the value */
 	default:
 		return true;
 	}

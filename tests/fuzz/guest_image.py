@@ -1,16 +1,19 @@
 """A guest's RAM image for the hostile-guest fuzzer (tests/fuzz/fuzz_guest.c):
 boot a Debian guest (its disk, NIC and cgroups as the guest tests set them up),
-let it settle, pause it, copy its RAM to PATH (raw: address 0 first), stop it.
+its xfs and btrfs images mounted (tests/guest/fsimages.py: their statfs
+reads are fuzzed too, when the host has the mkfs tools), let it settle, pause it, copy its RAM to PATH (raw: address 0 first), stop it.
 
     python3 tests/fuzz/guest_image.py PATH [KERNEL]     (KERNEL: debian-6.12)
 """
 import os
 import shutil
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
 import guest  # noqa: E402
+import fsimages  # noqa: E402
 
 
 def main():
@@ -18,7 +21,17 @@ def main():
         sys.exit(__doc__)
     path, kname = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "debian-6.12"
     ks = guest.kernels()
-    with guest.Guest(ks[kname], mem_mb=256, cpus=2, name="fuzzimg") as g:
+    with tempfile.TemporaryDirectory(prefix="sentinel-fuzzfs-") as tmp:
+        images, err = fsimages.get(tmp)
+        if err:
+            print("guest_image: no filesystem images (%s)" % err, file=sys.stderr)
+        capture(ks[kname], path, images)
+    print("guest_image: %s (%s, %d MiB)" % (path, kname, os.path.getsize(path) >> 20))
+
+
+def capture(kdir, path, images):
+    with guest.Guest(kdir, mem_mb=256, cpus=2, name="fuzzimg", images=images) as g:
+        fsimages.mount(g, len(images))
         g.check("mkdir -p /sys/fs/cgroup/work && echo +memory +pids > /sys/fs/cgroup/cgroup.subtree_control; "
                 "echo $$ > /sys/fs/cgroup/work/cgroup.procs; true")
         time.sleep(2)
@@ -27,7 +40,6 @@ def main():
         shutil.copyfile(g.ram, tmp)
         os.replace(tmp, path)
         g.hmp("cont")
-    print("guest_image: %s (%s, %d MiB)" % (path, kname, os.path.getsize(path) >> 20))
 
 
 if __name__ == "__main__":

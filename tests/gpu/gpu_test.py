@@ -17,10 +17,12 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "guest"))
 import guest  # noqa: E402
+import fsimages  # noqa: E402
 
 INSPECT = sys.argv[1]
 DEV = sys.argv[2]
@@ -98,7 +100,20 @@ def nvalues(s):
 
 
 def run_kernel(name, kdir):
-    with guest.Guest(kdir, kaslr=True, name="gpu") as g:
+    """With the packed filesystem images (fsimages.py: xfs, btrfs on one
+    device and RAID1 over two) when gpu-pack made them."""
+    with tempfile.TemporaryDirectory(prefix="sentinel-gpufs-") as tmp:
+        images, err = fsimages.get(tmp)
+        if err:
+            print("note: xfs and btrfs are not mounted: %s" % err, flush=True)
+        run_guest(name, kdir, images)
+
+
+def run_guest(name, kdir, images):
+    with guest.Guest(kdir, kaslr=True, name="gpu", images=images) as g:
+        mounted = fsimages.mount(g, len(images))
+        report(mounted.splitlines() == fsimages.expected(len(images)),
+               "%s: %d filesystem images mounted" % (name, len(images)), mounted)
         g.check("(while :; do :; done) & mkdir -p /mnt && mount -t tmpfs -o size=256M tmpfs /mnt && "
                 "dd if=/dev/zero of=/mnt/f bs=1M count=64 2>/dev/null")
         # cgroups three levels deep (the walk goes level by level on the
@@ -138,7 +153,7 @@ def run_kernel(name, kdir):
             if bundle == "metrics.bundle":
                 report(len(gpu["tasks"]) > 10 and gpu["host"]["host.cpus"] == 2,
                        "%s %s: the GPU walked %d tasks" % (name, bundle, len(gpu["tasks"])))
-                report(len(gpu.get("cgroups", [])) == 6 + 6 * 7 * 2 and len(gpu.get("filesystems", [])) >= 4,
+                report(len(gpu.get("cgroups", [])) == 6 + 6 * 7 * 2 and len(gpu.get("filesystems", [])) >= 4 + len(fsimages.expected(len(images))),
                        "%s %s: the GPU found %d cgroups and %d mounts (%s)" %
                        (name, bundle, len(gpu.get("cgroups", [])), len(gpu.get("filesystems", [])),
                         " ".join(f.get("fs.mountpoint", "?") for f in gpu.get("filesystems", []))))

@@ -70,6 +70,9 @@ for f in bios-256k.bin linuxboot_dma.bin kvmvapic.bin vgabios-stdvga.bin; do
 	[ -n "$found" ] || { echo "gpu-pack: no QEMU firmware $f (apt-get install qemu-system-data seabios)" >&2; exit 1; }
 done
 
+echo "gpu-pack: filesystem images (xfs, btrfs; xz)"
+python3 -c 'import sys; sys.path.insert(0, "tests/guest"); import fsimages; fsimages.pack(sys.argv[1])' "$out/images"
+
 echo "gpu-pack: kernels"
 python3 -c 'import sys; sys.path.insert(0, "tests/guest"); import guest; [print(k, d) for k, d in guest.kernels().items()]' |
 while read -r name dir; do

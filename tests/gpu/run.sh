@@ -26,6 +26,7 @@ export SENTINEL_QEMU_MODULES="$work/qemu/modules"
 export SENTINEL_QEMU_FIRMWARE="$work/qemu/firmware"
 export SENTINEL_GUEST_KERNELS="$d/guest"
 export SENTINEL_GUEST_HELPERS="$d/guest/guest-helpers.cpio.gz"
+export SENTINEL_FS_PACK="$d/images"        # xfs and btrfs images (tests/guest/fsimages.py)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 what=${1:-all}
 rc=0

@@ -60,6 +60,12 @@ def crashed_on_its_own(e):
     return any(s in str(e) for s in OOPS)
 
 
+def went_silent(e):
+    """Whether GuestError e is a command that got no answer at all: not a
+    byte back on the control channel before its timeout."""
+    return "control channel holds b''" in str(e)
+
+
 # seconds without an answer after which run() sends a lone newline
 NUDGE_S = 5.0
 
@@ -258,9 +264,10 @@ class Guest:
             while True:
                 try:
                     out += self._wait_for(b"@@END ", deadline if nudged else min(deadline, time.time() + NUDGE_S))
-                except GuestError:
+                except GuestError as e:
                     if nudged or time.time() >= deadline or self.proc.poll() is not None:
-                        raise
+                        raise GuestError("command %r (timeout %ds, %.0fs in): %s" %
+                                         (cmd[:160], timeout, time.time() - deadline + timeout, e)) from None
                     nudged = True
                     self.sock.sendall(b"\n")
                     continue

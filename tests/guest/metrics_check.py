@@ -81,7 +81,7 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
          "[ -r $d$f ] && read -r v w < $d$f && echo \"C $p $f $v $w\"; done; "
          "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; done; "
-         "for r in cpu memory io; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
+         "for r in cpu memory io irq; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
          "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; "
          "echo @fs; l=; while read -r dv mp ty op rest; do echo \"M $mp $ty ${op%%,*}\"; l=\"$l $mp\"; "
          "done < /proc/mounts; stat -f -c 'F %n %t %b %f %a %c %d %S' $l 2>/dev/null; "
@@ -527,14 +527,14 @@ def compare_nets(b, a, m, out, between, release=None):
 
 # the filesystems fs.* lists: ext2/3/4, tmpfs (and devtmpfs, rootfs on tmpfs), xfs, btrfs
 FS_MAGICS = {0xEF53: "ext4", 0x01021994: "tmpfs", 0x58465342: "xfs", 0x9123683E: "btrfs"}
-FS_READ = ("ext4", "tmpfs", "xfs")     # whose sizes are read; btrfs: unknown
+FS_READ = ("ext4", "tmpfs", "xfs", "btrfs")     # whose sizes are read
 
 
 def compare_fs(b, a, m, out, between, release=None):
     """Each mount of a listed filesystem type against statfs (busybox
     stat -f, what df prints) and /proc/mounts' ro: sizes in bytes of the
-    fundamental block size, free and available space, inodes.  ext4 and xfs
-    are modules in Debian's kernels: before 5.11 they keep no module BTF, so
+    fundamental block size, free and available space, inodes (btrfs
+    reports none: 0).  ext4, xfs and btrfs are modules in Debian's kernels: before 5.11 they keep no module BTF, so
     their sizes must be unknown there."""
     ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
     sb_, sa_ = b.get("statfs", {}), a.get("statfs", {})
@@ -549,7 +549,7 @@ def compare_fs(b, a, m, out, between, release=None):
     for mp in sorted(want & set(ours)):
         o, fb, fa = ours[mp], sb_[mp], sa_[mp]
         kind = FS_MAGICS[fb["magic"]]
-        old_ext4 = kind in ("ext4", "xfs") and ver and ver < (5, 11)
+        old_ext4 = kind in ("ext4", "xfs", "btrfs") and ver and ver < (5, 11)
         if kind not in FS_READ or old_ext4:
             vals = [o.get(k) for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes")]
             out.append((all(v is None for v in vals), "fs.*{mountpoint=%s}: unknown for %s%s" %
@@ -627,20 +627,26 @@ def compare_cgroups(b, a, m, out, between):
             v = o.get("cgroup.cpu_max")
             out.append((v is not None and (v == q[0] or v == q[1] or (v != inf and abs(v - q[0]) < 1e-9)),
                         "cgroup.cpu_max{cgroup=%s} %s, cpu.max says %s" % (p, v, " ".join(fb["cpu.max"])), repr(v)))
-        for res in ("cpu", "memory", "io"):
-            for kind in ("some", "full"):
+        for res, kind in (("cpu", "some"), ("cpu", "full"), ("memory", "some"), ("memory", "full"),
+                          ("io", "some"), ("io", "full"), ("irq", "full")):
                 key = "%s.pressure.%s" % (res, kind)
                 name = "cgroup.pressure_%s_%s" % (res, kind)
                 if key not in fb or key not in fa:
+                    # a kernel without IRQ time accounting has no irq.pressure: ours unknown
+                    if res == "irq" and "cpu.pressure.some" in fb:
+                        vals = [o.get(name + s) for s in ("_time", "_avg10", "_avg60", "_avg300")]
+                        out.append((all(v is None for v in vals), "%s_*{cgroup=%s}: unknown, as it has no "
+                                    "irq.pressure" % (name, p), "ours %r" % vals))
                     continue
                 pb = dict(x.split("=") for x in fb[key])
                 pa = dict(x.split("=") for x in fa[key])
                 v = o.get(name + "_time")
                 between("%s_time{cgroup=%s}" % (name, p), None if v is None else v * 1e6, int(pb["total"]),
                         int(pa["total"]) + 1, unit=" us")
-                v = o.get(name + "_avg10")
-                between("%s_avg10{cgroup=%s}" % (name, p), None if v is None else v * 100, float(pb["avg10"]),
-                        float(pa["avg10"]), tol=0.01, counter=False, unit="%")
+                for w in ("avg10", "avg60", "avg300"):
+                    v = o.get(name + "_" + w)
+                    between("%s_%s{cgroup=%s}" % (name, w, p), None if v is None else v * 100, float(pb[w]),
+                            float(pa[w]), tol=0.01, counter=False, unit="%")
 
 
 def fmt(x):

@@ -37,6 +37,8 @@ add_module crc32c_generic
 add_module ext4
 # xfs (fs.* sizes): a filesystem mkfs.xfs made on the host, a second disk
 add_module xfs
+# btrfs (fs.* sizes): a filesystem mkfs.btrfs made on the host, a third disk
+add_module btrfs
 # connection tracking (host.conntrack_*), its hooks on from the start
 # (enable_hooks=1, 5.13+: no iptables or nft in busybox to ask for them)
 add_module nf_conntrack

@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guest  # noqa: E402
 import metrics_check  # noqa: E402
+import fsimages  # noqa: E402
 
 INSPECT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/sentinel-inspect")
 RULEC = os.path.join(os.path.dirname(INSPECT), "rulec")
@@ -481,7 +482,7 @@ def network(g):
             "nsenter -t $p -n sh -c 'ip link set lo up; ip link set veth1 up; ip addr add 10.5.0.2/24 dev veth1' && "
             "ping -c 2 -W 1 10.5.0.2 >/dev/null; "
             "[ -w /proc/sys/net/netfilter/nf_conntrack_max ] && echo 7777 > /proc/sys/net/netfilter/nf_conntrack_max; "
-            "true", timeout=60)
+            "true", timeout=180)   # about 15 s here: the pings' timeouts
 
 
 def module_symbols(g, name):
@@ -551,36 +552,26 @@ def filesystems(g):
     """Mounts for the filesystem metrics: files and a directory of 60
     inodes on the ext4 disk (/vda), a tmpfs with size and inode limits
     and files in it, one mounted read-only, the xfs disk (/dev/vdb, made
-    by mkfs.xfs on the host) with 2 MiB and 100 files on it; the
+    by mkfs.xfs on the host) with 2 MiB and 100 files on it, btrfs on one
+    disk (/btrfs) and RAID1 over two (/btrfs2) with files on them; the
     memory-pressure phase later fills a 1 GiB tmpfs on /mnt."""
     g.check("mkdir -p /vda/d /lim /ro && for i in $(seq 60); do : > /vda/d/f$i; done && "
             "dd if=/dev/zero of=/vda/big bs=64k count=64 conv=fsync 2>/dev/null && "
             "mount -t tmpfs -o size=16M,nr_inodes=200 tmpfs /lim && dd if=/dev/zero of=/lim/f bs=1M count=3 2>/dev/null && "
             "for i in $(seq 20); do : > /lim/f$i; done && mount -t tmpfs -o size=4M,ro tmpfs /ro")
-    out = g.check("mkdir -p /xfs && mount -t xfs /dev/vdb /xfs && mkdir /xfs/d && "
-                  "for i in $(seq 100); do : > /xfs/d/f$i; done && "
-                  "dd if=/dev/zero of=/xfs/big bs=64k count=32 conv=fsync 2>/dev/null && sync; "
-                  "while read -r dv mp ty rest; do [ $mp = /xfs ] && echo $ty; done < /proc/mounts", timeout=60)
-    report(out.strip() == "xfs", "an xfs filesystem mounted on /xfs, files written (%s)" % out.strip(), out)
+    n = len(g.images)
+    out = fsimages.mount(g, n)
+    report(n == len(fsimages.SPECS) and out.splitlines() == fsimages.expected(n),
+           "xfs on /xfs, btrfs on /btrfs (one device) and /btrfs2 (RAID1 over two), files written", out)
 
 
-def xfs_image(tmp):
-    """A 300 MiB xfs filesystem image (sparse; mkfs.xfs's smallest), made on
-    the host: busybox has no mkfs.xfs."""
-    path = os.path.join(tmp, "xfs.img")
-    with open(path, "wb") as f:
-        f.truncate(300 << 20)
-    mkfs = shutil.which("mkfs.xfs") or "/sbin/mkfs.xfs"
-    try:
-        p = subprocess.run([mkfs, "-q", "-f", path], capture_output=True, text=True)
-        err = p.stderr if p.returncode else ""
-    except OSError as e:
-        err = str(e)
+def fs_images(tmp):
+    """The filesystem images (fsimages.py: xfs, btrfs on one device, btrfs
+    RAID1 over two), made by the host's mkfs tools."""
+    paths, err = fsimages.make(tmp)
     if err:
-        report(False, "mkfs.xfs makes the xfs disk's image (apt-get install xfsprogs; ./configure --install-deps "
-               "does)", err[-500:])
-        return []
-    return [path]
+        report(False, "the filesystem images for fs.*: " + err)
+    return paths
 
 
 def metrics(g, name, select=None):
@@ -674,7 +665,7 @@ def one_config(ks, kname, kaslr, la57):
     name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="sentinel-xfs-") as tmp, \
-            guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km", images=xfs_image(tmp)) as g:
+            guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km", images=fs_images(tmp)) as g:
         boot = time.time() - t0
         rc, out, err = inspect(g.ram, "info")
         rel = g.check("read -r r < /proc/sys/kernel/osrelease; echo $r")
@@ -765,6 +756,11 @@ def main():
                 if guest.crashed_on_its_own(e) and attempt == 0:
                     sys.stderr.write("%s: the guest's kernel crashed on its own (an emulator flake; Sentinel "
                                      "only reads its RAM); booting it again:\n%s\n" % (name, str(e)[-1500:]))
+                    continue
+                if guest.went_silent(e) and attempt == 0:
+                    sys.stderr.write("%s: the guest stopped answering its control channel (under TCG its UART "
+                                     "can drop a line's bytes; Sentinel only reads its RAM); booting it again:"
+                                     "\n%s\n" % (name, str(e)[-1500:]))
                     continue
                 report(False, "%s: guest" % name, e)
                 break
