@@ -384,6 +384,10 @@ struct net_device {
 	struct list_head dev_list;
 	unsigned int flags;           /* IFF_UP 1, IFF_LOOPBACK 8 */
 	unsigned long state;          /* bit __LINK_STATE_NOCARRIER */
+	/* RFC 2863: IF_OPER_UNKNOWN 0 ... IF_OPER_UP 6; an unsigned char up
+	 * to 6.9, an unsigned int after: an array, so that either relocates
+	 * (no size check), read as its low byte */
+	unsigned char operstate[1];
 	const struct net_device_ops *netdev_ops;
 	struct net_device_stats stats;
 	struct net_device_core_stats *core_stats;   /* 6.0+; NULL until a drop */

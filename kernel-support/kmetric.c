@@ -1624,7 +1624,7 @@ int km_net_name(u64 d, char *out, u32 size)
 enum {
 	KN_RX_PACKETS, KN_TX_PACKETS, KN_RX_BYTES, KN_TX_BYTES, KN_RX_ERRORS, KN_TX_ERRORS, KN_RX_DROPPED,
 	KN_TX_DROPPED, KN_RX_MISSED,                             /* dev->stats */
-	KN_FLAGS, KN_STATE, KN_OPS, KN_CORE, KN_LSTATS, KN_PARENT,
+	KN_FLAGS, KN_STATE, KN_OPS, KN_CORE, KN_LSTATS, KN_PARENT, KN_OPER,
 	KN_G1,                                                   /* the device's words, one gather */
 	KN_CORE_RXD = KN_G1, KN_CORE_TXD,                        /* the core's drops, summed over CPUs */
 	KN_LO_PACKETS, KN_LO_BYTES,                              /* loopback */
@@ -1829,8 +1829,10 @@ int km_net_stats(u64 d, u64 *blk)
 	a[KN_CORE] = KFIELD_EXISTS(net_device, core_stats) ? km_addr(KP(dev->core_stats)) : km_dummy_addr();
 	a[KN_LSTATS] = km_addr(KP(dev->lstats));
 	a[KN_PARENT] = km_addr(KP(dev->dev.parent));
+	a[KN_OPER] = km_addr(KP(dev->operstate));
 	km_gather(a, KN_G1, blk);
 	blk[KN_FLAGS] &= 0xffffffffu;
+	blk[KN_OPER] &= 0xffu;
 	if (!KFIELD_EXISTS(net_device, core_stats))
 		blk[KN_CORE] = 0;
 	/* the driver: its stats callbacks, and its name through the parent device */
@@ -1928,6 +1930,12 @@ double km_net_up(u64 d, const u64 *blk)
 		return KM_NAN;
 	long nocarrier = KENUM(netdev_state_t, __LINK_STATE_NOCARRIER);
 	return (blk[KN_FLAGS] & KM_IFF_UP) && !((blk[KN_STATE] >> nocarrier) & 1);
+}
+
+/* the RFC 2863 operational state, as /sys/class/net/IF/operstate names it */
+double km_net_operstate(u64 d, const u64 *blk)
+{
+	return blk[KN_FAILED] ? KM_NAN : (double)blk[KN_OPER];
 }
 
 double km_net_rx_packets(u64 d, const u64 *blk)

@@ -1,12 +1,16 @@
 """Filesystem images for the guests' fs.* metrics, made on the host
 (busybox has no mkfs.xfs or mkfs.btrfs) and attached as virtio disks in
-this order, after the guest's own ext2 disk (/dev/vda):
+this order, after the guest's own disks (/dev/vda, ext2 on /vda: the
+names below are for a guest of one disk):
 
   /dev/vdb         xfs, 300 MiB (mkfs.xfs's smallest), mounted on /xfs
   /dev/vdc         btrfs on one device, 256 MiB (single data, DUP
                    metadata, as mkfs.btrfs makes it), on /btrfs
   /dev/vdd, vde    btrfs over two, 256 MiB each (data and metadata
                    RAID1: statfs halves its sizes), on /btrfs2
+  /dev/vdf         ext4 as mkfs.ext4 makes it (a journal, extents,
+                   64bit, flex_bg: the guest's own /vda is busybox's
+                   ext2), 128 MiB, on /ext4
 
 make() runs the mkfs tools here (get() takes packed ones instead where
 $SENTINEL_FS_PACK says); pack() leaves the images xz-compressed
@@ -26,6 +30,7 @@ SPECS = [
     ("btrfs.img", 256, "mkfs.btrfs", "btrfs-progs", ("-q", "-f")),
     ("btrfs-r1a.img", 256, "mkfs.btrfs", "btrfs-progs", ("-q", "-f", "-d", "raid1", "-m", "raid1")),
     ("btrfs-r1b.img", 256, "mkfs.btrfs", "btrfs-progs", ("-q", "-f", "-d", "raid1", "-m", "raid1")),
+    ("ext4.img", 128, "mkfs.ext4", "e2fsprogs", ("-q", "-F")),
 ]
 
 
@@ -92,7 +97,7 @@ def unpack(packdir, tmp):
 
 def expected(n):
     """What mount() reports with the first n images attached."""
-    return ["/xfs xfs", "/btrfs btrfs", "/btrfs2 btrfs"][:{0: 0, 1: 1, 2: 2, 3: 2}.get(n, 3)]
+    return ["/xfs xfs", "/btrfs btrfs", "/btrfs2 btrfs", "/ext4 ext4"][:{0: 0, 1: 1, 2: 2, 3: 2, 4: 3}.get(n, 4)]
 
 
 def get(tmp):
@@ -107,21 +112,28 @@ def get(tmp):
 
 
 def mount(g, n):
-    """Mount the first n images in guest g and write files on them;
-    returns what /proc/mounts says of each mount point ("/xfs xfs ...")."""
+    """Mount the first n images in guest g (attached after its own disks:
+    the first is /dev/vdb behind one) and write files on them; returns
+    what /proc/mounts says of each mount point ("/xfs xfs ...").  A mount
+    that fails fails the command (GuestError)."""
+    dev = ["/dev/vd" + chr(ord("a") + g.ndisks + i) for i in range(n)]
     cmds = []
     if n >= 1:
-        cmds.append("mkdir -p /xfs && mount -t xfs /dev/vdb /xfs && mkdir /xfs/d && "
+        cmds.append("mkdir -p /xfs && mount -t xfs %s /xfs && mkdir /xfs/d && "
                     "for i in $(seq 100); do : > /xfs/d/f$i; done && "
-                    "dd if=/dev/zero of=/xfs/big bs=64k count=32 conv=fsync 2>/dev/null")
+                    "dd if=/dev/zero of=/xfs/big bs=64k count=32 conv=fsync 2>/dev/null" % dev[0])
     if n >= 2:
-        cmds.append("mkdir -p /btrfs && mount -t btrfs /dev/vdc /btrfs && "
+        cmds.append("mkdir -p /btrfs && mount -t btrfs %s /btrfs && "
                     "dd if=/dev/zero of=/btrfs/big bs=1M count=24 conv=fsync 2>/dev/null && "
-                    "for i in $(seq 50); do echo $i > /btrfs/f$i; done")
+                    "for i in $(seq 50); do echo $i > /btrfs/f$i; done" % dev[1])
     if n >= 4:
-        cmds.append("mkdir -p /btrfs2 && mount -t btrfs -o device=/dev/vdd,device=/dev/vde /dev/vdd /btrfs2 && "
-                    "dd if=/dev/zero of=/btrfs2/big bs=1M count=40 conv=fsync 2>/dev/null")
+        cmds.append("mkdir -p /btrfs2 && mount -t btrfs -o device=%s,device=%s %s /btrfs2 && "
+                    "dd if=/dev/zero of=/btrfs2/big bs=1M count=40 conv=fsync 2>/dev/null" % (dev[2], dev[3], dev[2]))
+    if n >= 5:
+        cmds.append("mkdir -p /ext4 && mount -t ext4 %s /ext4 && mkdir /ext4/d && "
+                    "for i in $(seq 40); do : > /ext4/d/f$i; done && "
+                    "dd if=/dev/zero of=/ext4/big bs=64k count=48 conv=fsync 2>/dev/null" % dev[4])
     if not cmds:
         return ""
-    return g.check(" && ".join(cmds) + " && sync; while read -r dv mp ty rest; do case $mp in /xfs|/btrfs*) "
+    return g.check(" && ".join(cmds) + " && sync && while read -r dv mp ty rest; do case $mp in /xfs|/btrfs*|/ext4) "
                    "echo $mp $ty;; esac; done < /proc/mounts", timeout=180)

@@ -68,7 +68,7 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "[ -r $d/degraded ] && read -r g < $d/degraded; read -r n < $d/raid_disks; x=${d%/md}; echo \"MD ${x##*/} $s $g $n\"; done; "
          "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
          "for d in /sys/class/net/*; do [ -d $d ] || continue; read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
-         "s=-; read -r s < $d/speed 2>/dev/null; echo \"N ${d##*/} $f $c $s\"; done; "
+         "s=-; read -r s < $d/speed 2>/dev/null; o=-; read -r o < $d/operstate; echo \"N ${d##*/} $f $c $s $o\"; done; "
          "for b in /sys/class/net/*/bonding; do [ -d $b ] || continue; sl=; read -r sl < $b/slaves; n=0; u=0; "
          "for x in $sl; do n=$((n+1)); m=-; read -r m < /sys/class/net/$x/bonding_slave/mii_status; "
          "[ \"$m\" = up ] && u=$((u+1)); done; x=${b%/bonding}; echo \"B ${x##*/} $n $u\"; done; "
@@ -148,8 +148,9 @@ def parse_truth(out):
         elif sec == "netdev" and f[0] == "B" and len(f) == 4:
             # "B BOND SLAVES UP" (/sys/class/net/BOND/bonding/slaves, each slave's mii_status)
             t.setdefault("bonds", {})[f[1]] = {"slaves": int(f[2]), "up": int(f[3])}
-        elif sec == "netdev" and f[0] == "N" and len(f) == 5:
-            t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3], "speed": f[4]}
+        elif sec == "netdev" and f[0] == "N" and len(f) == 6:
+            t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3], "speed": f[4],
+                                                "operstate": f[5]}
         elif sec == "fs" and f[0] == "M" and len(f) == 4:
             # "M MOUNTPOINT TYPE ro|rw" (/proc/mounts)
             t.setdefault("mounts", {})[f[1]] = {"type": f[2], "ro": f[3] == "ro"}
@@ -500,6 +501,13 @@ def compare_nets(b, a, m, out, between, release=None):
             v = o.get("net.up")
             out.append((v is not None and v in up, "net.up{interface=%s} %s, /sys/class/net says %s" %
                         (name, v, " then ".join("up" if u else "down" for u in up)), repr(v)))
+            # operstate's names (net/core/net-sysfs.c operstates[]) by IF_OPER_* value
+            names = ["unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"]
+            v = o.get("net.operstate")
+            st = [s["operstate"] for s in (sb, sa)]
+            out.append((v is not None and 0 <= v < len(names) and names[int(v)] in st,
+                        "net.operstate{interface=%s} %s, /sys/class/net says %s" % (name, v, " then ".join(st)),
+                        repr(v)))
             # speed in Mb/s, -1 unknown, unreadable for loopback: ours in bytes/s, or unknown
             sp = sb["speed"] if sb["speed"] == sa["speed"] else None
             want = int(sp) * 125000 if sp and sp.lstrip("-").isdigit() and int(sp) > 0 else None

@@ -562,7 +562,8 @@ def filesystems(g):
     n = len(g.images)
     out = fsimages.mount(g, n)
     report(n == len(fsimages.SPECS) and out.splitlines() == fsimages.expected(n),
-           "xfs on /xfs, btrfs on /btrfs (one device) and /btrfs2 (RAID1 over two), files written", out)
+           "xfs on /xfs, btrfs on /btrfs (one device) and /btrfs2 (RAID1 over two), ext4 as mkfs.ext4 makes it "
+           "on /ext4, files written", out)
 
 
 def fs_images(tmp):
@@ -694,6 +695,12 @@ def one_config(ks, kname, kaslr, la57):
         # a time daemon's update: the clock synchronised, its errors
         # and a phase offset for the PLL (host.clock_*) from here on
         g.check("sentinel-adjtimex set 2000 500 300000")
+        # a filesystem going read-only under a running system (fs.readonly
+        # from rw to ro: the later windows compare it with /proc/mounts)
+        out = g.check("while read -r dv mp ty op rest; do [ $mp = /ext4 ] && mount -o remount,ro /ext4; done "
+                      "< /proc/mounts; while read -r dv mp ty op rest; do [ $mp = /ext4 ] && echo ${op%%,*}; "
+                      "done < /proc/mounts; true")
+        report(out.strip() == "ro", "%s: /ext4 remounted read-only (%s)" % (name, out.strip() or "not mounted"), out)
         raid(g, "fail")
         bond(g, "fail")
         # CPU load: one busy loop per CPU
