@@ -87,3 +87,10 @@ if out=$("$rulec" test tests/ruletest/where-test.yaml 2>&1); then
 else
 	fail "ruletest/where-over-tasks" "$out"
 fi
+
+# count, max, min, all and any over disks, interfaces, mounts and cgroups
+if out=$("$rulec" test tests/ruletest/objects-test.yaml 2>&1); then
+	pass "ruletest/aggregations-over-objects: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/aggregations-over-objects" "$out"
+fi
