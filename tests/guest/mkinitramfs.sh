@@ -95,7 +95,8 @@ kv() {
 # pids: "PID COMM" for every process, from /proc/PID/stat
 pids() {
 	for d in /proc/[0-9]*; do
-		read -r line < "$d/stat" 2>/dev/null || continue
+		# stderr first: a process gone since the glob fails the < itself
+		read -r line 2>/dev/null < "$d/stat" || continue
 		pid=${line%% *}
 		comm=${line#*\(}
 		comm=${comm%\)*}

@@ -122,6 +122,17 @@ def _window_checks(name, h, before, after, final):
     return True
 
 
+def guest_pids(out):
+    """{pid: comm} from the guest's `pids` ("PID COMM" lines; any other
+    line, a shell's message, is not one)."""
+    res = {}
+    for line in out.splitlines():
+        pid, _, comm = line.partition(" ")
+        if pid.isdigit():
+            res[int(pid)] = comm
+    return res
+
+
 def tasks(g, name):
     """The task list read from RAM equals the guest's /proc PIDs and names."""
     before = g.check("pids")
@@ -134,11 +145,8 @@ def tasks(g, name):
     for line in out.splitlines()[1:]:
         f = line.split(None, 3)
         host[int(f[0])] = f[3] if len(f) > 3 else ""
-    gs = {}
-    for line in before.splitlines():
-        pid, comm = line.split(" ", 1)
-        gs[int(pid)] = comm
-    ga = {int(l.split(" ", 1)[0]) for l in after.splitlines()}
+    gs = guest_pids(before)
+    ga = set(guest_pids(after))
     stable = set(gs) & ga                      # present in both guest reads
     missing = sorted(p for p in stable if p not in host)
     extra = sorted(p for p in host if p not in gs and p not in ga)
@@ -375,8 +383,7 @@ def vmcore(g, name):
                "%s: an ELF core (dump-guest-memory) discovers the same kernel" % name, p.stdout + p.stderr)
         t = subprocess.run([INSPECT, "-s", "vmcore:" + core, "tasks", "--bundle", BUNDLE], capture_output=True, text=True, timeout=120)
         pids = {int(l.split()[0]) for l in t.stdout.splitlines()[1:]}
-        gb = {int(l.split(" ", 1)[0]) for l in before.splitlines()}
-        ga = {int(l.split(" ", 1)[0]) for l in after.splitlines()}
+        gb, ga = set(guest_pids(before)), set(guest_pids(after))
         report(t.returncode == 0 and gb & ga <= pids <= gb | ga,
                "%s: the core's task list matches /proc at dump time (%d tasks)" % (name, len(pids)), t.stderr)
     finally:
@@ -706,13 +713,17 @@ def one_config(ks, kname, kaslr, la57):
         # CPU load: one busy loop per CPU
         # (the second in work/a/deep, throttled by work/a's cpu.max: two
         # hogs in all, as the pressure comparisons expect of 2 vCPUs)
+        # and traffic while the windows read (eth0 to QEMU's gateway, and
+        # loopback): the network counters move inside the windows
         g.check("(while :; do :; done) & h1=$!; "
-                "sh -c 'echo $$ > /sys/fs/cgroup/work/a/deep/cgroup.procs; while :; do :; done' & h3=$!")
+                "sh -c 'echo $$ > /sys/fs/cgroup/work/a/deep/cgroup.procs; while :; do :; done' & h3=$!; "
+                "ping -q -i 0.2 -s 600 10.0.2.2 >/dev/null 2>&1 & p1=$!; "
+                "ping -q -i 0.2 127.0.0.1 >/dev/null 2>&1 & p2=$!")
         time.sleep(1.5)
         window(g, name + " cpu-load")
         tasks(g, name + " cpu-load")
         metrics(g, name + " cpu-load")
-        g.check("kill $h1 $h3; wait $h1 $h3 2>/dev/null; true")   # reap now, not mid-read
+        g.check("kill $h1 $h3 $p1 $p2; wait $h1 $h3 $p1 $p2 2>/dev/null; true")   # reap now, not mid-read
         # disk load: a writer that syncs to the virtio disk, a reader
         # of what it wrote (the disk metrics against /proc/diskstats)
         # (a bounded loop, waited for: only the disk metrics are
