@@ -102,6 +102,27 @@ static void px_series(StrBuf *b, const char *name, const char *target, const cha
 	px_value(b, v);
 }
 
+/* sentinel_target_info{target,kernel} 1, node_exporter's node_uname_info
+ * for each target whose kernel was found: a fleet's kernel versions are
+ * compared in Prometheus (count by (kernel) ...) */
+static void px_info(StrBuf *b, const PxInput *in)
+{
+	bool head = false;
+	for (unsigned t = 0; t < in->ntg; t++) {
+		const char *k = in->tg[t].kernel;
+		if (!k || !*k)
+			continue;
+		if (!head)
+			px_head(b, "sentinel_target_info", "gauge",
+				"1 for each target, labelled with its kernel's release (uname -r) as read from its memory.");
+		head = true;
+		StrBuf extra = {0};
+		px_klabel(&extra, "kernel", k, strlen(k));
+		px_series(b, "sentinel_target_info", in->tg[t].name, extra.s, 1);
+		sb_free(&extra);
+	}
+}
+
 /* A metric family: its HELP and TYPE lines go out before its first sample
  * (a family with no sample on any target has none), once for all targets. */
 typedef struct PxFam {
@@ -278,6 +299,7 @@ static void px_self(StrBuf *b, const PxInput *in)
 	const char *t0 = in->ntg ? in->tg[0].name : "";
 #define SELF(name, type, help, v) do { px_head(b, name, type, help); px_series(b, name, t0, NULL, (double)(v)); } while (0)
 	EACH("sentinel_up", "gauge", "1 while sentineld reads the target; 0 while it is down.", T->w != NULL);
+	px_info(b, in);
 	SELF("sentinel_start_time_seconds", "gauge", "When sentineld started, Unix time.", in->started);
 	SELF("sentinel_rules", "gauge", "Rules loaded.", in->b ? in->b->nrules : 0);
 	SELF("sentinel_reloads_total", "counter", "Rule reloads that succeeded.", in->reloads);

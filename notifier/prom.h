@@ -47,6 +47,7 @@ void px_publish(PxServer *s, char *text, size_t len);
  * sentineld's own metrics for it then). */
 typedef struct PxTarget {
 	const char *name;             /* the target label */
+	const char *kernel;           /* its kernel's release (uname -r), or NULL before it was found */
 	const sn_world *w;            /* eng_values(), or NULL */
 	const sn_rstate *rstate;      /* [b->nrules], or NULL */
 	const sn_stats *stats;        /* or NULL */

@@ -144,6 +144,7 @@ static void d_metrics(Daemon *D)
 	for (unsigned i = 0; i < D->ntg; i++) {
 		DTarget *T = &D->tg[i];
 		pt[i].name = T->cf.name;
+		pt[i].kernel = T->t ? T->t->release : NULL;
 		if (!T->e || T->ts != TS_OK)
 			continue;
 		eng_stats(T->e, &S[i], &pt[i].ring_dropped);

@@ -337,6 +337,12 @@ def scrape_check(ram, port, d, promtool=True):
     fired = s.get(("sentinel_ticks_total", frozenset({("target", "testvm")})))
     report(fired and fired > 0 and host("", "sentinel_up") == 1,
            "/metrics: sentineld's own: sentinel_up 1, %s ticks" % fired, text[-1500:])
+    # the target's kernel release, as node_uname_info gives it (a fleet's versions compared in Prometheus)
+    info = subprocess.run([INSPECT, "-s", "ramfile:" + ram, "info"], capture_output=True, text=True, timeout=120)
+    rel = next((l.split("Linux", 1)[1].strip() for l in info.stdout.splitlines() if l.startswith("kernel:")), None)
+    kinfo = [(dict(l), v) for (k, l), v in s.items() if k == "sentinel_target_info"]
+    report(rel and kinfo == [({"target": "testvm", "kernel": rel}, 1)],
+           "/metrics: sentinel_target_info names the target's kernel (%s)" % rel, repr(kinfo))
     try:
         urllib.request.urlopen(url + "/nope", timeout=5)
         code = 200

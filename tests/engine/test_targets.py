@@ -273,6 +273,10 @@ def live(tmp):
                    json.dumps(st2.get("main_loop")))
         body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30).read().decode()
         ups = {n: ('sentinel_up{target="%s"} 1' % n) in body for n in watched}
+        kinfo = [l for l in body.splitlines() if l.startswith("sentinel_target_info{")]
+        report(len(kinfo) == len(watched) and all(any(('target="%s",kernel="' % n) in l for l in kinfo) for n in watched),
+               "/metrics: sentinel_target_info gives each target's kernel (%s)" %
+               ", ".join(l.split("kernel=")[1].split("}")[0] for l in kinfo), "\n".join(kinfo) or body[:1500])
         fam = body.count("# TYPE sentinel_host_threads gauge")
         per = sum(1 for line in body.splitlines() if line.startswith("sentinel_host_threads{"))
         report(all(ups.values()) and fam == 1 and per == 3,
