@@ -2380,24 +2380,25 @@ KM_INLINE u64 km_btrfs_data_profile(const struct km_raid *t, u64 avail_bits, u64
 
 /* the free space of a space_info's read-only block groups (balance and
  * scrub set them so), each times its profile's copies
- * (btrfs_account_ro_block_groups_free_space); -1: too many to walk */
+ * (btrfs_account_ro_block_groups_free_space); -1: too many to walk, a
+ * corrupt list, a failed read or the read budget spent */
 KM_INLINE s64 km_btrfs_ro_free(struct btrfs_space_info *si, const struct km_raid *t)
 {
-	struct list_head *head = KP(si->ro_bgs), *n = KR(head->next);
-	u64 sum = 0;
-	for (u32 k = 0; n != head; k++) {
-		if (k == KM_BTRFS_MAX_RO || simt_any(__llview_failed()))
-			return -1;
-		struct btrfs_block_group *bg = (struct btrfs_block_group *)kcontainer_of(n, struct btrfs_block_group, ro_list);
-		u64 a[5] = {km_addr(KP(bg->length)), km_addr(KP(bg->used)), km_addr(KP(bg->flags)),
-			    km_addr(KP(bg->ro)), km_addr(&n->next)}, v[5];
-		km_gather(a, 5, v);
+	km_list w;
+	km_list_init(&w, KP(si->ro_bgs), KM_BTRFS_MAX_RO);
+	u64 sum = 0, nv;
+	int r;
+	while ((r = km_list_step(&w, KM_LIST_NONE, &nv)) > 0) {
+		struct btrfs_block_group *bg = (struct btrfs_block_group *)kcontainer_of(w.cur, struct btrfs_block_group,
+											 ro_list);
+		u64 a[4] = {km_addr(KP(bg->length)), km_addr(KP(bg->used)), km_addr(KP(bg->flags)),
+			    km_addr(KP(bg->ro))}, v[4];
+		km_gather(a, 4, v);
 		u32 i = km_raid_index(t, v[2]);
 		if ((u32)v[3] && i < KM_BTRFS_NR_RAID)
 			sum += (v[0] - v[1]) * t->copies[i];
-		n = (struct list_head *)(unsigned long)v[4];
 	}
-	return (s64)sum;
+	return r < 0 || simt_any(__llview_failed()) ? -1 : (s64)sum;
 }
 
 /* btrfs_calc_avail_data_space: each usable device's unallocated space
@@ -2418,19 +2419,16 @@ KM_INLINE s64 km_btrfs_dev_avail(struct btrfs_fs_devices *fd, const struct km_ra
 	else if (profile & KM_BG_RAID10)
 		stripes = 4;
 	u64 min_stripe = t->dev_stripes[ri] * KM_BTRFS_STRIPE_LEN;
-	u64 avail[KM_BTRFS_MAX_DEVS];
+	u64 avail[KM_BTRFS_MAX_DEVS], nv;
 	u32 n = 0;
-	struct list_head *head = KP(fd->devices), *p = KR(head->next);
-	for (u32 k = 0; p != head; k++) {
-		if (k == 4 * KM_BTRFS_MAX_DEVS || simt_any(__llview_failed()))
-			return -1;
-		if (n >= nr)
-			break;
-		struct btrfs_device *d = (struct btrfs_device *)kcontainer_of(p, struct btrfs_device, dev_list);
-		u64 a[5] = {km_addr(KP(d->bdev)), km_addr(KP(d->dev_state)), km_addr(KP(d->total_bytes)),
-			    km_addr(KP(d->bytes_used)), km_addr(&p->next)}, v[5];
-		km_gather(a, 5, v);
-		p = (struct list_head *)(unsigned long)v[4];
+	km_list w;
+	km_list_init(&w, KP(fd->devices), 4 * KM_BTRFS_MAX_DEVS);
+	int r = 0;
+	while (n < nr && (r = km_list_step(&w, KM_LIST_NONE, &nv)) > 0) {
+		struct btrfs_device *d = (struct btrfs_device *)kcontainer_of(w.cur, struct btrfs_device, dev_list);
+		u64 a[4] = {km_addr(KP(d->bdev)), km_addr(KP(d->dev_state)), km_addr(KP(d->total_bytes)),
+			    km_addr(KP(d->bytes_used))}, v[4];
+		km_gather(a, 4, v);
 		if (!(v[1] & (1ul << KM_BTRFS_DEV_IN_FS_METADATA)) || !v[0] || (v[1] & (1ul << KM_BTRFS_DEV_REPLACE_TGT)))
 			continue;
 		u64 av = (v[2] - v[3]) / KM_BTRFS_STRIPE_LEN * KM_BTRFS_STRIPE_LEN;
@@ -2438,6 +2436,10 @@ KM_INLINE s64 km_btrfs_dev_avail(struct btrfs_fs_devices *fd, const struct km_ra
 			continue;
 		avail[n++] = av - KM_BTRFS_RANGE_RESERVED;
 	}
+	if (n < nr && r < 0)
+		return -1;                      /* a corrupt list, or the read budget spent */
+	if (simt_any(__llview_failed()))
+		return -1;
 	for (u32 i = 1; i < n; i++)             /* descending */
 		for (u32 j = i; j > 0 && avail[j - 1] < avail[j]; j--) {
 			u64 x = avail[j];
@@ -2472,7 +2474,7 @@ KM_INLINE void km_btrfs_statfs(u64 sbp, u64 bsize, struct btrfs_fs_info *fi, u64
 {
 	if (!&btrfs_raid_array || !bsize || (bsize & (bsize - 1)))
 		return;
-	enum { B_SB, B_SUPER, B_DEVS, B_RSV, B_RSVSI, B_AVAIL, B_SPACE, B__N };
+	enum { B_SB, B_SUPER, B_DEVS, B_RSV, B_RSVSI, B_AVAIL, B__N };
 	u64 a[B__N], v[B__N];
 	a[B_SB] = km_addr(KP(fi->sb));
 	a[B_SUPER] = km_addr(KP(fi->super_copy));
@@ -2480,7 +2482,6 @@ KM_INLINE void km_btrfs_statfs(u64 sbp, u64 bsize, struct btrfs_fs_info *fi, u64
 	a[B_RSV] = km_addr(KP(fi->global_block_rsv.size));
 	a[B_RSVSI] = km_addr(KP(fi->global_block_rsv.space_info));
 	a[B_AVAIL] = km_addr(KP(fi->avail_data_alloc_bits));
-	a[B_SPACE] = km_addr(KP(fi->space_info.next));
 	km_gather(a, B__N, v);
 	if (v[B_SB] != sbp || !v[B_SUPER] || !v[B_DEVS] || !v[B_RSVSI])
 		return;
@@ -2494,18 +2495,17 @@ KM_INLINE void km_btrfs_statfs(u64 sbp, u64 bsize, struct btrfs_fs_info *fi, u64
 	km_raid_table(&t);
 
 	u64 used = 0, free_data = 0, free_meta = 0, factor = 1;
-	int mixed = 0, noavail = 0;
-	struct list_head *head = KP(fi->space_info), *n = (struct list_head *)(unsigned long)v[B_SPACE];
-	for (u32 k = 0; n != head; k++) {
-		if (k == KM_BTRFS_MAX_SPACE || simt_any(__llview_failed()))
-			return;                 /* not a list we recognise: unknown */
-		struct btrfs_space_info *si = (struct btrfs_space_info *)kcontainer_of(n, struct btrfs_space_info, list);
-		enum { S_FLAGS, S_USED, S_TOTAL, S_NEXT, S_RO, S_BG, S__N = S_BG + KM_BTRFS_NR_RAID };
+	int mixed = 0, noavail = 0, r;
+	km_list sw;
+	km_list_init(&sw, KP(fi->space_info), KM_BTRFS_MAX_SPACE);
+	u64 nv;
+	while ((r = km_list_step(&sw, KM_LIST_NONE, &nv)) > 0) {
+		struct btrfs_space_info *si = (struct btrfs_space_info *)kcontainer_of(sw.cur, struct btrfs_space_info, list);
+		enum { S_FLAGS, S_USED, S_TOTAL, S_RO, S_BG, S__N = S_BG + KM_BTRFS_NR_RAID };
 		u64 c[S__N], x[S__N];
 		c[S_FLAGS] = km_addr(KP(si->flags));
 		c[S_USED] = km_addr(KP(si->disk_used));
 		c[S_TOTAL] = km_addr(KP(si->disk_total));
-		c[S_NEXT] = km_addr(KP(si->list.next));
 		c[S_RO] = km_addr(KP(si->ro_bgs.next));
 		for (u32 i = 0; i < KM_BTRFS_NR_RAID; i++)
 			c[S_BG + i] = km_addr(KP(si->block_groups[i].next));
@@ -2530,8 +2530,9 @@ KM_INLINE void km_btrfs_statfs(u64 sbp, u64 bsize, struct btrfs_fs_info *fi, u64
 				free_meta += x[S_TOTAL] - x[S_USED];
 		}
 		used += x[S_USED];
-		n = (struct list_head *)(unsigned long)x[S_NEXT];
 	}
+	if (r < 0 || simt_any(__llview_failed()))
+		return;                         /* not a list we recognise: unknown */
 
 	u32 bits = (u32)__builtin_ctzll(bsize);
 	u64 blocks = (w[0] / factor) >> bits;
