@@ -126,11 +126,7 @@ def run_guest(name, kdir, images):
         g.check("ip link set lo up && ping -c 2 -W 1 127.0.0.1 >/dev/null; "
                 "ip link add vetha type veth && ip link set vetha up && ip link set veth0 up && "
                 "ip addr add 10.6.0.1/24 dev vetha && ping -c 2 -W 1 10.6.0.2 >/dev/null; "
-                # a container's namespace: veth1 (vethb's peer) and its lo there, NAME@INUM in the walk
-                "unshare -n sleep 100000 >/dev/null 2>&1 & p=$!; sleep 0.5; ip link add vethb type veth && "
-                "ip link set veth1 netns $p && ip link set vethb up && ip addr add 10.5.0.1/24 dev vethb && "
-                "nsenter -t $p -n sh -c 'ip link set lo up; ip link set veth1 up; ip addr add 10.5.0.2/24 dev veth1' && "
-                "ping -c 2 -W 1 10.5.0.2 >/dev/null; "
+                + guest.NETNS_VETH +   # a container's namespace: veth1 and its lo there, NAME@INUM
                 "mkdir -p /vda/d && dd if=/dev/zero of=/vda/d/f bs=64k count=16 2>/dev/null; true", timeout=60)
         time.sleep(2)
         for bundle in [b for b in ("metrics.bundle", "rules.bundle", "rules1000.bundle")

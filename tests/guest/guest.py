@@ -66,6 +66,18 @@ def went_silent(e):
     return "control channel holds b''" in str(e)
 
 
+# A container's network, one shell command (ends in "; "): a second
+# namespace held by a sleeper (its PID in /tmp/sentinel-netns.pids, which
+# metrics_check reads), vethb here and its peer veth1 there with its own
+# lo, addressed 10.5.0.1 and .2, pinged across.  Sentinel names the
+# namespace's devices veth1@INUM and lo@INUM.
+NETNS_VETH = ("unshare -n sleep 100000 >/dev/null 2>&1 & echo $! > /tmp/sentinel-netns.pids; sleep 0.5; "
+              "p=$(cat /tmp/sentinel-netns.pids); "
+              "ip link add vethb type veth && ip link set veth1 netns $p && ip link set vethb up && "
+              "ip addr add 10.5.0.1/24 dev vethb && "
+              "nsenter -t $p -n sh -c 'ip link set lo up; ip link set veth1 up; ip addr add 10.5.0.2/24 dev veth1' && "
+              "ping -c 2 -W 1 10.5.0.2 >/dev/null; ")
+
 # seconds without an answer after which run() sends a lone newline
 NUDGE_S = 5.0
 

@@ -481,13 +481,7 @@ def network(g):
             "ip link add vrf0 type vrf table 10 && ip link set vrf0 up; "
             "ip link add vetha type veth && ip link set vetha up && ip link set veth0 up && "
             "ip addr add 10.6.0.1/24 dev vetha && ping -c 2 -W 1 10.6.0.2 >/dev/null; "
-            # a container's network: a namespace held by a sleeper, vethb here and its peer veth1 there,
-            # with its own lo; pings across (Sentinel names them veth1@INUM, lo@INUM)
-            "unshare -n sleep 100000 >/dev/null 2>&1 & echo $! > /tmp/sentinel-netns.pids; sleep 0.5; p=$(cat /tmp/sentinel-netns.pids); "
-            "ip link add vethb type veth && ip link set veth1 netns $p && ip link set vethb up && "
-            "ip addr add 10.5.0.1/24 dev vethb && "
-            "nsenter -t $p -n sh -c 'ip link set lo up; ip link set veth1 up; ip addr add 10.5.0.2/24 dev veth1' && "
-            "ping -c 2 -W 1 10.5.0.2 >/dev/null; "
+            + guest.NETNS_VETH +       # a container's network
             "[ -w /proc/sys/net/netfilter/nf_conntrack_max ] && echo 7777 > /proc/sys/net/netfilter/nf_conntrack_max; "
             "true", timeout=180)   # about 15 s here: the pings' timeouts
 
