@@ -277,11 +277,15 @@ class Guest:
                 try:
                     out += self._wait_for(b"@@END ", deadline if nudged else min(deadline, time.time() + NUDGE_S))
                 except GuestError as e:
+                    failed = GuestError("command %r (timeout %ds, %.0fs in): %s" %
+                                        (cmd[:160], timeout, time.time() - deadline + timeout, e))
                     if nudged or time.time() >= deadline or self.proc.poll() is not None:
-                        raise GuestError("command %r (timeout %ds, %.0fs in): %s" %
-                                         (cmd[:160], timeout, time.time() - deadline + timeout, e)) from None
+                        raise failed from None
                     nudged = True
-                    self.sock.sendall(b"\n")
+                    try:
+                        self.sock.sendall(b"\n")
+                    except OSError:           # the channel is gone (a crashed guest): no line to end
+                        raise failed from None
                     continue
                 rest = self._wait_for(b"\n", deadline).split()
                 if len(rest) != 2:
