@@ -3,7 +3,9 @@ boot a Debian guest (its disk, NIC and cgroups as the guest tests set them up),
 its xfs and btrfs images mounted (tests/guest/fsimages.py: their statfs
 reads are fuzzed too, when the host has the mkfs tools), let it settle, pause it, copy its RAM to PATH (raw: address 0 first), stop it.
 
-    python3 tests/fuzz/guest_image.py PATH [KERNEL]     (KERNEL: debian-6.12)
+    python3 tests/fuzz/guest_image.py PATH [KERNEL]
+        (KERNEL: debian-6.12, else debian-6.1 where only that one is there,
+         as on a GPU machine after GPU_PACK_KERNELS=debian-6.1 make gpu-pack)
 """
 import os
 import shutil
@@ -19,8 +21,13 @@ import fsimages  # noqa: E402
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    path, kname = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "debian-6.12"
     ks = guest.kernels()
+    path = sys.argv[1]
+    kname = sys.argv[2] if len(sys.argv) > 2 else next((k for k in ("debian-6.12", "debian-6.1") if k in ks), None)
+    if kname not in ks:
+        sys.exit("guest_image: no kernel %s here (there are: %s); fetch it with tests/guest/fetch.sh, "
+                 "or on a GPU machine pack it (GPU_PACK_KERNELS)" % (kname or "debian-6.12 or debian-6.1",
+                                                                     ", ".join(sorted(ks)) or "none"))
     with tempfile.TemporaryDirectory(prefix="sentinel-fuzzfs-") as tmp:
         images, err = fsimages.get(tmp)
         if err:

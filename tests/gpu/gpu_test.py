@@ -99,6 +99,29 @@ def nvalues(s):
             sum(len(d) for kind, _ in OBJECTS for d in s.get(kind, [])))
 
 
+def newest_known(gpu, mounts):
+    """Agreement alone would pass if both backends said unknown: the words
+    added last (btrfs's statfs, operstate, per-cgroup pressure averages)
+    must be known on the GPU, with plausible values.  (ok, detail)"""
+    bad = []
+    fs = {f.get("fs.mountpoint"): f for f in gpu.get("filesystems", [])}
+    for m in mounts:
+        f = fs.get(m.split()[0], {})
+        for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes"):
+            if not isinstance(f.get(k), (int, float)) or f.get(k) <= 0:
+                bad.append("%s %s = %r" % (m, k, f.get(k)))
+    for i in gpu.get("interfaces", []):
+        if i.get("net.operstate") not in (0, 1, 2, 3, 4, 5, 6):
+            bad.append("%s net.operstate = %r" % (i.get("net.name"), i.get("net.operstate")))
+        if i.get("net.name") == "vethb" and i.get("net.operstate") != 6:    # NETNS_VETH: up, its peer up
+            bad.append("vethb net.operstate = %r, not 6 (up)" % i.get("net.operstate"))
+    for c in gpu.get("cgroups", []):
+        for k in ("cgroup.pressure_memory_some_avg60", "cgroup.pressure_cpu_some_avg300"):
+            if c.get(k) is None:
+                bad.append("cgroup %s %s unknown" % (c.get("cgroup.name"), k))
+    return not bad and bool(fs) and bool(gpu.get("interfaces")) and bool(gpu.get("cgroups")), "\n".join(bad)
+
+
 def run_kernel(name, kdir):
     """With the packed filesystem images (fsimages.py: xfs, btrfs on one
     device and RAID1 over two) when gpu-pack made them."""
@@ -153,6 +176,9 @@ def run_guest(name, kdir, images):
                        "%s %s: the GPU found %d cgroups and %d mounts (%s)" %
                        (name, bundle, len(gpu.get("cgroups", [])), len(gpu.get("filesystems", [])),
                         " ".join(f.get("fs.mountpoint", "?") for f in gpu.get("filesystems", []))))
+                ok, bad = newest_known(gpu, fsimages.expected(len(images)))
+                report(ok, "%s %s: the GPU read the newest words known: the sizes of xfs, btrfs, btrfs RAID1 "
+                       "and ext4, net.operstate, cgroup pressure avg60/avg300" % (name, bundle), bad)
             ticks = sorted(s["tick_us"] for s in gpus[1:])
             rows.append((name, bundle, nvalues(cpu), "yes" if not d else "NO (%d)" % len(d),
                          "%.0f" % gpu["open_ms"], "%.0f" % cpu["tick_us"], "%.0f" % ticks[len(ticks) // 2]))
