@@ -12,9 +12,17 @@ set -u
 mode=${1:-smoke}
 what=${2:-rules}
 fz=build/fuzz_$what
-if [ "${HAVE_FUZZER:-1}" != 1 ] || [ ! -x "$fz" ]; then
-	skip "fuzz/$what" "libFuzzer not available (apt-get install libclang-rt-19-dev)"
+[ -n "${HAVE_FUZZER:-}" ] || HAVE_FUZZER=$(sed -n 's/^HAVE_FUZZER = //p' config.mk 2>/dev/null)
+if [ "${HAVE_FUZZER:-0}" != 1 ]; then
+	skip "fuzz/$what" "libFuzzer not available (apt-get install libclang-rt-19-dev, then ./configure)"
 	exit 0
+fi
+# run directly after a plain `make` (which builds no fuzzer), or after a
+# change to what it is built from (the catalog: an old binary refuses a new
+# bundle), it is built here first
+if ! make -s -q "$fz" 2>/dev/null; then
+	echo "fuzz/$what: building $fz (missing, or older than its sources)" >&2
+	make -s "$fz" >&2 || { fail "fuzz/$what" "make $fz failed (the compiler's errors are above)"; exit 0; }
 fi
 corpus=build/fuzz-corpus
 opts="-max_len=4096 -dict=tests/fuzz/rules.dict"
