@@ -195,7 +195,7 @@ struct kernel_cpustat {
 
 typedef s64 ktime_t;
 struct tick_sched {
-	ktime_t idle_sleeptime;
+	ktime_t idle_sleeptime;       /* to 6.x; gone by 7.2, whose kcpustat keeps idle time */
 	ktime_t iowait_sleeptime;
 };
 
@@ -309,7 +309,8 @@ struct cgroup_subsys_state {
 	struct cgroup_subsys_state *parent;
 };
 struct kernfs_node {
-	struct kernfs_node *parent;
+	struct kernfs_node *parent;   /* renamed __parent by 7.2 (an RCU pointer) */
+	struct kernfs_node *__parent;
 	const char *name;
 };
 struct task_cputime {
@@ -322,11 +323,16 @@ struct cgroup_rstat_cpu {             /* __percpu */
 	struct cgroup_base_stat bstat;
 	struct cgroup_base_stat last_bstat;
 };
+struct cgroup_rstat_base_cpu {        /* __percpu; 7.2's name for the same counters */
+	struct cgroup_base_stat bstat;
+	struct cgroup_base_stat last_bstat;
+};
 struct cgroup {
 	struct cgroup_subsys_state self;
 	struct kernfs_node *kn;
 	struct cgroup_subsys_state *subsys[16];   /* by enum cgroup_subsys_id */
-	struct cgroup_rstat_cpu *rstat_cpu;
+	struct cgroup_rstat_cpu *rstat_cpu;            /* to 6.x */
+	struct cgroup_rstat_base_cpu *rstat_base_cpu;  /* 7.2 */
 	struct cgroup_base_stat bstat;
 	struct psi_group *psi;        /* 6.1+: a pointer (before, embedded) */
 };
@@ -582,10 +588,15 @@ struct xfs_sb {
 struct xfs_ino_geometry {
 	u64 maxicount;                /* 0: no limit */
 };
+struct xfs_freecounter {             /* 7.2: m_free[enum xfs_free_counter] */
+	struct percpu_counter count;
+};
 struct xfs_mount {
 	struct super_block___fs *m_super;
 	struct xfs_sb m_sb;
-	struct percpu_counter m_icount, m_ifree, m_fdblocks;
+	struct percpu_counter m_icount, m_ifree;
+	struct percpu_counter m_fdblocks;             /* to 6.x */
+	struct xfs_freecounter m_free[3];             /* 7.2: [XC_FREE_BLOCKS = 0] is m_fdblocks */
 	u32 m_alloc_set_aside;        /* blocks statfs does not count free */
 	atomic64_t m_allocbt_blks;
 	struct xfs_ino_geometry m_ino_geo;
@@ -691,12 +702,22 @@ extern const char dev_get_tstats64[] __kweak;             /* functions: their ad
 extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */
 extern const char veth_get_stats64[] __kweak;             /* the veth module, when loaded */
 extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
-/* kernel/time/ntp.c's state (static; 6.13 moved it into struct ntp_data) */
+/* kernel/time/ntp.c's state: file-static variables to 6.12; 6.13 moved
+ * them into struct ntp_data tk_ntp_data (later an array, one per
+ * timekeeper: element 0 is the system clock's) and dropped tick_nsec */
 extern int time_status __kweak;
 extern long time_maxerror __kweak;
 extern long time_esterror __kweak;
 extern s64 time_offset __kweak;
 extern unsigned long tick_nsec __kweak;
+struct ntp_data {
+	u64 tick_length_base;     /* ns per NTP interval (1 / HZ) << 32, with the frequency correction */
+	int time_status;
+	s64 time_offset;
+	long time_maxerror;
+	long time_esterror;
+};
+extern struct ntp_data tk_ntp_data __kweak;
 extern struct static_key_false psi_disabled __kweak;    /* psi=0 on the command line */
 /* per-CPU variables: the symbol is an offset into each CPU's area */
 extern struct rq runqueues;

@@ -231,12 +231,14 @@ KM_INLINE u64 km_cpu_busy_ns(u32 cpu)
 }
 
 /* Idle and iowait as /proc/stat computes them (get_idle_time()): on a
- * NO_HZ kernel the tick_sched sleep times, else cpustat.  The current idle
+ * NO_HZ kernel the tick_sched sleep times, else cpustat (and always
+ * cpustat on 7.2, which keeps the NO_HZ sleep times there too).  The current idle
  * period of a CPU that is idle right now is not in memory until it wakes;
  * docs/metrics.md says what that means for rules. */
 KM_INLINE u64 km_cpu_idle_ns(u32 cpu, int iowait)
 {
-	if (&tick_nohz_active && &tick_cpu_sched && tick_nohz_active) {
+	if (KFIELD_EXISTS(tick_sched, idle_sleeptime) && KFIELD_EXISTS(tick_sched, iowait_sleeptime) &&
+	    &tick_nohz_active && &tick_cpu_sched && tick_nohz_active) {
 		struct tick_sched *ts = per_cpu_ptr(&tick_cpu_sched, cpu);
 		return (u64)(iowait ? KR(ts->iowait_sleeptime) : KR(ts->idle_sleeptime));
 	}
@@ -474,43 +476,84 @@ KM_PSI(irq, full, PSI_IRQ_FULL)
 
 /* ---- host: the clock -------------------------------------------------------- */
 
-/* What adjtimex(2) reports (kernel/time/ntp.c, to 6.12: file-static
- * variables, found through kallsyms).  Without CONFIG_NTP_PPS, which
- * Debian and most distributions leave off, TIME_ERROR is exactly
- * STA_UNSYNC or STA_CLOCKERR. */
+/* What adjtimex(2) reports (kernel/time/ntp.c): file-static variables
+ * to 6.12, found through kallsyms; from 6.13 the fields of tk_ntp_data
+ * (the system clock's, element 0 where it became an array).  Without
+ * CONFIG_NTP_PPS, which Debian and most distributions leave off,
+ * TIME_ERROR is exactly STA_UNSYNC or STA_CLOCKERR. */
 #define KM_STA_UNSYNC 0x0040
 #define KM_STA_CLOCKERR 0x1000
 #define KM_USEC 1e-6
 
+/* 1 when the target keeps the NTP state in tk_ntp_data (6.13+) */
+KM_INLINE int km_ntp_data(void)
+{
+	return KTYPE_EXISTS(ntp_data) && &tk_ntp_data;
+}
+
+/* HZ, the tick's rate: from tick_nsec (ns a tick) to 6.12, from the NTP
+ * state's tick_length_base (ns a tick << 32) after; either is within
+ * NTP's frequency correction (500 ppm at most) of 1e9 / HZ.  km_hz_at:
+ * the word to read (0: neither); km_hz_of: HZ from its value (0: unknown). */
+KM_INLINE u64 km_hz_at(void)
+{
+	if (&tick_nsec)
+		return km_addr(&tick_nsec);
+	return km_ntp_data() ? km_addr(KP(tk_ntp_data.tick_length_base)) : 0;
+}
+
+KM_INLINE unsigned long km_hz_of(u64 w)
+{
+	if (!w)
+		return 0;
+	if (&tick_nsec)
+		return (unsigned long)((1000000000ull + w / 2) / w);
+	return (unsigned long)(((1000000000ull << 32) + w / 2) / w);
+}
+
 double km_host_clock_synced(void)
 {
-	if (!&time_status)
+	int st;
+	if (km_ntp_data())
+		st = KR(tk_ntp_data.time_status);
+	else if (&time_status)
+		st = KR(time_status);
+	else
 		return KM_ABSENT;
-	return km_collective((KR(time_status) & (KM_STA_UNSYNC | KM_STA_CLOCKERR)) ? 0 : 1);
+	return km_collective((st & (KM_STA_UNSYNC | KM_STA_CLOCKERR)) ? 0 : 1);
 }
 
 double km_host_clock_maxerror(void)
 {
+	if (km_ntp_data())
+		return km_collective((double)KR(tk_ntp_data.time_maxerror) * KM_USEC);
 	return &time_maxerror ? km_collective((double)KR(time_maxerror) * KM_USEC) : KM_NAN;
 }
 
 double km_host_clock_esterror(void)
 {
+	if (km_ntp_data())
+		return km_collective((double)KR(tk_ntp_data.time_esterror) * KM_USEC);
 	return &time_esterror ? km_collective((double)KR(time_esterror) * KM_USEC) : KM_NAN;
 }
 
 /* adjtimex's offset is time_offset * NTP_INTERVAL_FREQ >> NTP_SCALE_SHIFT
- * (ns), and NTP_INTERVAL_FREQ is HZ: the tick's length in ns (tick_nsec,
- * within the daemon's frequency correction of 1e9 / HZ) gives it. */
+ * (ns), and NTP_INTERVAL_FREQ is HZ (km_hz_of). */
 double km_host_clock_offset(void)
 {
-	if (!&time_offset || !&tick_nsec)
+	s64 o;
+	u64 at = km_hz_at();
+	if (km_ntp_data())
+		o = KR(tk_ntp_data.time_offset);
+	else if (&time_offset)
+		o = KR(time_offset);
+	else
 		return KM_ABSENT;
-	unsigned long tn = KR(tick_nsec);
-	if (!tn)
+	if (!at)
+		return KM_ABSENT;
+	unsigned long hz = km_hz_of(km_word(at));
+	if (!hz)
 		return km_collective(KM_NAN);
-	unsigned long hz = (1000000000ul + tn / 2) / tn;
-	s64 o = KR(time_offset);
 	return km_collective((double)o * (double)hz / 4294967296.0 * NSEC);
 }
 
@@ -1029,7 +1072,8 @@ int km_disk_stats(u64 d, u64 *blk)
 	a[KH_PARTNO] = km_bdev_partno_at(b);
 	a[KH_RO] = km_bdev_ro_at(b);
 	a[KH_JIFFIES] = km_addr(&jiffies_64);
-	a[KH_TICK] = &tick_nsec ? km_addr(&tick_nsec) : a[KH_JIFFIES];
+	u64 hz_at = km_hz_at();
+	a[KH_TICK] = hz_at ? hz_at : a[KH_JIFFIES];
 	km_gather(a, KH__N, h);
 	struct disk_stats *st = (struct disk_stats *)(unsigned long)h[KH_STATS];
 	struct gendisk *g = (struct gendisk *)(unsigned long)h[KH_DISK];
@@ -1053,12 +1097,11 @@ int km_disk_stats(u64 d, u64 *blk)
 	off[KD_INFLIGHT + 1] = km_addr(KP(st->in_flight[1])) - km_addr(st);
 	km_pcpu_sums(km_addr(st), off, KD_WORDS, blk);
 	blk[KD_INFLIGHT] += blk[KD_INFLIGHT + 1];
-	unsigned long tn = &tick_nsec ? h[KH_TICK] : 0;
 	blk[KD_SIZE] = h[KH_SECTORS] * 512;
 	blk[KD_PARTNO] = h[KH_PARTNO] & 0xff;
 	blk[KD_STAMP] = h[KH_STAMP];
 	blk[KD_JIFFIES] = h[KH_JIFFIES];
-	blk[KD_HZ] = tn ? (1000000000ul + tn / 2) / tn : 0;
+	blk[KD_HZ] = hz_at ? km_hz_of(h[KH_TICK]) : 0;
 	blk[KD_RO] = (u64)(km_bdev_ro_of(h[KH_RO]) | ((gv[0] >> 1) & 1) | km_bdev_ro_of(wv));
 	/* an md array (the whole disk, not a partition of it): its mddev,
 	 * where md_mod is loaded (/sys/block/mdN/md: array_state, degraded,
@@ -1124,7 +1167,7 @@ double km_disk_in_flight(u64 d, const u64 *blk) { return blk[KD_FAILED] ? KM_NAN
 
 /* io_ticks as diskstats prints it: with I/O in flight, the kernel adds
  * the jiffies since bd_stamp before printing (5.18+); so do we.  Seconds
- * at the kernel's HZ (from tick_nsec: 1e9 / HZ within NTP's correction). */
+ * at the kernel's HZ (km_hz_of). */
 double km_disk_io_time(u64 d, const u64 *blk)
 {
 	if (blk[KD_FAILED] || !blk[KD_HZ])
@@ -1318,9 +1361,11 @@ int km_cgroup_name(u64 c, char *out, u32 size)
 	struct kernfs_node *chain[KM_MAX_CGROUP_DEPTH];
 	struct kernfs_node *kn = KR(cg->kn);
 	u32 d = 0, o = 0;
-	while (kn && d < KM_MAX_CGROUP_DEPTH && !__llview_failed()) {
+	/* the parent link: kernfs_node.parent, 7.2's __parent */
+	int np = KFIELD_EXISTS(kernfs_node, __parent), linked = np || KFIELD_EXISTS(kernfs_node, parent);
+	while (linked && kn && d < KM_MAX_CGROUP_DEPTH && !__llview_failed()) {
 		chain[d++] = kn;
-		kn = KR(kn->parent);
+		kn = np ? KR(kn->__parent) : KR(kn->parent);
 	}
 	/* chain[d - 1] is the hierarchy's root (no name); the path starts below it */
 	for (u32 i = d > 0 ? d - 1 : 0; i-- > 0 && o + 1 < size && !__llview_failed();) {
@@ -1372,7 +1417,11 @@ int km_cgroup_stats(u64 c, u64 *blk)
 	a[KF_CPU] = km_addr(KP(cg->subsys[KENUM(cgroup_subsys_id, cpu_cgrp_id)]));
 	a[KF_PSI] = km_addr(KP(cg->psi));
 	a[KF_USAGE] = km_addr(KP(cg->bstat.cputime.sum_exec_runtime));
-	a[KF_RSTAT] = km_addr(KP(cg->rstat_cpu));
+	/* the per-CPU counters not yet flushed: cgroup.rstat_cpu, 7.2's
+	 * cgroup.rstat_base_cpu (the same fields, a type of its own) */
+	int rbase = KFIELD_EXISTS(cgroup, rstat_base_cpu) && KTYPE_EXISTS(cgroup_rstat_base_cpu);
+	int rold = !rbase && KFIELD_EXISTS(cgroup, rstat_cpu) && KTYPE_EXISTS(cgroup_rstat_cpu);
+	a[KF_RSTAT] = rbase ? km_addr(KP(cg->rstat_base_cpu)) : rold ? km_addr(KP(cg->rstat_cpu)) : a[KF_USAGE];
 	km_gather(a, KF__N, f);
 	struct mem_cgroup *mem = kcontainer_of((struct cgroup_subsys_state *)(unsigned long)f[KF_MEM], struct mem_cgroup, css);
 	struct pids_cgroup *pids = kcontainer_of((struct cgroup_subsys_state *)(unsigned long)f[KF_PIDS], struct pids_cgroup, css);
@@ -1421,11 +1470,20 @@ int km_cgroup_stats(u64 c, u64 *blk)
 	blk[KC_CFS_PERIODS] &= 0xffffffffu;
 	blk[KC_CFS_THROTTLED] &= 0xffffffffu;
 	/* this cgroup's own tasks' CPU time not yet flushed into bstat */
-	struct cgroup_rstat_cpu *rc = (struct cgroup_rstat_cpu *)(unsigned long)f[KF_RSTAT];
-	u64 off[2] = {km_addr(KP(rc->bstat.cputime.sum_exec_runtime)) - km_addr(rc),
-		      km_addr(KP(rc->last_bstat.cputime.sum_exec_runtime)) - km_addr(rc)}, sums[2] = {0, 0};
+	if (!rbase && !rold)
+		f[KF_RSTAT] = 0;
+	u64 off[2] = {0, 0}, sums[2] = {0, 0};
+	if (rbase) {
+		struct cgroup_rstat_base_cpu *rb = (struct cgroup_rstat_base_cpu *)(unsigned long)f[KF_RSTAT];
+		off[0] = km_addr(KP(rb->bstat.cputime.sum_exec_runtime)) - km_addr(rb);
+		off[1] = km_addr(KP(rb->last_bstat.cputime.sum_exec_runtime)) - km_addr(rb);
+	} else {
+		struct cgroup_rstat_cpu *rc = (struct cgroup_rstat_cpu *)(unsigned long)f[KF_RSTAT];
+		off[0] = km_addr(KP(rc->bstat.cputime.sum_exec_runtime)) - km_addr(rc);
+		off[1] = km_addr(KP(rc->last_bstat.cputime.sum_exec_runtime)) - km_addr(rc);
+	}
 	if (f[KF_RSTAT])
-		km_pcpu_sums(km_addr(rc), off, 2, sums);
+		km_pcpu_sums(f[KF_RSTAT], off, 2, sums);
 	blk[KC_USAGE] = f[KF_USAGE];
 	blk[KC_UNFLUSHED] = f[KF_RSTAT] && sums[0] > sums[1] ? sums[0] - sums[1] : 0;
 	blk[KC_ABSENT] = absent;
@@ -2241,7 +2299,8 @@ KM_INLINE void km_ext4_statfs(u64 sbp, struct ext4_sb_info *sbi, u64 *blk)
 	blk[KV_KIND] = KV_EXT4;
 }
 
-/* xfs_fs_statfs (6.1 and 6.12 alike) for the mount's root directory;
+/* xfs_fs_statfs (6.1, 6.12 and 7.2 alike: 7.2 keeps the free blocks in
+ * m_free[XC_FREE_BLOCKS], where m_fdblocks was) for the mount's root directory;
  * a realtime directory (its rt device's extents) or a project quota's
  * (its limits) would report otherwise, and is not told apart here */
 #define KM_XFS_MAXINUMBER ((1ull << 56) - 1)
@@ -2260,8 +2319,14 @@ KM_INLINE void km_xfs_statfs(u64 sbp, struct xfs_mount *mp, u64 *blk)
 	a[X_ICOUNTP] = km_addr(KP(mp->m_icount.counters));
 	a[X_IFREE] = km_addr(KP(mp->m_ifree.count));
 	a[X_IFREEP] = km_addr(KP(mp->m_ifree.counters));
-	a[X_FDB] = km_addr(KP(mp->m_fdblocks.count));
-	a[X_FDBP] = km_addr(KP(mp->m_fdblocks.counters));
+	if (KFIELD_EXISTS(xfs_mount, m_free) && KTYPE_EXISTS(xfs_freecounter)) {
+		a[X_FDB] = km_addr(KP(mp->m_free[0].count.count));
+		a[X_FDBP] = km_addr(KP(mp->m_free[0].count.counters));
+	} else if (KFIELD_EXISTS(xfs_mount, m_fdblocks)) {
+		a[X_FDB] = km_addr(KP(mp->m_fdblocks.count));
+		a[X_FDBP] = km_addr(KP(mp->m_fdblocks.counters));
+	} else
+		return;
 	a[X_ASIDE] = km_addr(KP(mp->m_alloc_set_aside));
 	a[X_ALLOCBT] = km_addr(KP(mp->m_allocbt_blks.counter));
 	a[X_MAXI] = km_addr(KP(mp->m_ino_geo.maxicount));

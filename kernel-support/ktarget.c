@@ -282,20 +282,28 @@ static int kt_getc(KtReader *r, uint8_t *c)
 	return 0;
 }
 
-/* kallsyms, decoded the way kernel/kallsyms.c does it. */
+/* kallsyms, decoded the way kernel/kallsyms.c does it.  An address is
+ * one of kallsyms_offsets' s32 entries, read three ways:
+ *   - to 6.14, with kallsyms_relative_base in VMCOREINFO: relative_base
+ *     + (u32)offset, or (CONFIG_KALLSYMS_ABSOLUTE_PERCPU) a non-negative
+ *     offset absolute and a negative one counting down from the base;
+ *   - on later kernels, whose VMCOREINFO has no kallsyms_relative_base
+ *     (Debian's 7.2 is one; its per-CPU symbols are ordinary addresses
+ *     in the image's per-CPU section): relative to the entry's own
+ *     address, as offset_to_ptr() reads it, &kallsyms_offsets[i] + offset. */
 static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 {
-	uint64_t a_num, a_names, a_ttab, a_tidx, a_offs, a_base, rel_base;
+	uint64_t a_num, a_names, a_ttab, a_tidx, a_offs, a_base, rel_base = 0;
 	uint32_t num;
 	if (!kt_info_u64(t, "SYMBOL(kallsyms_num_syms)", 16, &a_num) ||
 	    !kt_info_u64(t, "SYMBOL(kallsyms_names)", 16, &a_names) ||
 	    !kt_info_u64(t, "SYMBOL(kallsyms_token_table)", 16, &a_ttab) ||
 	    !kt_info_u64(t, "SYMBOL(kallsyms_token_index)", 16, &a_tidx) ||
-	    !kt_info_u64(t, "SYMBOL(kallsyms_offsets)", 16, &a_offs) ||
-	    !kt_info_u64(t, "SYMBOL(kallsyms_relative_base)", 16, &a_base))
+	    !kt_info_u64(t, "SYMBOL(kallsyms_offsets)", 16, &a_offs))
 		return ks_fail(err, n, -ENOTSUP, "VMCOREINFO of %s has no kallsyms symbols (Linux 6.0 added "
 			       "them); give the symbols with --kallsyms FILE (a copy of /proc/kallsyms)", t->release);
-	if (kx_read32(&t->mem, a_num, &num) || kx_read64(&t->mem, a_base, &rel_base))
+	bool place_rel = !kt_info_u64(t, "SYMBOL(kallsyms_relative_base)", 16, &a_base);
+	if (kx_read32(&t->mem, a_num, &num) || (!place_rel && kx_read64(&t->mem, a_base, &rel_base)))
 		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_num_syms at %#llx", (unsigned long long)a_num);
 	if (num == 0 || num > KALLSYMS_MAX_SYMS)
 		return ks_fail(err, n, -ERANGE, "kallsyms_num_syms = %u is implausible", num);
@@ -361,7 +369,10 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		pool += nl;
 		/* CONFIG_KALLSYMS_ABSOLUTE_PERCPU: non-negative offsets are absolute
 		 * (per-CPU symbols); negative ones count down from relative_base */
-		t->syms[i].addr = offs[i] >= 0 ? (uint64_t)offs[i] : rel_base - 1 - (uint64_t)(int64_t)offs[i];
+		if (place_rel)
+			t->syms[i].addr = a_offs + 4ull * i + (uint64_t)(int64_t)offs[i];
+		else
+			t->syms[i].addr = offs[i] >= 0 ? (uint64_t)offs[i] : rel_base - 1 - (uint64_t)(int64_t)offs[i];
 	}
 	free(rd);
 	if (e) {
@@ -371,8 +382,8 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 	t->nsyms = num;
 	/* Without ABSOLUTE_PERCPU every offset is relative: check against _stext. */
 	uint64_t stext_vm, stext;
-	if (kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) && !kt_index_syms(t) && !kt_sym(t, "_stext", &stext) &&
-	    stext != stext_vm) {
+	if (!place_rel && kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) && !kt_index_syms(t) &&
+	    !kt_sym(t, "_stext", &stext) && stext != stext_vm) {
 		for (uint32_t i = 0; i < num; i++)
 			t->syms[i].addr = rel_base + (uint32_t)offs[i];
 		free(t->sym_hash);
@@ -385,6 +396,11 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		}
 	}
 	free(offs);
+	/* the place-relative reading is checked against _stext as well */
+	if (place_rel && kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) &&
+	    (kt_index_syms(t) || kt_sym(t, "_stext", &stext) || stext != stext_vm))
+		return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory (offsets relative to themselves) "
+			       "disagrees with VMCOREINFO on _stext; give --kallsyms FILE");
 	t->sym_origin = "memory (kallsyms)";
 	return t->sym_hash ? 0 : kt_index_syms(t);
 }
