@@ -282,6 +282,16 @@ static int kt_getc(KtReader *r, uint8_t *c)
 	return 0;
 }
 
+/* The decoded table's _stext against VMCOREINFO's (vm): 0 the same, 1
+ * not, -1 cannot tell (no _stext in the table, or no memory to index it) */
+static int kt_stext_cmp(KTarget *t, uint64_t vm)
+{
+	uint64_t stext;
+	if (kt_index_syms(t) || kt_sym(t, "_stext", &stext))
+		return -1;
+	return stext != vm;
+}
+
 /* kallsyms, decoded the way kernel/kallsyms.c does it.  An address is
  * one of kallsyms_offsets' s32 entries, read three ways:
  *   - to 6.14, with kallsyms_relative_base in VMCOREINFO: relative_base
@@ -380,27 +390,24 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		return ks_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
 	}
 	t->nsyms = num;
-	/* Without ABSOLUTE_PERCPU every offset is relative: check against _stext. */
-	uint64_t stext_vm, stext;
-	if (!place_rel && kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) && !kt_index_syms(t) &&
-	    !kt_sym(t, "_stext", &stext) && stext != stext_vm) {
+	/* Checked against VMCOREINFO's _stext where it has one.  A
+	 * base-relative table that disagrees is one without ABSOLUTE_PERCPU,
+	 * every offset relative: read so once more, and checked again. */
+	uint64_t stext_vm;
+	bool has_vm = kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm), reread = false;
+	if (has_vm && !place_rel && kt_stext_cmp(t, stext_vm) == 1) {
 		for (uint32_t i = 0; i < num; i++)
 			t->syms[i].addr = rel_base + (uint32_t)offs[i];
 		free(t->sym_hash);
 		t->sym_hash = NULL;
 		t->sym_hash_cap = 0;
-		if (kt_index_syms(t) || kt_sym(t, "_stext", &stext) || stext != stext_vm) {
-			free(offs);
-			return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory disagrees with VMCOREINFO "
-				       "on _stext; give --kallsyms FILE");
-		}
+		reread = true;
 	}
 	free(offs);
-	/* the place-relative reading is checked against _stext as well */
-	if (place_rel && kt_info_u64(t, "SYMBOL(_stext)", 16, &stext_vm) &&
-	    (kt_index_syms(t) || kt_sym(t, "_stext", &stext) || stext != stext_vm))
-		return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory (offsets relative to themselves) "
-			       "disagrees with VMCOREINFO on _stext; give --kallsyms FILE");
+	if (has_vm && (reread || place_rel) && kt_stext_cmp(t, stext_vm) != 0)
+		return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory (offsets from %s) disagrees with "
+			       "VMCOREINFO on _stext; give --kallsyms FILE",
+			       place_rel ? "their own entries" : "kallsyms_relative_base");
 	t->sym_origin = "memory (kallsyms)";
 	return t->sym_hash ? 0 : kt_index_syms(t);
 }

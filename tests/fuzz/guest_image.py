@@ -26,7 +26,7 @@ def main():
     kname = sys.argv[2] if len(sys.argv) > 2 else next((k for k in ("debian-6.12", "debian-6.1", "debian-7.2") if k in ks), None)
     if kname not in ks:
         sys.exit("guest_image: no kernel %s here (there are: %s); fetch it with tests/guest/fetch.sh, "
-                 "or on a GPU machine pack it (GPU_PACK_KERNELS)" % (kname or "debian-6.12 or debian-6.1",
+                 "or on a GPU machine pack it (GPU_PACK_KERNELS)" % (kname or "debian-6.12, 6.1 or 7.2",
                                                                      ", ".join(sorted(ks)) or "none"))
     with tempfile.TemporaryDirectory(prefix="sentinel-fuzzfs-") as tmp:
         images, err = fsimages.get(tmp)
