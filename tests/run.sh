@@ -20,10 +20,17 @@ B=build
 # failures are listed again at the end, where a CI log's tail shows them.
 LOG=$SENTINEL_TEST_TMP/check.log
 : > "$LOG"
+# Each suite's wall time goes to $TIMES, listed at the end: where a slow
+# CI run spent its minutes.
+TIMES=$SENTINEL_TEST_TMP/times
+: > "$TIMES"
 run_suite() {
-	echo "== $1" | tee -a "$LOG"
+	name=$1
+	echo "== $name" | tee -a "$LOG"
 	shift
+	t0=$(date +%s)
 	"$@" 2>&1 | tee -a "$LOG"
+	printf '%6d s  %s\n' $(($(date +%s) - t0)) "$name" >> "$TIMES"
 }
 
 # C test programs (under ASan/UBSan) print PASS/FAIL lines themselves.
@@ -61,6 +68,9 @@ if [ "$f" -gt 0 ]; then
 	echo "== the failures again (each with the first lines of its detail)"
 	awk '/^FAIL /{n=12; print; next} n>0 && /^     /{print; n--; next} {n=0}' "$LOG"
 fi
+echo
+echo "== time per suite"
+cat "$TIMES"
 echo
 echo "$p passed, $f failed, $s skipped"
 [ "$f" -eq 0 ]

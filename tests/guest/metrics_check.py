@@ -54,12 +54,22 @@ import subprocess
 IDLE_LAG_S = 5.0
 READER_SLACK_KB = 8192
 
-TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
+# The moving averages (the load average, updated every 5 s; pressure's
+# avg10/60/300, every 2 s) are not counters: a window that spans two of
+# their updates can hold a value outside both ends.  So they are read where
+# the window is shortest, last before the sample and first after it, and
+# the long rest of the truth (every task, every cgroup's other files) lies
+# outside their window.
+_TRUTH_HOST_AVGS = ("echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
+                    "echo @pressure; for r in cpu memory io irq; do [ -r /proc/pressure/$r ] && "
+                    "while read -r l; do echo \"$r $l\"; done < /proc/pressure/$r; done; ")
+_TRUTH_CG_AVGS = ("echo @cgpressure; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
+                  "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
+                  "for r in cpu memory io irq; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
+                  "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; ")
+_TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
          "echo @meminfo; while read -r l; do echo \"$l\"; done < /proc/meminfo; "
          "echo @vmstat; while read -r l; do echo \"$l\"; done < /proc/vmstat; "
-         "echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
-         "echo @pressure; for r in cpu memory io irq; do [ -r /proc/pressure/$r ] && "
-         "while read -r l; do echo \"$r $l\"; done < /proc/pressure/$r; done; "
          "echo @clock; sentinel-adjtimex; "
          "echo @diskstats; while read -r l; do echo \"$l\"; done < /proc/diskstats; "
          "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
@@ -80,9 +90,8 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
          "[ -r $d$f ] && read -r v w < $d$f && echo \"C $p $f $v $w\"; done; "
-         "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; done; "
-         "for r in cpu memory io irq; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
-         "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; "
+         "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; "
+         "done; done; "
          "echo @fs; l=; while read -r dv mp ty op rest; do echo \"M $mp $ty ${op%%,*}\"; l=\"$l $mp\"; "
          "done < /proc/mounts; stat -f -c 'F %n %t %b %f %a %c %d %S' $l 2>/dev/null; "
          "echo @kernel; "
@@ -93,7 +102,10 @@ TRUTH = ("jiffies; echo @stat; while read -r l; do echo \"$l\"; done < /proc/sta
          "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
          "while read -r k v r; do case $k in voluntary_ctxt_switches:|nonvoluntary_ctxt_switches:) "
-         "echo \"X ${d#/proc/} $k $v\";; esac; done < $d/status 2>/dev/null; done; echo @end; jiffies")
+         "echo \"X ${d#/proc/} $k $v\";; esac; done < $d/status 2>/dev/null; done; ")
+# before the sample: the rest, then the averages; after it, the reverse
+TRUTH_BEFORE = "jiffies; " + _TRUTH_REST + _TRUTH_CG_AVGS + _TRUTH_HOST_AVGS + "echo @end; jiffies"
+TRUTH_AFTER = "jiffies; " + _TRUTH_HOST_AVGS + _TRUTH_CG_AVGS + _TRUTH_REST + "echo @end; jiffies"
 
 
 def parse_truth(out):
@@ -159,7 +171,7 @@ def parse_truth(out):
             t.setdefault("statfs", {})[f[1]] = {"magic": int(f[2], 16), "blocks": int(f[3]), "bfree": int(f[4]),
                                                 "bavail": int(f[5]), "files": int(f[6]), "ffree": int(f[7]),
                                                 "bsize": int(f[8])}
-        elif sec == "cgroups" and f[0] == "C" and len(f) >= 4:
+        elif sec in ("cgroups", "cgpressure") and f[0] == "C" and len(f) >= 4:
             # "C PATH FILE VALUE [MORE]": memory.max "max", cpu.max "QUOTA PERIOD",
             # "cpu.pressure.some avg10=.. avg60=.. avg300=.. total=.."
             t.setdefault("cgroups", {}).setdefault(f[1], {})[f[2]] = f[3:]
@@ -681,7 +693,7 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
         return {"count": int(v[0]), "max": int(v[1])} if len(v) == 2 else {}
     for attempt in range(attempts):
         ct = conntrack()
-        b = parse_truth(g.check(TRUTH, timeout=120))
+        b = parse_truth(g.check(TRUTH_BEFORE, timeout=120))
         b.setdefault("kernel", {})["tainted"] = tainted
         b["conntrack"] = ct
         try:
@@ -689,7 +701,7 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
         except RuntimeError as e:
             report(False, "%s: metrics" % name, str(e))
             return
-        a = parse_truth(g.check(TRUTH, timeout=120))
+        a = parse_truth(g.check(TRUTH_AFTER, timeout=120))
         a.setdefault("kernel", {})["tainted"] = tainted
         a["conntrack"] = conntrack()
         results = compare(b, a, m, ncpus, g.release)

@@ -769,6 +769,7 @@ def main():
                     f.write("skip\n")
             continue
         name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
+        t0 = time.monotonic()
         for attempt in range(2):
             try:
                 one_config(ks, kname, kaslr, la57)
@@ -785,6 +786,7 @@ def main():
                     continue
                 report(False, "%s: guest" % name, e)
                 break
+        print("-- %s: %.0f s" % (name, time.monotonic() - t0), flush=True)
     if not only or "5.10" in only:
         try:
             with tempfile.TemporaryDirectory(prefix="sentinel-km510-") as tmp:
