@@ -527,14 +527,14 @@ double km_host_clock_maxerror(void)
 {
 	if (km_ntp_data())
 		return km_collective((double)KR(tk_ntp_data.time_maxerror) * KM_USEC);
-	return &time_maxerror ? km_collective((double)KR(time_maxerror) * KM_USEC) : KM_NAN;
+	return &time_maxerror ? km_collective((double)KR(time_maxerror) * KM_USEC) : KM_ABSENT;
 }
 
 double km_host_clock_esterror(void)
 {
 	if (km_ntp_data())
 		return km_collective((double)KR(tk_ntp_data.time_esterror) * KM_USEC);
-	return &time_esterror ? km_collective((double)KR(time_esterror) * KM_USEC) : KM_NAN;
+	return &time_esterror ? km_collective((double)KR(time_esterror) * KM_USEC) : KM_ABSENT;
 }
 
 /* adjtimex's offset is time_offset * NTP_INTERVAL_FREQ >> NTP_SCALE_SHIFT
