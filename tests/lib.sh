@@ -24,7 +24,9 @@ py_suite() {
 	name=$1
 	shift
 	out=$SENTINEL_TEST_TMP/py-suite.$$.out
+	t0=$(date +%s)
 	"${PYTHON:-python3}" "$@" 2>&1 | tee "$out"
+	echo "-- $name: $(($(date +%s) - t0)) s"
 	if grep -q '^Traceback (most recent call last)' "$out"; then
 		fail "$name/ran-to-the-end" "$(grep -A1 '^[A-Za-z.]*Error\|^Traceback' "$out" | tail -n 3)"
 	fi
