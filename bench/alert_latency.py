@@ -218,7 +218,7 @@ def main():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     am = start_am(tmp, am_port)
     try:
-        with guest.Guest(ks["debian-6.12"], kaslr=True, name="lat") as g:
+        with guest.Guest(guest.main_kernel(ks), kaslr=True, name="lat") as g:
             latency(g, tmp, am_port, hook_port)
             cpu(g, tmp, am_port, hook_port)
     finally:

@@ -131,7 +131,7 @@ def main():
     poller = subprocess.Popen([os.path.join(BUILD, "procpoll"), "10"])
     rows = []
     try:
-        with guest.Guest(ks["debian-6.12"], kaslr=True, name="bench") as g:
+        with guest.Guest(guest.main_kernel(ks), kaslr=True, name="bench") as g:
             for n in COUNTS:
                 tmp = tempfile.mkdtemp(prefix="sentinel-bench-")
                 rules = os.path.join(tmp, "rules")

@@ -46,7 +46,7 @@ def main():
 
 def run(ks, images):
     rows = []
-    with guest.Guest(ks["debian-6.12"], mem_mb=1024, name="fam", disks=3, nics=8, images=images) as g:
+    with guest.Guest(guest.main_kernel(ks), mem_mb=1024, name="fam", disks=3, nics=8, images=images) as g:
         fsimages.mount(g, len(images))
         g.check("mkdir -p %s && mount -t cgroup2 none %s && echo '+cpu +memory +pids' > %s/cgroup.subtree_control && "
                 "for i in $(seq 20); do mkdir %s/s$i && echo '+cpu +memory +pids' > %s/s$i/cgroup.subtree_control && "

@@ -41,7 +41,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     ks = guest.kernels()
-    with guest.Guest(ks["debian-6.12"], mem_mb=768 + tasks * 120 // 1024, kaslr=True, name="mp") as g:
+    with guest.Guest(guest.main_kernel(ks), mem_mb=768 + tasks * 120 // 1024, kaslr=True, name="mp") as g:
         g.check("echo 4194304 > /proc/sys/kernel/pid_max")
         g.check("sentinel-spawn %d 1 --churn 0 > /tmp/s.out 2>&1 &" % tasks)
         g.check("i=0; until grep -q ready /tmp/s.out; do sleep 1; i=$((i+1)); [ $i -lt 600 ] || exit 1; done",

@@ -38,7 +38,7 @@ def main():
     shutil.copytree(os.path.join(TOP, "rules"), rules, ignore=shutil.ignore_patterns("tests", "*.json"))
     port = free_port()
     try:
-        with guest.Guest(ks["debian-6.12"], kaslr=True, name="scrape", mem_mb=2048) as g:
+        with guest.Guest(guest.main_kernel(ks), kaslr=True, name="scrape", mem_mb=2048) as g:
             t0 = time.time()
             g.check("echo 100000 > /proc/sys/kernel/threads-max; echo 100000 > /proc/sys/kernel/pid_max")
             g.check("i=0; while [ $i -lt %d ]; do sleep 100000 & i=$((i+1)); done" % TASKS, timeout=900)

@@ -108,7 +108,7 @@ def main():
     ks = guest.kernels()
     rows = []
     for n in SIZES:
-        with guest.Guest(ks["debian-6.12"], mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:
+        with guest.Guest(guest.main_kernel(ks), mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:
             g.check("echo 4194304 > /proc/sys/kernel/pid_max; echo 1000000 > /proc/sys/kernel/threads-max")
             have = int(g.check("read a b c d e < /proc/loadavg; echo ${d#*/}").strip())   # threads, all
             if n > have:

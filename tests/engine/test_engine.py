@@ -380,7 +380,7 @@ def with_guest(tmp):
     shutil.copytree(os.path.join(TOP, "rules"), rules)
     with open(os.path.join(rules, "test.yaml"), "w") as f:
         f.write(test_rules(100000))
-    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="eng")
+    g = guest.Guest(guest.main_kernel(ks), kaslr=True, name="eng")
     g.start()
     d = None
     try:
@@ -780,7 +780,7 @@ def windows(tmp):
     shutil.copy(os.path.join(TOP, "rules", "paper.yaml"), rules)
     with open(os.path.join(rules, "windows.yaml"), "w") as f:
         f.write(WINDOW_RULES)
-    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="win")
+    g = guest.Guest(guest.main_kernel(ks), kaslr=True, name="win")
     g.start()
     d = None
     try:

@@ -158,7 +158,7 @@ def scenario(tmp):
     rport, aport = free_port(), free_port()
     recv = Receiver(rport)
     am = Alertmanager(tmp, aport, "http://127.0.0.1:%d/am" % rport)
-    g = guest.Guest(ks["debian-6.12"], kaslr=True, name="ntf", append="panic=0")
+    g = guest.Guest(guest.main_kernel(ks), kaslr=True, name="ntf", append="panic=0")
     g.start()
     d = None
     try:

@@ -12,9 +12,9 @@ a name used twice, a bad name, name = in a named section, no source,
 a recording with several targets); several targets with backend = cuda
 are a valid configuration.
 
-Then four guests under QEMU, of two kernels (a, c and d: Debian 6.12, b:
-Debian 6.1), three of them watched by one sentineld from the start with the shipped rules, one bundle
-for both kernels:
+Then four guests under QEMU, of three kernels (a and d: Debian 6.12, b:
+Debian 6.1, c: Debian 13's backported 7.2), three of them watched by one sentineld from the start
+with the shipped rules, one bundle for every kernel:
 
   start    every target runs the rules (status: three targets, their
            kernels, ticks); /metrics has one family per metric with a
@@ -207,9 +207,9 @@ def live(tmp):
     log, text = open_log(os.path.join(tmp, "sentineld.log"))
     try:
         # one vCPU each: three TCG guests share this machine with sentineld
-        for name, k in (("a", "debian-6.12"), ("b", "debian-6.1"), ("c", "debian-6.12"), ("d", "debian-6.12")):
-            # (a GPU machine may carry one kernel: 6.12 for all)
-            gs[name] = guest.Guest(ks[k] if k in ks else ks["debian-6.12"], cpus=1, name="tg" + name,
+        for name, k in (("a", "debian-6.12"), ("b", "debian-6.1"), ("c", "debian-7.2"), ("d", "debian-6.12")):
+            # (a GPU machine may carry one kernel: that one for all)
+            gs[name] = guest.Guest(ks[k] if k in ks else guest.main_kernel(ks), cpus=1, name="tg" + name,
                                    memfd=name == "d")
             gs[name].start()
         # d as libvirt would run it: RAM in a memfd, its QEMU's PID in DOMAIN.pid
@@ -236,9 +236,10 @@ def live(tmp):
         rel = {n: gs[n].release for n in gs}
         report(d.poll() is None and ok and sorted(tg) == list(watched) and
                all(tg[n].get("state") == "ok" and tg[n].get("kernel") == rel[n] for n in watched),
-               "one sentineld runs the rules on three targets of two kernels, one from a drop-in (%s)" %
-               ", ".join("%s: Linux %s, %s ticks" % (n, tg.get(n, {}).get("kernel"), tg.get(n, {}).get("ticks"))
-                         for n in watched), json.dumps(tg, indent=1)[:3000] + "\n" + text()[-3000:])
+               "one sentineld runs the rules on three targets of %d kernel%s, one from a drop-in (%s)" %
+               (len({rel[n] for n in watched}), "" if len({rel[n] for n in watched}) == 1 else "s",
+                ", ".join("%s: Linux %s, %s ticks" % (n, tg.get(n, {}).get("kernel"), tg.get(n, {}).get("ticks"))
+                          for n in watched)), json.dumps(tg, indent=1)[:3000] + "\n" + text()[-3000:])
         if d.poll() is not None:
             return
         rc, out, _ = ctl(tmp, "status")

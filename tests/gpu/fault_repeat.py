@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import test_engine as te  # noqa: E402
 
 ks = te.guest.kernels()
-g = te.guest.Guest(ks["debian-6.12"], kaslr=True, name="fr")
+g = te.guest.Guest(te.guest.main_kernel(ks), kaslr=True, name="fr")
 g.start()
 codes = []
 try:

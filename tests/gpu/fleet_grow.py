@@ -28,7 +28,7 @@ from test_engine import status, wait  # noqa: E402
 tmp = tempfile.mkdtemp(prefix="sentinel-grow-")
 shutil.copytree(os.path.join(tt.TOP, "rules"), os.path.join(tmp, "rules"))
 ks = tt.guest.kernels()
-gs = {n: tt.guest.Guest(ks["debian-6.12"], cpus=1, name="gr" + n) for n in ("a", "b")}
+gs = {n: tt.guest.Guest(tt.guest.main_kernel(ks), cpus=1, name="gr" + n) for n in ("a", "b")}
 fails = 0
 d = None
 log, text = tt.open_log(os.path.join(tmp, "log"))

@@ -121,7 +121,7 @@ def main():
     try:
         ks = guest.kernels()
         imgs = [os.path.join(tmp, "g%d.core" % i) for i in range(3)]
-        with guest.Guest(ks["debian-6.12"], name="fv") as g:
+        with guest.Guest(guest.main_kernel(ks), name="fv") as g:
             time.sleep(2)
             g.dump(imgs[0])
             g.check("for i in $(seq 300); do sleep 100000 & done; true")

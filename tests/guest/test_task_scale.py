@@ -200,7 +200,7 @@ def main():
     for n in SIZES:
         for attempt in range(2):
             try:
-                scale(ks["debian-6.12"], n)
+                scale(guest.main_kernel(ks), n)
                 break
             except guest.GuestError as e:
                 crashed = guest.crashed_on_its_own(e)
