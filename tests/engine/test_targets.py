@@ -234,10 +234,11 @@ def live(tmp):
                                                    all(t.get("ticks", 0) > 5 for t in targets(tmp).values())), 120)
         tg = targets(tmp)
         rel = {n: gs[n].release for n in gs}
+        nk = len({rel[n] for n in watched})
         report(d.poll() is None and ok and sorted(tg) == list(watched) and
                all(tg[n].get("state") == "ok" and tg[n].get("kernel") == rel[n] for n in watched),
                "one sentineld runs the rules on three targets of %d kernel%s, one from a drop-in (%s)" %
-               (len({rel[n] for n in watched}), "" if len({rel[n] for n in watched}) == 1 else "s",
+               (nk, "" if nk == 1 else "s",
                 ", ".join("%s: Linux %s, %s ticks" % (n, tg.get(n, {}).get("kernel"), tg.get(n, {}).get("ticks"))
                           for n in watched)), json.dumps(tg, indent=1)[:3000] + "\n" + text()[-3000:])
         if d.poll() is not None:

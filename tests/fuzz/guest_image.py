@@ -4,8 +4,9 @@ its xfs and btrfs images mounted (tests/guest/fsimages.py: their statfs
 reads are fuzzed too, when the host has the mkfs tools), let it settle, pause it, copy its RAM to PATH (raw: address 0 first), stop it.
 
     python3 tests/fuzz/guest_image.py PATH [KERNEL]
-        (KERNEL: debian-6.12, else debian-6.1 or debian-7.2, whichever is there,
-         as on a GPU machine after GPU_PACK_KERNELS=debian-6.1 make gpu-pack)
+        (KERNEL: as guest.main_kernel picks it: SENTINEL_GUEST_KERNEL, else
+         debian-6.12, else debian-6.1 or debian-7.2, whichever is there, as on
+         a GPU machine after GPU_PACK_KERNELS=debian-6.1 make gpu-pack)
 """
 import os
 import shutil
@@ -23,16 +24,16 @@ def main():
         sys.exit(__doc__)
     ks = guest.kernels()
     path = sys.argv[1]
-    kname = sys.argv[2] if len(sys.argv) > 2 else next((k for k in ("debian-6.12", "debian-6.1", "debian-7.2") if k in ks), None)
-    if kname not in ks:
-        sys.exit("guest_image: no kernel %s here (there are: %s); fetch it with tests/guest/fetch.sh, "
-                 "or on a GPU machine pack it (GPU_PACK_KERNELS)" % (kname or "debian-6.12, 6.1 or 7.2",
-                                                                     ", ".join(sorted(ks)) or "none"))
+    try:
+        kdir = guest.main_kernel(ks, sys.argv[2] if len(sys.argv) > 2 else None)
+    except KeyError as e:
+        sys.exit("guest_image: %s" % e.args[0])
+    kname = next(k for k, v in ks.items() if v == kdir)
     with tempfile.TemporaryDirectory(prefix="sentinel-fuzzfs-") as tmp:
         images, err = fsimages.get(tmp)
         if err:
             print("guest_image: no filesystem images (%s)" % err, file=sys.stderr)
-        capture(ks[kname], path, images)
+        capture(kdir, path, images)
     print("guest_image: %s (%s, %d MiB)" % (path, kname, os.path.getsize(path) >> 20))
 
 

@@ -44,16 +44,17 @@ def kernels():
     return dict(line.split() for line in out.splitlines() if line.strip())
 
 
-def main_kernel(ks):
+def main_kernel(ks, want=None):
     """The kernel the scenario tests and benchmarks boot (the engine's, task
-    scale's, the fuzzer's image): SENTINEL_GUEST_KERNEL (a name from
+    scale's, the fuzzer's image): want or SENTINEL_GUEST_KERNEL (a name from
     kernels(), such as debian-7.2), else Debian 12's 6.12, else whichever
     of 6.1 and 7.2 is there (a GPU machine packed with one kernel)."""
-    want = os.environ.get("SENTINEL_GUEST_KERNEL")
+    said = "kernel " + want if want else "SENTINEL_GUEST_KERNEL=%s" % os.environ.get("SENTINEL_GUEST_KERNEL")
+    want = want or os.environ.get("SENTINEL_GUEST_KERNEL")
     if want:
         if want not in ks:
-            raise KeyError("SENTINEL_GUEST_KERNEL=%s: no such kernel here (there are: %s; tests/guest/fetch.sh "
-                           "fetches them, GPU_PACK_KERNELS packs them)" % (want, ", ".join(sorted(ks)) or "none"))
+            raise KeyError("%s: no such kernel here (there are: %s; tests/guest/fetch.sh fetches them, "
+                           "GPU_PACK_KERNELS packs them)" % (said, ", ".join(sorted(ks)) or "none"))
         return ks[want]
     for k in ("debian-6.12", "debian-6.1", "debian-7.2"):
         if k in ks:

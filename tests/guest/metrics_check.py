@@ -54,6 +54,10 @@ import subprocess
 IDLE_LAG_S = 5.0
 READER_SLACK_KB = 8192
 
+# each cgroup directory, three levels down; $p its path below the root
+_CG_EACH = ("for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
+            "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; ")
+
 # The moving averages (the load average, updated every 5 s; pressure's
 # avg10/60/300, every 2 s) are not counters: a window that spans two of
 # their updates can hold a value outside both ends.  So they are read where
@@ -63,8 +67,7 @@ READER_SLACK_KB = 8192
 _TRUTH_HOST_AVGS = ("echo @loadavg; read -r l < /proc/loadavg; echo \"$l\"; "
                     "echo @pressure; for r in cpu memory io irq; do [ -r /proc/pressure/$r ] && "
                     "while read -r l; do echo \"$r $l\"; done < /proc/pressure/$r; done; ")
-_TRUTH_CG_AVGS = ("echo @cgpressure; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
-                  "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
+_TRUTH_CG_AVGS = ("echo @cgpressure; " + _CG_EACH +
                   "for r in cpu memory io irq; do [ -r $d$r.pressure ] && while read -r k a b c t; do "
                   "echo \"C $p $r.pressure.$k $a $b $c $t\"; done < $d$r.pressure; done; done; ")
 _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; "
@@ -86,8 +89,7 @@ _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; 
          # process of it, its devices named NAME@INUM as Sentinel names them
          "echo @netns; for p in $(cat /tmp/sentinel-netns.pids 2>/dev/null); do [ -r /proc/$p/net/dev ] || continue; "
          "n=$(readlink /proc/$p/ns/net); echo \"NS $n\"; while read -r l; do echo \"$l\"; done < /proc/$p/net/dev; done; "
-         "echo @cgroups; for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
-         "[ -f ${d}cgroup.procs ] || continue; p=${d#/sys/fs/cgroup/}; p=${p%/}; "
+         "echo @cgroups; " + _CG_EACH +
          "for f in memory.current memory.max memory.high pids.current pids.max cpu.max; do "
          "[ -r $d$f ] && read -r v w < $d$f && echo \"C $p $f $v $w\"; done; "
          "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; "
