@@ -77,12 +77,12 @@ RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
-	$(B)/san/sentineld $(B)/san/test_snrt $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
+	$(B)/san/sentineld $(B)/san/test_snrt $(B)/san/test_discover $(B)/tsan/test_discover $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest
 endif
 
-.PHONY: all check demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install
+.PHONY: all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -104,7 +104,7 @@ $(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # (named, not a pattern: a missing one then makes its object again)
-DEP_FILES := $(foreach d,obj san/obj static/obj,$(patsubst %.c,$(B)/$(d)/%.d,$(wildcard rulec/*.c engine/*.c \
+DEP_FILES := $(foreach d,obj san/obj static/obj tsan/obj,$(patsubst %.c,$(B)/$(d)/%.d,$(wildcard rulec/*.c engine/*.c \
 	kernel-support/*.c notifier/*.c tools/*.c tests/*.c tests/*/*.c bench/*.c)))
 $(DEP_FILES):
 -include $(wildcard $(DEP_FILES))
@@ -139,8 +139,21 @@ $(B)/sentinel-inspect: $(B)/obj/tools/sentinel-inspect.o $(ENG_OBJ) $(CC_OBJ) $(
 $(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/tools/sentinel-inspect.o $(ENG_SAN_OBJ) $(CC_SAN_OBJ) $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 
+# Discovery on a real guest's image, several threads at once (tests/unit/test_discover.c):
+# under ASan/UBSan, and under ThreadSanitizer (its own objects: build/tsan/).
+$(B)/san/test_discover: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_discover.o $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS) -lpthread
+
+TSAN_FLAGS := -O1 -g -fPIC -fsanitize=thread -fno-omit-frame-pointer
+$(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(B)/tsan/test_discover: $(B)/tsan/obj/tests/unit/test_discover.o $(KS_SRC:%.c=$(B)/tsan/obj/%.o)
+	$(CC) $(TSAN_FLAGS) -o $@ $^ $(KS_LIBS) -lpthread
+
 $(B)/san/test_kx: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_kx.o $(B)/san/libkernel.a
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS) -lpthread
 
 $(B)/librulec.a: $(LIB_OBJ)
 	@rm -f $@
@@ -290,6 +303,12 @@ $(B)/metrics.bundle: $(B)/rulec $(B)/librulec-backend.so $(RT_BC)
 
 check: $(PROGRAMS) $(TEST_PROGRAMS)
 	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" \
+		sh tests/run.sh
+
+# The edit loop's tier: no TCG guest but the hostile-guest fuzzer's one
+# captured image (docs/testing.md); make check stays the whole suite.
+check-quick: $(PROGRAMS) $(TEST_PROGRAMS)
+	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" SENTINEL_CHECK_TIER=quick \
 		sh tests/run.sh
 
 # libFuzzer target: the code generator on every input the front end accepts.

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define VMCOREINFO_MAX 8192
@@ -51,27 +52,73 @@ static bool kt_info_u64(const KTarget *t, const char *key, int base, uint64_t *v
 
 /* ---- VMCOREINFO ---- */
 
-/* Candidates: "OSRELEASE=<digit>" at the start of a page (vmcoreinfo_data is
- * a page of its own) or right after the ELF note name "VMCOREINFO". */
-static int kt_find_vmcoreinfo(KTarget *t, uint64_t skip_before_pa, uint64_t *found)
+/* Whether a search must stop: cancelled by its caller, or past its
+ * deadline (KtOptions). */
+static int kt_stop(const KtOptions *o)
 {
-	for (unsigned i = 0; i < t->src->nranges; i++) {
-		const kx_range *r = &t->src->r[i];
+	if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED))
+		return -ECANCELED;
+	if (o->deadline_ns) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec >= o->deadline_ns)
+			return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Where the VMCOREINFO scan is: each call goes on from the last hit, so
+ * that all RAM is scanned once however many candidates it holds (it
+ * began again at the start for each, quadratic in a guest's fake
+ * pages), in chunks with kt_stop between them. */
+typedef struct KtScan {
+	unsigned range;
+	size_t off;
+	unsigned tried;               /* candidates handed out */
+} KtScan;
+#define KT_SCAN_CHUNK (64u << 20)
+
+/* kt_stop's answer as the caller's error. */
+static int kt_stopped(char *err, size_t n, int e, const char *what, const KtScan *sc)
+{
+	char where[96] = "";
+	if (sc)
+		snprintf(where, sizeof where, " (%u candidates tried)", sc->tried);
+	if (e == -ECANCELED)
+		return ks_fail(err, n, e, "stopped while %s%s", what, where);
+	return ks_fail(err, n, e, "gave up %s: past the time allowed for discovery%s; a guest whose memory "
+		       "takes this long is corrupt or hostile", what, where);
+}
+
+/* The next candidate: "OSRELEASE=<digit>" at the start of a page
+ * (vmcoreinfo_data is a page of its own) or right after the ELF note name
+ * "VMCOREINFO".  -ENOENT at the end of RAM, -E2BIG past
+ * KT_VMCOREINFO_CANDIDATES, or kt_stop's answer. */
+static int kt_find_vmcoreinfo(KTarget *t, const KtOptions *o, KtScan *sc, uint64_t *found)
+{
+	for (; sc->range < t->src->nranges; sc->range++, sc->off = 0) {
+		const kx_range *r = &t->src->r[sc->range];
 		const char *base = (const char *)(uintptr_t)r->ptr;
-		size_t off = 0;
-		while (off < r->size) {
-			const char *hit = memmem(base + off, r->size - off, "OSRELEASE=", 10);
-			if (!hit)
-				break;
+		while (sc->off < r->size) {
+			int e = kt_stop(o);
+			if (e)
+				return e;
+			size_t win = r->size - sc->off < KT_SCAN_CHUNK + 10 ? r->size - sc->off : KT_SCAN_CHUNK + 10;
+			const char *hit = memmem(base + sc->off, win, "OSRELEASE=", 10);
+			if (!hit) {
+				sc->off = win == r->size - sc->off ? r->size : sc->off + KT_SCAN_CHUNK;
+				continue;
+			}
 			size_t h = (size_t)(hit - base);
-			off = h + 1;
-			uint64_t pa = r->phys + h;
-			if (pa < skip_before_pa || h + 11 >= r->size || hit[10] < '0' || hit[10] > '9')
+			sc->off = h + 1;
+			if (h + 11 >= r->size || hit[10] < '0' || hit[10] > '9')
 				continue;
 			bool note = h >= 12 && !memcmp(hit - 12, "VMCOREINFO\0", 11);
-			if (pa % KX_PAGE_SIZE && !note)
+			if ((r->phys + h) % KX_PAGE_SIZE && !note)
 				continue;
-			*found = pa;
+			if (++sc->tried > KT_VMCOREINFO_CANDIDATES)
+				return -E2BIG;
+			*found = r->phys + h;
 			return 0;
 		}
 	}
@@ -301,7 +348,7 @@ static int kt_stext_cmp(KTarget *t, uint64_t vm)
  *     (Debian's 7.2 is one; its per-CPU symbols are ordinary addresses
  *     in the image's per-CPU section): relative to the entry's own
  *     address, as offset_to_ptr() reads it, &kallsyms_offsets[i] + offset. */
-static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
+static int kt_kallsyms_memory(KTarget *t, const KtOptions *o, char *err, size_t n)
 {
 	uint64_t a_num, a_names, a_ttab, a_tidx, a_offs, a_base, rel_base = 0;
 	uint32_t num;
@@ -317,34 +364,45 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_num_syms at %#llx", (unsigned long long)a_num);
 	if (num == 0 || num > KALLSYMS_MAX_SYMS)
 		return ks_fail(err, n, -ERANGE, "kallsyms_num_syms = %u is implausible", num);
-	static char ttab[65536];
+	/* the token table: on the heap, never static (discovery runs on
+	 * several threads at once: sentineld's d_find_targets) */
+	enum { TTAB = 65536 };
+	char *ttab = malloc(TTAB);
 	uint16_t tidx[256];
-	if (kx_read(&t->mem, a_ttab, ttab, sizeof ttab - 1) || kx_read(&t->mem, a_tidx, tidx, sizeof tidx))
-		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_token_table");
-	ttab[sizeof ttab - 1] = 0;
-	int32_t *offs = malloc((size_t)num * 4);
+	int32_t *offs = NULL;
+	KtReader *rd = NULL;
+	int e = 0;
+	if (!ttab) {
+		e = ks_fail(err, n, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (kx_read(&t->mem, a_ttab, ttab, TTAB - 1) || kx_read(&t->mem, a_tidx, tidx, sizeof tidx)) {
+		e = ks_fail(err, n, -EFAULT, "cannot read kallsyms_token_table");
+		goto out;
+	}
+	ttab[TTAB - 1] = 0;
+	offs = malloc((size_t)num * 4);
 	t->syms = calloc(num, sizeof *t->syms);
 	t->sym_pool = malloc((size_t)num * 48);
-	if (!offs || !t->syms || !t->sym_pool) {
-		free(offs);
-		return ks_fail(err, n, -ENOMEM, "out of memory for %u symbols", num);
+	rd = malloc(sizeof *rd);
+	if (!offs || !t->syms || !t->sym_pool || !rd) {
+		e = ks_fail(err, n, -ENOMEM, "out of memory for %u symbols", num);
+		goto out;
 	}
 	if (kx_read(&t->mem, a_offs, offs, (uint64_t)num * 4)) {
-		free(offs);
-		return ks_fail(err, n, -EFAULT, "cannot read kallsyms_offsets");
-	}
-	KtReader *rd = malloc(sizeof *rd);
-	if (!rd) {
-		free(offs);
-		return -ENOMEM;
+		e = ks_fail(err, n, -EFAULT, "cannot read kallsyms_offsets");
+		goto out;
 	}
 	rd->m = &t->mem;
 	rd->va = a_names;
 	rd->len = rd->pos = 0;
 	size_t pool = 0, pool_cap = (size_t)num * 48;
-	int e = 0;
 	for (uint32_t i = 0; i < num; i++) {
 		uint8_t b0, b1 = 0;
+		if (!(i & 0xffff) && (e = kt_stop(o))) {
+			e = kt_stopped(err, n, e, "decoding kallsyms", NULL);
+			goto out;
+		}
 		if ((e = kt_getc(rd, &b0)))
 			break;
 		unsigned len = b0;
@@ -359,7 +417,7 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 			uint8_t tok;
 			if ((e = kt_getc(rd, &tok)))
 				break;
-			for (const char *s = ttab + tidx[tok]; *s && nl < sizeof name - 1 && s < ttab + sizeof ttab; s++)
+			for (const char *s = ttab + tidx[tok]; *s && nl < sizeof name - 1 && s < ttab + TTAB; s++)
 				name[nl++] = *s;
 		}
 		if (e)
@@ -384,10 +442,9 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		else
 			t->syms[i].addr = offs[i] >= 0 ? (uint64_t)offs[i] : rel_base - 1 - (uint64_t)(int64_t)offs[i];
 	}
-	free(rd);
 	if (e) {
-		free(offs);
-		return ks_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
+		e = ks_fail(err, n, e, "kallsyms_names is corrupt (%s)", strerror(-e));
+		goto out;
 	}
 	t->nsyms = num;
 	/* Checked against VMCOREINFO's _stext where it has one.  A
@@ -403,13 +460,19 @@ static int kt_kallsyms_memory(KTarget *t, char *err, size_t n)
 		t->sym_hash_cap = 0;
 		reread = true;
 	}
-	free(offs);
-	if (has_vm && (reread || place_rel) && kt_stext_cmp(t, stext_vm) != 0)
-		return ks_fail(err, n, -EINVAL, "kallsyms decoded from memory (offsets from %s) disagrees with "
-			       "VMCOREINFO on _stext; give --kallsyms FILE",
-			       place_rel ? "their own entries" : "kallsyms_relative_base");
+	if (has_vm && (reread || place_rel) && kt_stext_cmp(t, stext_vm) != 0) {
+		e = ks_fail(err, n, -EINVAL, "kallsyms decoded from memory (offsets from %s) disagrees with "
+			    "VMCOREINFO on _stext; give --kallsyms FILE",
+			    place_rel ? "their own entries" : "kallsyms_relative_base");
+		goto out;
+	}
 	t->sym_origin = "memory (kallsyms)";
-	return t->sym_hash ? 0 : kt_index_syms(t);
+	e = t->sym_hash ? 0 : kt_index_syms(t);
+out:
+	free(ttab);
+	free(offs);
+	free(rd);
+	return e;
 }
 
 /* A symbol file at link addresses (the distribution's System.map, or
@@ -688,7 +751,11 @@ static void kt_module_syms(KTarget *t, uint64_t ks, const uint32_t *o, size_t *p
 	for (uint32_t i = 0; i < num; i++)
 		if (sy[i].st_name > last)
 			last = sy[i].st_name;
-	/* the strings end somewhere in the last name: the longest read that works */
+	/* the strings end somewhere in the last name: the longest read that
+	 * works; a name offset the guest put past any real module's table
+	 * (its u32 would have us allocate 4 GiB) is not read at all */
+	if (last > KT_MODSYM_STRTAB_MAX || t->nmsyms + num > KT_MODSYMS_MAX)
+		goto out;
 	size_t len = (size_t)last + KT_MODSYM_NAME;
 	str = malloc(len);
 	while (str && len > last && kx_read(&t->mem, strtab, str, len))
@@ -729,7 +796,7 @@ out:
 	free(types);
 }
 
-static void kt_setup_module_syms(KTarget *t)
+static int kt_setup_module_syms(KTarget *t, const KtOptions *opt)
 {
 	uint64_t head, node;
 	uint32_t o_list, o_ks, o[4], sz_num;
@@ -738,21 +805,24 @@ static void kt_setup_module_syms(KTarget *t)
 	    kb_field_offset(t->btf, "mod_kallsyms", "symtab", &o[0], NULL) ||
 	    kb_field_offset(t->btf, "mod_kallsyms", "num_symtab", &o[1], &sz_num) || sz_num != 4 ||
 	    kb_field_offset(t->btf, "mod_kallsyms", "strtab", &o[2], NULL))
-		return;
+		return 0;
 	if (kb_field_offset(t->btf, "mod_kallsyms", "typetab", &o[3], NULL))
 		o[3] = UINT32_MAX;
 	size_t pool_len = 0, pool_cap = 0;
 	kx_list_iter it;
 	kx_list_begin(&it, head, KT_MAX_MODULES);
-	while (kx_list_next(&t->mem, &it, &node) > 0) {
+	int e = 0;
+	while (!e && kx_list_next(&t->mem, &it, &node) > 0) {
 		uint64_t ks;
 		if (!kx_read64(&t->mem, node - o_list + o_ks, &ks) && ks)
 			kt_module_syms(t, ks, o, &pool_len, &pool_cap);
+		e = kt_stop(opt);
 	}
 	for (size_t i = 0; i < t->nmsyms; i++)
 		t->msyms[i].name = t->msym_pool + (uintptr_t)t->msyms[i].name;
 	if (t->nmsyms && kt_hash_syms(t->msyms, t->nmsyms, &t->msym_hash, &t->msym_hash_cap))
 		t->nmsyms = 0;
+	return e;
 }
 
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
@@ -773,11 +843,21 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	e = -ENOENT;
 	if (src->vmcoreinfo_pa && !kt_hinted_vmcoreinfo(t, &pa) && !(e = kt_load_vmcoreinfo(t, pa)))
 		e = kt_setup_paging(t, err, n);
-	pa = 0;
-	while (e && kt_find_vmcoreinfo(t, pa, &pa) == 0) {
-		if (!(e = kt_load_vmcoreinfo(t, pa)) && !(e = kt_setup_paging(t, err, n)))
-			break;
-		pa++;
+	KtScan sc = {0};
+	int s = 0;
+	while (e && (s = kt_find_vmcoreinfo(t, o, &sc, &pa)) == 0)
+		if (!(e = kt_load_vmcoreinfo(t, pa)))
+			e = kt_setup_paging(t, err, n);
+	if (e && s == -E2BIG) {
+		char last[256];
+		snprintf(last, sizeof last, "%s", err);
+		e = ks_fail(err, n, -E2BIG, "no Linux kernel found: %u places in its RAM say 'OSRELEASE=' and none "
+			    "is a kernel's VMCOREINFO (the last: %.200s); a corrupt or hostile image", sc.tried - 1, last);
+		goto fail;
+	}
+	if (e && s && s != -ENOENT) {
+		e = kt_stopped(err, n, s, "scanning RAM for VMCOREINFO", &sc);
+		goto fail;
 	}
 	if (e == -ENOENT && !t->vmcoreinfo) {
 		e = ks_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
@@ -787,13 +867,16 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	}
 	if (e)
 		goto fail;
-	if ((e = o->kallsyms_file ? kt_kallsyms_file(t, o->kallsyms_file, err, n) : kt_kallsyms_memory(t, err, n)))
+	if ((e = o->kallsyms_file ? kt_kallsyms_file(t, o->kallsyms_file, err, n) : kt_kallsyms_memory(t, o, err, n)))
 		goto fail;
 	if ((e = kt_setup_direct_map(t, err, n)) || (e = kt_setup_cpus(t, err, n)) ||
 	    (e = kt_setup_btf(t, o->btf_file, err, n)))
 		goto fail;
 	kt_setup_module_btf(t);
-	kt_setup_module_syms(t);
+	if ((e = kt_setup_module_syms(t, o))) {
+		e = kt_stopped(err, n, e, "reading the modules' symbols", NULL);
+		goto fail;
+	}
 	kt_setup_kaslr(t);
 	*out = t;
 	return 0;

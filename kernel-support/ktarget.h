@@ -25,9 +25,20 @@ typedef struct KSym {
 	char type;          /* kallsyms type letter: T, D, B, R, ... */
 } KSym;
 
+#define KT_VMCOREINFO_CANDIDATES 16384u   /* 'OSRELEASE=' hits tried before giving up */
+#define KT_MODSYM_STRTAB_MAX (8u << 20)   /* bytes of one module's symbol names */
+#define KT_MODSYMS_MAX 4000000u           /* the modules' symbols together */
+
 typedef struct KtOptions {
 	const char *kallsyms_file;  /* /proc/kallsyms format, instead of memory */
 	const char *btf_file;       /* raw BTF or vmlinux ELF, instead of memory */
+	/* Bounds on a search whose length the guest chooses (a RAM full of
+	 * fake 'OSRELEASE=' pages, a huge symbol table): checked between
+	 * chunks of every long loop.  cancel (read atomically; may be NULL):
+	 * when it becomes non-zero, kt_open stops with -ECANCELED.
+	 * deadline_ns (CLOCK_MONOTONIC; 0: none): past it, -ETIMEDOUT. */
+	const int *cancel;
+	uint64_t deadline_ns;
 } KtOptions;
 
 typedef struct KTarget {
@@ -65,7 +76,11 @@ typedef struct KTarget {
 } KTarget;
 
 /* Discover the kernel in src.  Returns 0, or -errno with a message that
- * names what was looked for in err. */
+ * names what was looked for in err.  Thread-safe for different targets
+ * (no static state).  What a guest's memory can make it spend is bounded
+ * (docs/targets.md, "A hostile guest"): KT_VMCOREINFO_CANDIDATES
+ * candidates, KALLSYMS_MAX_SYMS symbols, a module's table, and the time
+ * KtOptions allows. */
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t errlen);
 void kt_close(KTarget *t);
 

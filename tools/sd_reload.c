@@ -34,7 +34,7 @@ int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n)
 		return bd_read(D->cf.bundle, out, err, n);
 	DCompile j = {.D = D, .out = out, .diags = diags, .err = err, .n = n};
 	pthread_t t;
-	if (pthread_create(&t, NULL, d_compile_thread, &j))
+	if (d_thread(&t, d_compile_thread, &j))
 		return comp_dir(D->cf.rules_dir, &D->co, out, diags, err, n);
 	pthread_join(t, NULL);
 	return j.r;
@@ -213,7 +213,7 @@ int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, 
 	}
 	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .grow_tg = gt, .t0 = d_now(),
 		       .on = true};
-	int e = pthread_create(&R->thread, NULL, d_reload_thread, R);
+	int e = d_thread(&R->thread, d_reload_thread, R);
 	if (e) {
 		R->on = false;
 		snprintf(msg, n, "cannot start the reload: %s; the running rules are unchanged", strerror(e));
@@ -347,6 +347,7 @@ static void d_target_remove(DTarget *T)
 		nt_flush(D->nt);
 	}
 	free(st);
+	d_finder_stop(T);
 	d_close_target(T);
 	nt_log(D->nt, 6, "target %s removed (no longer in the configuration)", T->label);
 	cf_target_free(&T->cf);

@@ -71,25 +71,130 @@ void d_target_opts(const DTarget *T, EngOpts *eo)
 	eo->read_budget = b == CF_BUDGET_NONE ? 0 : b == CF_BUDGET_AUTO ? eng_read_budget_auto(eo->task_cap, eo->obj_cap) : b;
 }
 
-/* Open the source and find the kernel in it (discovery): host work on T
- * alone, no engine, so several targets are found at once on threads of
- * their own (d_find_targets). */
-int d_find_target(DTarget *T, char *err, size_t n)
+/* Open the source of section cf and find the kernel in it (discovery):
+ * host work on what it is given alone, no engine, no Daemon, so several
+ * targets are found at once on threads of their own (d_find_targets, a
+ * lost target's DFinder).  cancel (or NULL) stops it; it gives up past
+ * D_FIND_DEADLINE_NS whatever the guest's memory holds. */
+static int d_find(const CfTarget *cf, const char *label, const int *cancel, MemSource **src, KTarget **t,
+		  struct stat *st, char *err, size_t n)
 {
-	KtOptions ko = {.kallsyms_file = T->cf.kallsyms, .btf_file = T->cf.btf};
+	KtOptions ko = {.kallsyms_file = cf->kallsyms, .btf_file = cf->btf, .cancel = cancel,
+			.deadline_ns = d_now() + D_FIND_DEADLINE_NS};
 	char why[512];
-	int r = ms_open(T->cf.source, &T->src, why, sizeof why);
+	int r = ms_open(cf->source, src, why, sizeof why);
 	if (r) {
-		snprintf(err, n, "target %s: %s", T->label, why);
+		snprintf(err, n, "target %s: %s", label, why);
 		return r;
 	}
-	if (d_file_backed(T->src) && stat(T->src->path, &T->ram_st))
-		memset(&T->ram_st, 0, sizeof T->ram_st);
-	if ((r = kt_open(T->src, &ko, &T->t, why, sizeof why))) {
-		snprintf(err, n, "target %s: %s", T->label, why);
-		d_close_target(T);
+	if (d_file_backed(*src) && stat((*src)->path, st))
+		memset(st, 0, sizeof *st);
+	if ((r = kt_open(*src, &ko, t, why, sizeof why))) {
+		snprintf(err, n, "target %s: %s", label, why);
+		ms_close(*src);
+		*src = NULL;
+		*t = NULL;
 	}
 	return r;
+}
+
+int d_find_target(DTarget *T, char *err, size_t n)
+{
+	return d_find(&T->cf, T->label, NULL, &T->src, &T->t, &T->ram_st, err, n);
+}
+
+/* Every thread sentineld starts blocks the signals the loop handles
+ * (threads inherit the mask at creation): SIGTERM, SIGHUP and SIGINT
+ * reach the loop's ppoll alone, never a worker in the middle of a scan. */
+int d_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static void *d_finder_main(void *arg)
+{
+	DFinder *F = arg;
+	uint64_t t0 = d_now();
+	F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
+	F->took_ns = d_now() - t0;
+	__atomic_store_n(&F->done, 1, __ATOMIC_RELEASE);
+	if (F->wake_fd > 0) {
+		uint64_t one = 1;
+		ssize_t w = write(F->wake_fd, &one, sizeof one);
+		(void)w;
+	}
+	return NULL;
+}
+
+int d_finder_start(DTarget *T)
+{
+	DFinder *F = calloc(1, sizeof *F);
+	if (!F)
+		return -ENOMEM;
+	if (cf_target_copy(&F->cf, &T->cf)) {
+		free(F);
+		return -ENOMEM;
+	}
+	snprintf(F->label, sizeof F->label, "%s", T->label);
+	F->wake_fd = T->D->eo.wake_fd;
+	if (d_thread(&F->th, d_finder_main, F)) {
+		cf_target_free(&F->cf);
+		free(F);
+		return -EAGAIN;
+	}
+	T->finder = F;
+	T->searches++;
+	return 0;
+}
+
+static void d_finder_free(DFinder *F)
+{
+	kt_close(F->t);
+	ms_close(F->src);
+	cf_target_free(&F->cf);
+	free(F);
+}
+
+void d_finder_stop(DTarget *T)
+{
+	DFinder *F = T->finder;
+	if (!F)
+		return;
+	__atomic_store_n(&F->cancel, 1, __ATOMIC_RELAXED);
+	pthread_join(F->th, NULL);
+	d_finder_free(F);
+	T->finder = NULL;
+}
+
+/* A search that has ended: its answer (rc, and err with it), and on
+ * success its source and kernel become T's.  The next search waits ten
+ * times as long as this one took (a guest whose memory makes discovery
+ * slow gets at most a tenth of a core), from D_TARGET_RETRY_NS up to
+ * D_TARGET_RETRY_MAX_NS. */
+static int d_finder_take(DTarget *T, char *err, size_t n)
+{
+	DFinder *F = T->finder;
+	pthread_join(F->th, NULL);
+	int rc = F->rc;
+	uint64_t wait = 10 * F->took_ns;
+	T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > D_TARGET_RETRY_MAX_NS ? D_TARGET_RETRY_MAX_NS : wait;
+	if (rc) {
+		snprintf(err, n, "%s", F->err);
+	} else {
+		T->src = F->src;
+		T->t = F->t;
+		T->ram_st = F->ram_st;
+		F->src = NULL;
+		F->t = NULL;
+	}
+	d_finder_free(F);
+	T->finder = NULL;
+	return rc;
 }
 
 /* Load the bundle on the backend for a target d_find_target found. */
@@ -118,6 +223,7 @@ typedef struct DFind {
 	int *rc;                   /* [D->ntg] d_find_target's answers */
 	char (*err)[512];          /* [D->ntg] and its words */
 	unsigned next, done;       /* atomics */
+	int cancel;                /* atomic: SIGTERM or SIGINT came (blocked: pending) */
 } DFind;
 
 static void *d_find_worker(void *arg)
@@ -127,7 +233,8 @@ static void *d_find_worker(void *arg)
 		unsigned i = __atomic_fetch_add(&F->next, 1, __ATOMIC_RELAXED);
 		if (i >= F->D->ntg)
 			return NULL;
-		F->rc[i] = d_find_target(&F->D->tg[i], F->err[i], sizeof F->err[i]);
+		DTarget *T = &F->D->tg[i];
+		F->rc[i] = d_find(&T->cf, T->label, &F->cancel, &T->src, &T->t, &T->ram_st, F->err[i], sizeof F->err[i]);
 		__atomic_fetch_add(&F->done, 1, __ATOMIC_RELEASE);
 	}
 }
@@ -146,7 +253,7 @@ void d_find_targets(Daemon *D, int *rc, char (*err)[512])
 		nt = D->ntg;
 	pthread_t th[16];
 	for (; started < nt; started++)
-		if (pthread_create(&th[started], NULL, d_find_worker, &F))
+		if (d_thread(&th[started], d_find_worker, &F))
 			break;
 	if (!started) {                  /* no thread: this one does it all */
 		d_find_worker(&F);
@@ -156,6 +263,9 @@ void d_find_targets(Daemon *D, int *rc, char (*err)[512])
 	while (__atomic_load_n(&F.done, __ATOMIC_ACQUIRE) < D->ntg) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
+		sigset_t pending;              /* a stop asked for (the main loop takes it): the searches end now */
+		if (!sigpending(&pending) && (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)))
+			__atomic_store_n(&F.cancel, 1, __ATOMIC_RELAXED);
 		if (d_now() - said >= 10ull * 1000000000ull) {
 			said = d_now();
 			nt_log(D->nt, 6, "finding the targets' kernels: %u of %u, %.0f s", __atomic_load_n(&F.done, __ATOMIC_ACQUIRE),
@@ -325,10 +435,10 @@ uint64_t d_next_check(uint64_t now, uint64_t period)
 static void d_watch_one(DTarget *T, uint64_t now)
 {
 	Daemon *D = T->D;
-	if (now < T->next_check_ns)
-		return;
 	char err[512] = "";
 	if (T->ts == TS_OK) {
+		if (now < T->next_check_ns)
+			return;
 		T->next_check_ns = d_next_check(now, D_TARGET_CHECK_NS);
 		const char *lost = d_target_gone(T);
 		if (!lost && ms_changed(T->src) > 0)
@@ -364,7 +474,26 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			d_sd_notify("STATUS=target lost");
 		return;
 	}
-	T->next_check_ns = d_next_check(now, D_TARGET_RETRY_NS);
+	if (T->finder) {                         /* a search in progress: done yet? */
+		if (!__atomic_load_n(&T->finder->done, __ATOMIC_ACQUIRE))
+			return;
+		int r = d_finder_take(T, err, sizeof err);
+		T->next_check_ns = d_next_check(now, T->retry_ns);
+		if (!r)
+			r = d_load_target(T, err, sizeof err);
+		if (r) {
+			if (T->err[0])
+				snprintf(T->retry_err, sizeof T->retry_err, "%s", err);
+			else
+				snprintf(T->err, sizeof T->err, "%s", err);
+			return;
+		}
+		T->back = true;                  /* started by d_watch_target, with the others back */
+		return;
+	}
+	if (now < T->next_check_ns)
+		return;
+	T->next_check_ns = d_next_check(now, T->retry_ns ? T->retry_ns : D_TARGET_RETRY_NS);
 	const char *paused = d_target_paused(T);
 	if (paused) {                            /* not yet: its memory still holds still */
 		snprintf(T->err, sizeof T->err, "%s", paused);
@@ -372,14 +501,10 @@ static void d_watch_one(DTarget *T, uint64_t now)
 	}
 	if (T->ts == TS_PAUSED)                  /* running again, or gone: looked for as a lost one */
 		T->ts = TS_LOST;
-	if (d_open_target(T, err, sizeof err)) {
-		if (T->err[0])
-			snprintf(T->retry_err, sizeof T->retry_err, "%s", err);
-		else
-			snprintf(T->err, sizeof T->err, "%s", err);
-		return;
-	}
-	T->back = true;                          /* started by d_watch_target, with the others back */
+	/* the search runs on its own thread: the loop, and every other
+	 * target, go on while it scans (the finder wakes the loop when done) */
+	if (d_finder_start(T))
+		snprintf(T->retry_err, sizeof T->retry_err, "cannot start a thread to look for it; trying again");
 }
 
 /* A target opened again: its rules start. */
@@ -395,6 +520,7 @@ static void d_start_again(DTarget *T)
 	}
 	T->ts = TS_OK;
 	T->err[0] = T->retry_err[0] = 0;
+	T->retry_ns = 0;
 	T->restarts++;
 	nt_log(D->nt, 6, "target back: %s%sLinux %s, KASLR offset 0x%llx; the same %zu rules run again (%s)",
 	       D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", T->t->release,

@@ -11,6 +11,7 @@
  * their watch), sd_reload.c (reloads), sd_control.c (the control socket);
  * sentineld.h is what they share.
  */
+#define _GNU_SOURCE 1   /* ppoll */
 #include "sentineld.h"
 
 #include <limits.h>
@@ -282,6 +283,25 @@ int main(int argc, char **argv)
 		return d_trial_main(config, trial, trial_target, (uint32_t)trial_tasks, trial_backend);
 	}
 	d_crash_report();
+	/* The signals sentineld handles are blocked from here on, in this
+	 * thread and in every thread started after (they inherit the mask):
+	 * the main loop's ppoll alone lets them in, so a handler always runs
+	 * here and always wakes the loop; no worker is ever interrupted. */
+	sigset_t handled, loop_mask;
+	sigemptyset(&handled);
+	sigaddset(&handled, SIGHUP);
+	sigaddset(&handled, SIGTERM);
+	sigaddset(&handled, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &handled, &loop_mask);
+	sigdelset(&loop_mask, SIGHUP);
+	sigdelset(&loop_mask, SIGTERM);
+	sigdelset(&loop_mask, SIGINT);
+	struct sigaction sa = {.sa_handler = d_on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	Daemon D = {.lfd = -1};
 	for (int i = 0; i < D_MAX_CLIENTS; i++)
 		D.cl[i].fd = -1;
@@ -442,12 +462,6 @@ int main(int argc, char **argv)
 		}
 		nt_log(D.nt, 6, "serving /metrics on %s (port %u)", D.cf.metrics_listen, px_port(D.px));
 	}
-	struct sigaction sa = {.sa_handler = d_on_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	D.started_ns = d_now();
 	/* the GPU fleet's kernel starts once, over all the targets opened */
 	if (D.fleet)
@@ -534,8 +548,10 @@ int main(int argc, char **argv)
 			wait_ns = every;
 		d_phase_end(&D, DP_arm);
 		/* nothing due (all wakeups come by fd): no timeout */
-		uint64_t wait_ms = wait_ns / 1000000 + (wait_ns % 1000000 != 0);
-		int pr = poll(pf, (nfds_t)np, wait_ns == UINT64_MAX ? -1 : wait_ms > INT_MAX ? INT_MAX : (int)wait_ms);
+		struct timespec wait_ts = {(time_t)(wait_ns / 1000000000ull), (long)(wait_ns % 1000000000ull)};
+		if (wait_ns != UINT64_MAX && wait_ts.tv_sec > INT_MAX)
+			wait_ts.tv_sec = INT_MAX;
+		int pr = d_quit_flag ? 0 : ppoll(pf, (nfds_t)np, wait_ns == UINT64_MAX ? NULL : &wait_ts, &loop_mask);
 		D.loop.wakeups++;
 		if (pr > 0 && (pf[1].revents & POLLIN)) {
 			uint64_t count;
@@ -641,6 +657,7 @@ out:
 	if (D.fleet && eng_fleet_halt(D.fleet, err, sizeof err))
 		fprintf(stderr, "sentineld: %s\n", err);
 	for (unsigned i = 0; i < D.ntg; i++) {
+		d_finder_stop(&D.tg[i]);
 		d_close_target(&D.tg[i]);
 		cf_target_free(&D.tg[i].cf);
 	}

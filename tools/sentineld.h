@@ -49,13 +49,38 @@
 
 #define D_MAX_CLIENTS 16
 #define D_TARGET_CHECK_NS 1000000000ull   /* how often the target is checked */
-#define D_TARGET_RETRY_NS 2000000000ull   /* how often a lost target is looked for */
+#define D_TARGET_RETRY_NS 2000000000ull   /* how often a lost target is looked for (at least) */
+#define D_TARGET_RETRY_MAX_NS 60000000000ull /* ... at most: a search that took long backs off to this */
+#define D_FIND_DEADLINE_NS 30000000000ull /* a search (kt_open) that takes longer is given up */
 #define D_COMPILE_NICE 10                 /* compiling rules yields to the host's real work */
 #define D_NEWEST_ARCH 90                  /* the newest sm_NN LLVM 19's NVPTX back end knows */
 #define D_STR_(x) #x
 #define D_STR(x) D_STR_(x)
 
 typedef enum { TS_OK, TS_LOST, TS_PAUSED } TargetState;   /* PAUSED: by its hypervisor, not watched */
+
+/* A lost target's search: its source opened and its kernel found
+ * (d_find: the VMCOREINFO scan over all its RAM, kallsyms, BTF; what the
+ * guest's memory holds decides how long it takes), on a thread of its
+ * own so that no guest stalls the loop or the other targets.  The thread
+ * owns all of it until done is set; then the loop takes src and t
+ * (d_finder_take).  cancel stops it at its next check (sentineld
+ * stopping, the target removed); kt_open's deadline bounds it anyway.
+ * Owns cf (a copy: a reload may change the target's), src and t until
+ * taken. */
+typedef struct DFinder {
+	pthread_t th;
+	CfTarget cf;
+	char label[300];
+	int done, cancel;             /* atomics */
+	int wake_fd;                  /* told when done (the loop's wake fd), or -1 */
+	int rc;
+	char err[512];
+	MemSource *src;
+	KTarget *t;
+	struct stat ram_st;
+	uint64_t took_ns;
+} DFinder;
 
 /* One machine watched ([target] or [target NAME]): its memory, kernel and
  * engine.  Every target runs the same rules (Daemon.b), each on its own
@@ -87,6 +112,9 @@ typedef struct DTarget {
 	bool gone;                    /* a reload found it no more in the configuration */
 	bool dropping;                /* its VM is gone or paused: its engine's alerts are not delivered (until reopened) */
 	bool back;                    /* a lost one opened again by the watch, its rules not yet started */
+	DFinder *finder;              /* a lost one: its search in progress, or NULL */
+	uint64_t retry_ns;            /* a lost one: the wait before the next search (backs off) */
+	uint64_t searches;            /* searches started for it (status) */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
@@ -189,6 +217,13 @@ int d_open_target(DTarget *T, char *err, size_t n);
 /* Its two halves: the source and discovery (thread-safe for different
  * targets), then the engine. */
 int d_find_target(DTarget *T, char *err, size_t n);
+/* A lost target's search on its thread: started, and stopped (cancel
+ * and join: sentineld stopping, the target removed). */
+int d_finder_start(DTarget *T);
+void d_finder_stop(DTarget *T);
+/* Every thread sentineld starts: with the signals it handles blocked,
+ * so that only the main loop's ppoll receives them. */
+int d_thread(pthread_t *th, void *(*fn)(void *), void *arg);
 int d_load_target(DTarget *T, char *err, size_t n);
 /* d_find_target for every target at once, on threads: rc[i], err[i]. */
 void d_find_targets(Daemon *D, int *rc, char (*err)[512]);

@@ -35,8 +35,7 @@ if [ "$what" = guest ]; then
 	corpus=build/fuzz-corpus-guest
 	opts="-max_len=1024"
 	mkdir -p "$corpus"
-	[ -s build/fuzz-guest.ram ] || ${PYTHON:-python3} tests/fuzz/guest_image.py build/fuzz-guest.ram >&2 ||
-		{ fail "fuzz/guest" "could not capture a guest's RAM image (tests/fuzz/guest_image.py)"; exit 0; }
+	guest_image fuzz/guest || exit 0
 	build/rulec -o build/fuzz-rules.bundle rules/ >&2 ||
 		{ fail "fuzz/guest" "could not compile rules/ (build/rulec -o build/fuzz-rules.bundle rules/)"; exit 0; }
 	export SENTINEL_FUZZ_IMAGE=build/fuzz-guest.ram SENTINEL_FUZZ_BUNDLE=build/fuzz-rules.bundle

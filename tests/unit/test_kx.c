@@ -3,11 +3,16 @@
  * Whatever the bytes, every call must return an error code, never crash
  * (this runs under ASan/UBSan) and never loop without bound. */
 #include "kx.h"
+#include "ktarget.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int failures, passes;
 
@@ -294,6 +299,75 @@ static void test_tlb(uint32_t levels)
 	free(t);
 }
 
+/* Discovery on a hostile guest's RAM: every page begins with a fake
+ * 'OSRELEASE=', which is what a guest does to make a host's scan
+ * expensive.  The scan goes over RAM once (it went back to the start for
+ * each candidate: 32,768 of them over 128 MiB never ended), gives up
+ * after KT_VMCOREINFO_CANDIDATES, stops when cancelled and at its
+ * deadline. */
+#define FAKE_SIZE (128u << 20)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *cancel_soon(void *arg)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	__atomic_store_n((int *)arg, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_fake_vmcoreinfo(void)
+{
+	char path[] = "/tmp/sentinel-test-kx.XXXXXX", spec[64], err[512];
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		CHECK("hostile: a scratch RAM file", 0);
+		return;
+	}
+	static char page[4096];
+	snprintf(page, sizeof page, "OSRELEASE=6.1.0-fake\nPAGESIZE=4096\n");
+	bool wrote = true;
+	for (uint32_t off = 0; off < FAKE_SIZE && wrote; off += sizeof page)
+		wrote = write(fd, page, sizeof page) == (ssize_t)sizeof page;
+	close(fd);
+	snprintf(spec, sizeof spec, "ramfile:%s", path);
+	MemSource *src = NULL;
+	KTarget *t = NULL;
+	CHECK("hostile: the fake RAM file opens", wrote && ms_open(spec, &src, err, sizeof err) == 0);
+	if (!src)
+		goto out;
+	int r = kt_open(src, NULL, &t, err, sizeof err);
+	CHECK("hostile: 32,768 fake VMCOREINFO pages: given up after the candidate cap", r == -E2BIG && !t &&
+	      strstr(err, "16384 places in its RAM say 'OSRELEASE='"));
+	printf("     %s\n", err);
+	int cancel = 0;
+	pthread_t th;
+	KtOptions o = {.cancel = &cancel};
+	bool started = pthread_create(&th, NULL, cancel_soon, &cancel) == 0;
+	/* the cap out of the way: candidates are checked slowly enough that
+	 * the thread's cancel comes first (16,384 take ~100 ms), else it
+	 * ends with -E2BIG as above */
+	r = kt_open(src, &o, &t, err, sizeof err);
+	if (started)
+		pthread_join(th, NULL);
+	CHECK("hostile: cancelled mid-scan: -ECANCELED or the cap, never a hang", r == -ECANCELED || r == -E2BIG);
+	KtOptions late = {.deadline_ns = mono_ns() - 1};
+	r = kt_open(src, &late, &t, err, sizeof err);
+	CHECK("hostile: past the deadline: -ETIMEDOUT, said so", r == -ETIMEDOUT && strstr(err, "gave up"));
+	cancel = 1;
+	r = kt_open(src, &o, &t, err, sizeof err);
+	CHECK("hostile: cancelled before: -ECANCELED", r == -ECANCELED && strstr(err, "stopped"));
+	ms_close(src);
+out:
+	unlink(path);
+}
+
 int main(void)
 {
 	ram = aligned_alloc(4096, RAM_SIZE);
@@ -307,6 +381,7 @@ int main(void)
 	test_lists();
 	test_loop_check();
 	test_seqcount();
+	test_fake_vmcoreinfo();
 	free(ram);
 	printf("kx: %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
