@@ -261,18 +261,24 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	b->len = strlen(body);
 	nh_spool_write(h, d, b);
 	nh_append(d, b);
-	/* over a bound: the oldest that is not in flight goes */
+	/* over a bound: the oldest batch that is not in flight goes.  A request
+	 * in flight carries the first req_n batches (nh_request_body joins
+	 * them; nh_done pops exactly those on success): they are untouchable
+	 * until it ends.  With nothing after them to drop, the queue stays over
+	 * its bound until the request ends.  The last batch always stays. */
 	while ((d->queued > h->c.queue_max || (h->c.spool_max && h->spool_bytes > h->c.spool_max)) && d->head &&
 	       d->head->next) {
-		NhBatch *victim = d->req ? d->head->next : d->head;
-		NhBatch **pp = &d->head;
-		while (*pp != victim)
-			pp = &(*pp)->next;
-		*pp = victim->next;
+		NhBatch *prev = NULL, *victim = d->head;
+		for (unsigned k = d->req ? d->req_n : 0; k && victim; k--)
+			prev = victim, victim = victim->next;
+		if (!victim)
+			break;
+		if (prev)
+			prev->next = victim->next;
+		else
+			d->head = victim->next;
 		if (d->tail == victim)
-			d->tail = d->head;
-		while (d->tail && d->tail->next)
-			d->tail = d->tail->next;
+			d->tail = prev;
 		nh_batch_free(h, victim);
 		d->queued--;
 		h->st.dropped++;
@@ -282,10 +288,11 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	}
 }
 
-/* Remove the n batches at the head (a request's). */
-static void nh_pop(NtHttp *h, NhDest *d, unsigned n)
+/* Remove the n batches at the head (a request's); returns how many went. */
+static unsigned nh_pop(NtHttp *h, NhDest *d, unsigned n)
 {
-	for (; n && d->head; n--) {
+	unsigned k = 0;
+	for (; k < n && d->head; k++) {
 		NhBatch *b = d->head;
 		d->head = b->next;
 		if (!d->head)
@@ -293,6 +300,7 @@ static void nh_pop(NtHttp *h, NhDest *d, unsigned n)
 		d->queued--;
 		nh_batch_free(h, b);
 	}
+	return k;
 }
 
 static int nh_name_cmp(const struct dirent **a, const struct dirent **b)
@@ -609,14 +617,12 @@ static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
 	free(d->req_body);
 	d->req_body = NULL;
 	if (rc == CURLE_OK && status >= 200 && status < 300) {
-		nh_pop(h, d, d->req_n);
-		h->st.sent += d->req_n;
+		h->st.sent += nh_pop(h, d, d->req_n);
 		d->backoff_ms = 0;
 	} else if (rc == CURLE_OK && status >= 400 && status < 500 && status != 429) {
 		fprintf(stderr, "sentineld: %s refused %u alert batch%s (HTTP %ld); dropped\n", d->url, d->req_n,
 			d->req_n == 1 ? "" : "es", status);
-		nh_pop(h, d, d->req_n);
-		h->st.dropped += d->req_n;
+		h->st.dropped += nh_pop(h, d, d->req_n);
 	} else {
 		h->st.failed++;
 		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;

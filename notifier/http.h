@@ -16,7 +16,7 @@
  * slow or dead receiver delays nobody else, and nh_event never blocks (it
  * queues and wakes the thread).  A failed request is retried, in order,
  * with backoff from 1 s to 30 s; a queue over its bound drops its oldest
- * batch and counts it.  With a spool, every batch is on disk (fsync'd)
+ * batch not in flight and counts it.  With a spool, every batch is on disk (fsync'd)
  * before it is queued and removed once the receiver took it: after an
  * outage, a restart or a SIGKILL, what is left is sent first, in order, at
  * least once.  Without one, what is queued is lost when sentineld stops.

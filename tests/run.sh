@@ -47,6 +47,7 @@ c_tests() {
 run_suite "layers: includes through -I, never by path" sh tests/layers.sh
 run_suite "unit tests (ASan/UBSan)" c_tests "$B/san/test_unit"
 run_suite "runtime: windows on a simulated clock (ASan/UBSan)" c_tests "$B/san/test_snrt"
+run_suite "notifier: HTTP delivery against a local server (ASan/UBSan)" c_tests "$B/san/test_http"
 run_suite "rulec diagnostics (tests/check, ASan/UBSan)" sh tests/check/run.sh "$B/san/rulec"
 run_suite "shipped rules and command line" sh tests/cli.sh "$B/san/rulec"
 run_suite "rulec test: the shipped rules' tests (ASan/UBSan)" sh tests/ruletest/run.sh "$B/san/rulec"
