@@ -66,7 +66,7 @@ void nh_flush(NtHttp *h);
 
 typedef struct NhStats {
 	uint64_t sent, failed, dropped;   /* batches delivered, failed attempts, dropped */
-	uint64_t spool_errors;            /* batches that could not be written to the spool */
+	uint64_t spool_errors;            /* failed writes and syncs of the spool (a file's, its folder's) */
 	unsigned queued;                  /* batches waiting now */
 	uint64_t spool_bytes;
 } NhStats;
