@@ -208,6 +208,11 @@ $(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san
 $(B)/san/test_unit: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
+# notifier/http.c against an HTTP server of the test's own on loopback
+TEST_PROGRAMS += $(B)/san/test_http
+$(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(B)/san/obj/notifier/http.o
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+
 # libFuzzer target: the rule parser and checker, built with clang.
 $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk
 	@mkdir -p $(B)

@@ -109,13 +109,17 @@ static void nh_time(int64_t ns, char *buf, size_t n)
 
 /* ---- the spool: every batch on disk until delivered ------------------------------------------------ */
 
-static void nh_spool_error(NtHttp *h, const char *where)
+/* A write or sync of the spool failed (errno e): counted, logged the
+ * first time and every 1000th.  what: its consequence. */
+static void nh_spool_error(NtHttp *h, const char *where, int e, const char *what)
 {
 	h->st.spool_errors++;
-	if (h->st.spool_errors == 1)
-		fprintf(stderr, "sentineld: cannot write to the spool %s: %s; alerts are kept in memory only\n", where,
-			strerror(errno));
+	if (h->st.spool_errors == 1 || h->st.spool_errors % 1000 == 0)
+		fprintf(stderr, "sentineld: the spool %s: %s; %s (%llu spool errors so far)\n", where, strerror(e), what,
+			(unsigned long long)h->st.spool_errors);
 }
+
+#define NH_MEMORY_ONLY "alerts are kept in memory only"
 
 static void nh_seg_free(NhSeg *g)
 {
@@ -140,13 +144,13 @@ static void nh_spool_write(NtHttp *h, NhDest *d, NhBatch *b)
 		if (!(g = calloc(1, sizeof *g)) || !(g->path = malloc(4200)) || !(g->tmp = malloc(4200))) {
 			if (g)
 				nh_seg_free(g);
-			nh_spool_error(h, d->spool);
+			nh_spool_error(h, d->spool, errno, NH_MEMORY_ONLY);
 			return;
 		}
 		snprintf(g->path, 4200, "%s/%020llu.json", d->spool, (unsigned long long)d->seq);
 		snprintf(g->tmp, 4200, "%s/.%020llu.tmp", d->spool, (unsigned long long)d->seq);
 		if ((g->fd = open(g->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-			nh_spool_error(h, d->spool);
+			nh_spool_error(h, d->spool, errno, NH_MEMORY_ONLY);
 			nh_seg_free(g);
 			return;
 		}
@@ -155,7 +159,7 @@ static void nh_spool_write(NtHttp *h, NhDest *d, NhBatch *b)
 	}
 	struct iovec v[2] = {{b->body, b->len}, {"\n", 1}};
 	if (writev(g->fd, v, 2) != (ssize_t)b->len + 1) {
-		nh_spool_error(h, d->spool);
+		nh_spool_error(h, d->spool, errno, NH_MEMORY_ONLY);
 		/* no half line: the next batch's line must stay whole */
 		if (ftruncate(g->fd, g->size) == 0)
 			lseek(g->fd, g->size, SEEK_SET);
@@ -180,18 +184,21 @@ static void nh_commit(NtHttp *h)
 			continue;
 		d->open_seg = NULL;
 		bool ok = fdatasync(g->fd) == 0 && rename(g->tmp, g->path) == 0;
+		int e = errno;
 		close(g->fd);
 		g->fd = -1;
 		if (ok) {
 			free(g->tmp);
 			g->tmp = NULL;
+			/* the rename lasts once the folder is synced; if that fails the
+			 * batches are still sent, but a crash may lose their file */
 			int dfd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (dfd >= 0) {
-				fsync(dfd);
+			if (dfd < 0 || fsync(dfd) != 0)
+				nh_spool_error(h, d->spool, errno, "its newest alerts may not survive a crash");
+			if (dfd >= 0)
 				close(dfd);
-			}
 		} else {
-			nh_spool_error(h, d->spool);
+			nh_spool_error(h, d->spool, e, NH_MEMORY_ONLY);
 			unlink(g->tmp);
 		}
 		for (NhBatch *b = d->head; b; b = b->next) {
@@ -261,18 +268,24 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	b->len = strlen(body);
 	nh_spool_write(h, d, b);
 	nh_append(d, b);
-	/* over a bound: the oldest that is not in flight goes */
+	/* over a bound: the oldest batch that is not in flight goes.  A request
+	 * in flight carries the first req_n batches (nh_request_body joins
+	 * them; nh_done pops exactly those on success): they are untouchable
+	 * until it ends.  With nothing after them to drop, the queue stays over
+	 * its bound until the request ends.  The last batch always stays. */
 	while ((d->queued > h->c.queue_max || (h->c.spool_max && h->spool_bytes > h->c.spool_max)) && d->head &&
 	       d->head->next) {
-		NhBatch *victim = d->req ? d->head->next : d->head;
-		NhBatch **pp = &d->head;
-		while (*pp != victim)
-			pp = &(*pp)->next;
-		*pp = victim->next;
+		NhBatch *prev = NULL, *victim = d->head;
+		for (unsigned k = d->req ? d->req_n : 0; k && victim; k--)
+			prev = victim, victim = victim->next;
+		if (!victim)
+			break;
+		if (prev)
+			prev->next = victim->next;
+		else
+			d->head = victim->next;
 		if (d->tail == victim)
-			d->tail = d->head;
-		while (d->tail && d->tail->next)
-			d->tail = d->tail->next;
+			d->tail = prev;
 		nh_batch_free(h, victim);
 		d->queued--;
 		h->st.dropped++;
@@ -282,10 +295,11 @@ static void nh_enqueue(NtHttp *h, NhDest *d, char *body)
 	}
 }
 
-/* Remove the n batches at the head (a request's). */
-static void nh_pop(NtHttp *h, NhDest *d, unsigned n)
+/* Remove the n batches at the head (a request's); returns how many went. */
+static unsigned nh_pop(NtHttp *h, NhDest *d, unsigned n)
 {
-	for (; n && d->head; n--) {
+	unsigned k = 0;
+	for (; k < n && d->head; k++) {
 		NhBatch *b = d->head;
 		d->head = b->next;
 		if (!d->head)
@@ -293,6 +307,7 @@ static void nh_pop(NtHttp *h, NhDest *d, unsigned n)
 		d->queued--;
 		nh_batch_free(h, b);
 	}
+	return k;
 }
 
 static int nh_name_cmp(const struct dirent **a, const struct dirent **b)
@@ -609,14 +624,12 @@ static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
 	free(d->req_body);
 	d->req_body = NULL;
 	if (rc == CURLE_OK && status >= 200 && status < 300) {
-		nh_pop(h, d, d->req_n);
-		h->st.sent += d->req_n;
+		h->st.sent += nh_pop(h, d, d->req_n);
 		d->backoff_ms = 0;
 	} else if (rc == CURLE_OK && status >= 400 && status < 500 && status != 429) {
 		fprintf(stderr, "sentineld: %s refused %u alert batch%s (HTTP %ld); dropped\n", d->url, d->req_n,
 			d->req_n == 1 ? "" : "es", status);
-		nh_pop(h, d, d->req_n);
-		h->st.dropped += d->req_n;
+		h->st.dropped += nh_pop(h, d, d->req_n);
 	} else {
 		h->st.failed++;
 		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;

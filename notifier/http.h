@@ -16,7 +16,7 @@
  * slow or dead receiver delays nobody else, and nh_event never blocks (it
  * queues and wakes the thread).  A failed request is retried, in order,
  * with backoff from 1 s to 30 s; a queue over its bound drops its oldest
- * batch and counts it.  With a spool, every batch is on disk (fsync'd)
+ * batch not in flight and counts it.  With a spool, every batch is on disk (fsync'd)
  * before it is queued and removed once the receiver took it: after an
  * outage, a restart or a SIGKILL, what is left is sent first, in order, at
  * least once.  Without one, what is queued is lost when sentineld stops.
@@ -66,7 +66,7 @@ void nh_flush(NtHttp *h);
 
 typedef struct NhStats {
 	uint64_t sent, failed, dropped;   /* batches delivered, failed attempts, dropped */
-	uint64_t spool_errors;            /* batches that could not be written to the spool */
+	uint64_t spool_errors;            /* failed writes and syncs of the spool (a file's, its folder's) */
 	unsigned queued;                  /* batches waiting now */
 	uint64_t spool_bytes;
 } NhStats;

@@ -22,6 +22,7 @@ struct Notifier {
 	int jsonl_fd;
 	char *jsonl_path;
 	bool jsonl_dirty;         /* written since the last nt_flush's fdatasync */
+	uint64_t jsonl_sync_errors; /* fdatasyncs of it that failed */
 	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
@@ -250,8 +251,14 @@ void nt_flush(Notifier *nt)
 {
 	if (!nt)
 		return;
-	if (nt->jsonl_dirty && nt->jsonl_fd >= 0)
-		fdatasync(nt->jsonl_fd);
+	/* EINVAL: a pipe or a terminal, which has nothing to sync */
+	if (nt->jsonl_dirty && nt->jsonl_fd >= 0 && fdatasync(nt->jsonl_fd) != 0 && errno != EINVAL) {
+		nt->jsonl_sync_errors++;
+		if (nt->jsonl_sync_errors == 1 || nt->jsonl_sync_errors % 1000 == 0)
+			nt_log(nt, 3, "%s: cannot sync the alert log: %s; its newest lines may not survive a crash "
+			       "(%llu failed syncs so far)", nt->jsonl_path, strerror(errno),
+			       (unsigned long long)nt->jsonl_sync_errors);
+	}
 	nt->jsonl_dirty = false;
 	nh_flush(nt->http);
 }
@@ -259,6 +266,11 @@ void nt_flush(Notifier *nt)
 void nt_delivery(Notifier *nt, struct NhStats *out)
 {
 	nh_stats(nt ? nt->http : NULL, out);
+}
+
+uint64_t nt_jsonl_sync_errors(const Notifier *nt)
+{
+	return nt ? nt->jsonl_sync_errors : 0;
 }
 
 void nt_log(Notifier *nt, int level, const char *fmt, ...)

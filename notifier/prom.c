@@ -304,6 +304,7 @@ static void px_self(StrBuf *b, const PxInput *in)
 	SELF("sentinel_rules", "gauge", "Rules loaded.", in->b ? in->b->nrules : 0);
 	SELF("sentinel_reloads_total", "counter", "Rule reloads that succeeded.", in->reloads);
 	SELF("sentinel_alert_events_total", "counter", "Alert events (pending, firing, resolved, cancelled) handed to the notifiers.", in->alerts);
+	SELF("sentinel_jsonl_sync_errors_total", "counter", "Syncs of the JSON-lines alert log that failed.", in->jsonl_sync_errors);
 	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
 	EACH_UP("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
 	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);
@@ -319,7 +320,7 @@ static void px_self(StrBuf *b, const PxInput *in)
 		SELF("sentinel_delivery_dropped_total", "counter", "Batches given up on (the spool was full).", D->dropped);
 		SELF("sentinel_delivery_queued", "gauge", "Batches waiting for delivery.", D->queued);
 		SELF("sentinel_spool_bytes", "gauge", "Bytes in the delivery spool.", D->spool_bytes);
-		SELF("sentinel_spool_errors_total", "counter", "Batches that could not be written to the spool.", D->spool_errors);
+		SELF("sentinel_spool_errors_total", "counter", "Writes and syncs of the delivery spool that failed.", D->spool_errors);
 	}
 #undef SELF
 #undef EACH

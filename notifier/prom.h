@@ -62,6 +62,7 @@ typedef struct PxInput {
 	unsigned ntg;
 	const struct NhStats *delivery;
 	uint64_t reloads, alerts;
+	uint64_t jsonl_sync_errors;   /* nt_jsonl_sync_errors */
 	double started;               /* Unix time sentineld started */
 } PxInput;
 

@@ -159,7 +159,7 @@ static void d_metrics(Daemon *D)
 	nt_delivery(D->nt, &ds);
 	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
 	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
-		      .alerts = D->alerts_seen, .started = (double)time(NULL) - up_s};
+		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt), .started = (double)time(NULL) - up_s};
 	size_t len = 0;
 	char *text = px_render(&in, &len);
 	px_publish(D->px, text, len);
