@@ -395,7 +395,7 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 /* Read one INI file into R->c: 0, or -errno when it cannot be opened. */
 static int cf_file(CfRead *R, const char *path)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	free(R->sec);

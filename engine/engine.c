@@ -282,7 +282,7 @@ static void eng_sleep_until(uint64_t t)
 long eng_test_fault_n(const char *what)
 {
 	const char *path = getenv("SENTINEL_TEST_FAULTS");
-	FILE *f = path && *path ? fopen(path, "r") : NULL;
+	FILE *f = path && *path ? fopen(path, "re") : NULL;
 	if (!f)
 		return 0;
 	char buf[128];

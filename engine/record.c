@@ -32,7 +32,7 @@ int rec_create(const char *path, const Bundle *b, uint64_t tick_ns, uint32_t max
 	if (!r)
 		return -ENOMEM;
 	r->b = b;
-	if (!(r->f = fopen(path, "wb"))) {
+	if (!(r->f = fopen(path, "wbe"))) {   /* e: close-on-exec (the trial child inherits nothing) */
 		int e = errno;
 		snprintf(err, n, "%s: cannot create the recording: %s", path, strerror(e));
 		free(r);
@@ -144,7 +144,7 @@ int rec_open(const char *path, RecReader **out, char *err, size_t n)
 	char magic[8];
 	uint32_t h[5];
 	int e = -EINVAL;
-	if (!(r->f = fopen(path, "rb"))) {
+	if (!(r->f = fopen(path, "rbe"))) {
 		e = -errno;
 		snprintf(err, n, "%s: cannot open the recording: %s", path, strerror(-e));
 		goto fail;

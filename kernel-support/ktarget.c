@@ -499,7 +499,7 @@ static int kt_slide_file_syms(KTarget *t, uint64_t stext)
 
 static int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return ks_fail(err, n, -errno, "%s: %s", path, strerror(errno));
 	size_t cap = 1 << 16, pool_cap = 1 << 22, pool = 0;

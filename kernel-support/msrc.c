@@ -106,7 +106,7 @@ static int ms_qemu_path(long pid, char *out, size_t outn, char *err, size_t n)
 {
 	char maps[64];
 	snprintf(maps, sizeof maps, "/proc/%ld/maps", pid);
-	FILE *f = fopen(maps, "r");
+	FILE *f = fopen(maps, "re");
 	if (!f)
 		return ks_fail(err, n, -errno, "qemu:%ld: %s: %s (is the VM running? the PID of its QEMU process)", pid,
 			       maps, strerror(errno));
@@ -153,7 +153,7 @@ static int ms_libvirt_pid(const char *dom, long *pid, char *err, size_t n)
 	if (!*dom || strchr(dom, '/'))
 		return ks_fail(err, n, -EINVAL, "libvirt:%s: give a domain's name (virsh list)", dom);
 	ms_libvirt_file(dom, "pid", path, sizeof path);
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return ks_fail(err, n, -errno, "libvirt:%s: %s: %s (is the domain running? virsh start %s)", dom, path,
 			       strerror(errno), dom);
@@ -182,7 +182,7 @@ int ms_vm_state(const char *spec, char *state, size_t n)
 	if (!*name || strchr(name, '/'))
 		return -EINVAL;
 	ms_libvirt_file(name, "xml", path, sizeof path);
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	size_t k = fread(buf, 1, sizeof buf - 1, f);    /* the root element comes first */
@@ -265,7 +265,7 @@ static int ms_open_vmcore(MemSource *s, char *err, size_t n)
  * "PHYS SIZE" (hex) to root.  Discovery reads there first. */
 static void ms_vmcoreinfo_hint(MemSource *s)
 {
-	FILE *f = fopen("/sys/kernel/vmcoreinfo", "r");
+	FILE *f = fopen("/sys/kernel/vmcoreinfo", "re");
 	unsigned long long pa, size;
 	if (!f)
 		return;

@@ -351,7 +351,7 @@ static int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
 			continue;
 		}
 		unsigned long long seq = strtoull(nm, NULL, 10);
-		FILE *f = fopen(path, "rb");
+		FILE *f = fopen(path, "rbe");
 		NhSeg *g = f ? calloc(1, sizeof *g) : NULL;
 		char *line = NULL;
 		size_t cap = 0;

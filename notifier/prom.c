@@ -303,6 +303,10 @@ static void px_self(StrBuf *b, const PxInput *in)
 	SELF("sentinel_start_time_seconds", "gauge", "When sentineld started, Unix time.", in->started);
 	SELF("sentinel_rules", "gauge", "Rules loaded.", in->b ? in->b->nrules : 0);
 	SELF("sentinel_reloads_total", "counter", "Rule reloads that succeeded.", in->reloads);
+	SELF("sentinel_reload_failures_total", "counter", "Rule reloads that failed; the running rules stayed.",
+	     in->reload_failures);
+	SELF("sentinel_last_reload_successful", "gauge", "1 when the last reload succeeded (or none was asked), else 0.",
+	     in->last_reload_ok);
 	SELF("sentinel_alert_events_total", "counter", "Alert events (pending, firing, resolved, cancelled) handed to the notifiers.", in->alerts);
 	SELF("sentinel_jsonl_sync_errors_total", "counter", "Syncs of the JSON-lines alert log that failed.", in->jsonl_sync_errors);
 	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);

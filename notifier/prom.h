@@ -23,6 +23,7 @@
 #include "bundle.h"
 #include "snrt.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,6 +63,8 @@ typedef struct PxInput {
 	unsigned ntg;
 	const struct NhStats *delivery;
 	uint64_t reloads, alerts;
+	uint64_t reload_failures;     /* reloads that failed (the running rules stayed) */
+	bool last_reload_ok;          /* the last reload succeeded, or none was asked */
 	uint64_t jsonl_sync_errors;   /* nt_jsonl_sync_errors */
 	double started;               /* Unix time sentineld started */
 } PxInput;

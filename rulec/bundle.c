@@ -267,7 +267,7 @@ int bd_write(const Bundle *b, const char *path, char *err, size_t n)
 			       "(--emit=manifest prints what a bundle would hold)", path);
 	char tmp[4096];
 	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "wb");
+	FILE *f = fopen(tmp, "wbe");
 	if (!f) {
 		int e = errno;
 		return bd_fail(err, n, -e, "%s: cannot create: %s", path, strerror(e));

@@ -313,7 +313,7 @@ int u_read_file(const char *path, size_t limit, char **out, size_t *len)
 	int err = 0;
 	char *buf = NULL;
 	size_t n = 0, cap = 0;
-	FILE *f = fopen(path, "rb");
+	FILE *f = fopen(path, "rbe");
 	if (!f)
 		return -errno;
 	for (;;) {

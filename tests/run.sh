@@ -65,7 +65,7 @@ S quick "shipped rules and command line" 55 sh tests/cli.sh "$B/san/rulec"
 S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 9 sh tests/ruletest/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
-S quick "discovery on a real guest's image: threads at once (ASan/UBSan, TSan), a hostile module table" 8 sh tests/discover.sh "$B"
+S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 20 sh tests/image.sh "$B"
 S full "kernel model: live Debian guests (QEMU)" 1 sh tests/guest/run.sh "$B/san/sentinel-inspect"
 S full "engine: sentineld against a live guest (CPU backend)" 1 sh tests/engine/run.sh "$B/san" cpu
 S quick "compiler: CO-RE and LLView on IR (FileCheck)" 15 sh tests/compiler/run.sh "$B/san/rulec"

@@ -1,4 +1,5 @@
 /* sd_control.c - sentineld: the control socket: status, rules, alerts, reload; non-blocking clients. */
+#define _GNU_SOURCE 1   /* accept4 */
 #include "sentineld.h"
 
 /* ---- the control socket ------------------------------------------------------------------- */
@@ -20,6 +21,12 @@ static json_t *d_target_status(DTarget *T)
 		json_object_set_new(o, "error", json_string(T->err));
 	if (T->ts == TS_LOST && T->retry_err[0])
 		json_object_set_new(o, "retry_error", json_string(T->retry_err));
+	if (T->ts != TS_OK) {            /* looked for on a thread of its own (DFinder) */
+		json_object_set_new(o, "searching", json_boolean(T->finder != NULL));
+		json_object_set_new(o, "searches", json_integer((json_int_t)T->searches));
+		json_object_set_new(o, "next_search_s", json_real(T->finder ? 0 : T->next_check_ns > d_now() ?
+						(double)(T->next_check_ns - d_now()) / 1e9 : 0));
+	}
 	if (T->cf.nlabels) {
 		json_t *l = json_object();
 		for (unsigned i = 0; i < T->cf.nlabels; i++)
@@ -105,8 +112,11 @@ static json_t *d_status(Daemon *D)
 			      "target_name", D->tg[0].cf.name);
 	json_object_set_new(o, "rules", json_integer((json_int_t)D->b->nrules));
 	json_object_set_new(o, "reloads", json_integer(D->reloads));
-	if (*D->last_reload)
+	json_object_set_new(o, "reload_failures", json_integer(D->reload_failures));
+	if (*D->last_reload) {
 		json_object_set_new(o, "last_reload", json_string(D->last_reload));
+		json_object_set_new(o, "last_reload_ok", json_boolean(!D->last_reload_failed));
+	}
 	if (D->rl.on)
 		json_object_set_new(o, "reload_running_s", json_real((double)(d_now() - D->rl.t0) / 1e9));
 	json_object_set_new(o, "alerts_delivered", json_integer((json_int_t)D->alerts_seen));
@@ -384,6 +394,7 @@ void d_client_requests(Daemon *D, Client *c)
 /* revents from poll: answers out, requests in, a client gone. */
 void d_client_io(Daemon *D, Client *c, short revents)
 {
+	c->seen_ns = d_now();
 	if (revents & POLLOUT)
 		d_client_flush(D, c);
 	if (c->fd >= 0 && (revents & POLLIN) && !c->waiting && c->out_len == c->out_off) {
@@ -405,4 +416,48 @@ void d_client_io(Daemon *D, Client *c, short revents)
 		return;
 	}
 	d_client_requests(D, c);
+}
+
+/* A new control client (the listening socket is readable). */
+void d_client_accept(Daemon *D)
+{
+	int fd = accept4(D->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);   /* a blocking client could stall the loop */
+	if (fd < 0)
+		return;
+	Client *slot = NULL, *idle = NULL;
+	for (int i = 0; i < D_MAX_CLIENTS && !slot; i++) {
+		Client *c = &D->cl[i];
+		if (c->fd < 0)
+			slot = c;
+		else if (!c->waiting && (!idle || c->seen_ns < idle->seen_ns))
+			idle = c;
+	}
+	if (!slot && idle) {
+		nt_log(D->nt, 5, "control socket: %d clients connected; the one idle for %.0f s makes room for a new one",
+		       D_MAX_CLIENTS, (double)(d_now() - idle->seen_ns) / 1e9);
+		d_client_close(D, idle);
+		slot = idle;
+	}
+	if (!slot) {                    /* every one waits for a reload */
+		close(fd);
+		return;
+	}
+	*slot = (Client){.fd = fd, .seen_ns = d_now()};
+}
+
+uint64_t d_clients_idle(Daemon *D, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	for (int i = 0; i < D_MAX_CLIENTS; i++) {
+		Client *c = &D->cl[i];
+		if (c->fd < 0 || c->waiting)
+			continue;
+		if (now - c->seen_ns >= D_CLIENT_IDLE_NS) {
+			d_client_close(D, c);
+			continue;
+		}
+		if (c->seen_ns + D_CLIENT_IDLE_NS < next)
+			next = c->seen_ns + D_CLIENT_IDLE_NS;
+	}
+	return next;
 }

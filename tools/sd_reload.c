@@ -532,8 +532,6 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	else                             /* no target runs now: the rules start with them */
 		snprintf(msg, n, "%zu rules loaded; no target runs now, they start when one is back%.300s", D->b->nrules,
 			 others);
-	if (!R->grow)
-		snprintf(D->last_reload, sizeof D->last_reload, "%.599s", msg);
 	for (unsigned i = 0; i < D->ntg; i++)
 		if (D->tg[i].e && D->tg[i].ts == TS_OK && (!R->grow || &D->tg[i] == G))
 			d_log_disabled(&D->tg[i]);
@@ -551,6 +549,13 @@ void d_reload_done(Daemon *D)
 	int r = d_reload(D, &diags, msg, sizeof msg);
 	if (grow && r)
 		G->grow_failed = grow;
+	/* status and /metrics say what the last one did, a failure too
+	 * (Prometheus' config_last_reload_successful) */
+	if (!grow) {
+		D->reload_failures += r != 0;
+		D->last_reload_failed = r != 0;
+		snprintf(D->last_reload, sizeof D->last_reload, "%s%.580s", r ? "failed: " : "", msg);
+	}
 	if (grow)
 		nt_log(D->nt, r ? 3 : 5, "%s%s%s%s", r ? "target error: " : "", D->ntg > 1 ? G->cf.name : "",
 		       D->ntg > 1 ? ": " : "", msg);

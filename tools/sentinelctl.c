@@ -7,13 +7,17 @@
 
 #include <errno.h>
 #include <math.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SENTINEL_VERSION
@@ -35,14 +39,43 @@ static void usage(FILE *out)
 "Options:\n"
 "  -s, --socket PATH   sentineld's control socket (default /run/sentinel/sentinel.sock,\n"
 "                      or $SENTINEL_SOCKET)\n"
+"  -t, --timeout SECS  wait at most this long for the answer (default 10; reload:\n"
+"                      600, as 10,000 rules take minutes to compile)\n"
 "      --json          print the daemon's answer as JSON\n"
 "  -h, --help, -V, --version\n"
 "\n"
 "Exit status: 0 ok, 1 the command failed (e.g. a reload with rule errors),\n"
-"2 no daemon or a usage error.\n", out);
+"2 no daemon, no answer in time, or a usage error.\n", out);
 }
 
-static json_t *request(const char *path, const char *cmd)
+static uint64_t ctl_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Wait for fd to be ready for ev until deadline_ms: 1 ready, 0 timed out. */
+static int ctl_wait(int fd, short ev, uint64_t deadline_ms)
+{
+	for (;;) {
+		uint64_t now = ctl_now_ms();
+		if (now >= deadline_ms)
+			return 0;
+		struct pollfd p = {.fd = fd, .events = ev};
+		int r = poll(&p, 1, (int)(deadline_ms - now > 60000 ? 60000 : deadline_ms - now));
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return 1;              /* the read or write that follows says what is wrong */
+	}
+}
+
+/* The answer to cmd, or NULL (said why).  A sentineld that accepts but
+ * never answers (stalled, or every client slot taken) is given up after
+ * timeout_s: the socket is non-blocking, the connect retried while its
+ * backlog is full, every wait bounded. */
+static json_t *request(const char *path, const char *cmd, double timeout_s)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof a.sun_path) {
@@ -50,23 +83,32 @@ static json_t *request(const char *path, const char *cmd)
 		return NULL;
 	}
 	memcpy(a.sun_path, path, strlen(path));
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-		fprintf(stderr, "sentinelctl: cannot reach sentineld at %s: %s (is it running? as root? give -s)\n",
-			path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
+	uint64_t deadline = ctl_now_ms() + (uint64_t)(timeout_s * 1000);
+	json_t *resp = NULL;
+	char *buf = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), r;
+	while (fd >= 0 && (r = connect(fd, (struct sockaddr *)&a, sizeof a)) && errno == EAGAIN &&
+	       ctl_now_ms() < deadline) {
+		struct timespec ts = {0, 20 * 1000 * 1000};    /* its backlog is full: a moment, and again */
+		nanosleep(&ts, NULL);
+	}
+	if (fd < 0 || r) {
+		if (fd >= 0 && errno == EAGAIN)
+			fprintf(stderr, "sentinelctl: sentineld at %s takes no new client (its backlog stayed full for %.0f "
+				"s): it may be stalled; see its log (journalctl -u sentineld)\n", path, timeout_s);
+		else
+			fprintf(stderr, "sentinelctl: cannot reach sentineld at %s: %s (is it running? as root? give -s)\n",
+				path, strerror(errno));
+		goto out;
 	}
 	char line[128];
 	int len = snprintf(line, sizeof line, "{\"cmd\":\"%s\"}\n", cmd);
-	if (write(fd, line, (size_t)len) != len) {
-		fprintf(stderr, "sentinelctl: %s: %s\n", path, strerror(errno));
-		close(fd);
-		return NULL;
+	if (!ctl_wait(fd, POLLOUT, deadline) || write(fd, line, (size_t)len) != len) {
+		fprintf(stderr, "sentinelctl: %s: %s\n", path, errno ? strerror(errno) : "cannot send the request");
+		goto out;
 	}
-	char *buf = NULL;
 	size_t have = 0, cap = 0;
+	bool timed_out = false;
 	for (;;) {
 		if (have + 4096 > cap) {
 			cap = cap ? cap * 2 : 65536;
@@ -75,19 +117,31 @@ static json_t *request(const char *path, const char *cmd)
 				break;
 			buf = nb;
 		}
-		ssize_t r = read(fd, buf + have, cap - have - 1);
-		if (r <= 0)
+		if (!ctl_wait(fd, POLLIN, deadline)) {
+			timed_out = true;
 			break;
-		have += (size_t)r;
-		if (memchr(buf + have - (size_t)r, '\n', (size_t)r))
+		}
+		ssize_t n = read(fd, buf + have, cap - have - 1);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		if (memchr(buf + have - (size_t)n, '\n', (size_t)n))
 			break;
 	}
-	close(fd);
 	json_error_t je;
-	json_t *resp = buf ? json_loadb(buf, have, JSON_DISABLE_EOF_CHECK, &je) : NULL;
+	resp = buf && !timed_out ? json_loadb(buf, have, JSON_DISABLE_EOF_CHECK, &je) : NULL;
+	if (timed_out)
+		fprintf(stderr, "sentinelctl: sentineld at %s did not answer '%s' within %.0f s: it may be stalled, or "
+			"busy; see its log (journalctl -u sentineld), or give --timeout SECONDS to wait longer\n", path, cmd,
+			timeout_s);
+	else if (!resp)
+		fprintf(stderr, "sentinelctl: no answer from sentineld (it stopped, or closed the connection)\n");
+out:
+	if (fd >= 0)
+		close(fd);
 	free(buf);
-	if (!resp)
-		fprintf(stderr, "sentinelctl: no answer from sentineld (it stopped, or is busy reloading)\n");
 	return resp;
 }
 
@@ -231,9 +285,9 @@ static void print_rules(json_t *a, bool alerts)
 }
 
 /* Ask sentineld at path, print its answer; the exit status. */
-static int ctl_run(const char *path, const char *cmd, bool json)
+static int ctl_run(const char *path, const char *cmd, bool json, double timeout_s)
 {
-	json_t *resp = request(path, cmd);
+	json_t *resp = request(path, cmd, timeout_s);
 	if (!resp)
 		return 2;
 	bool ok = json_is_true(json_object_get(resp, "ok"));
@@ -261,13 +315,15 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
 		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-		{NULL, 0, NULL, 0},
+		{"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
 	};
 	const char *path = getenv("SENTINEL_SOCKET") ? getenv("SENTINEL_SOCKET") : "/run/sentinel/sentinel.sock";
 	bool json = false;
+	double timeout_s = 0;
+	char *end;
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hVs:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hVs:t:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -280,6 +336,14 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 't':
+			timeout_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(timeout_s > 0) || timeout_s > 86400) {
+				fprintf(stderr, "sentinelctl: --timeout '%s': give seconds, more than 0 and at most 86400\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case ':':
 			fprintf(stderr, "sentinelctl: %s needs a value (the control socket's path); see sentinelctl --help\n",
@@ -299,5 +363,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentinelctl: give a command: status, rules, alerts or reload (see --help)\n");
 		return 2;
 	}
-	return ctl_run(path, cmd, json);
+	if (!timeout_s)
+		timeout_s = strcmp(cmd, "reload") ? 10 : 600;
+	return ctl_run(path, cmd, json, timeout_s);
 }

@@ -159,6 +159,7 @@ static void d_metrics(Daemon *D)
 	nt_delivery(D->nt, &ds);
 	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
 	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
+		      .reload_failures = D->reload_failures, .last_reload_ok = !D->last_reload_failed,
 		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt), .started = (double)time(NULL) - up_s};
 	size_t len = 0;
 	char *text = px_render(&in, &len);
@@ -502,6 +503,7 @@ int main(int argc, char **argv)
 	d_phase_end(&D, DP_arm);               /* start the clock; the set-up is nobody's phase */
 	memset(D.loop.cpu_ns, 0, sizeof D.loop.cpu_ns);
 	while (!d_quit_flag) {
+		uint64_t now = d_now(), idle_at = d_clients_idle(&D, now);   /* first: no closed fd is polled */
 		struct pollfd pf[D_MAX_CLIENTS + 3];
 		int np = 0;
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
@@ -514,7 +516,7 @@ int main(int argc, char **argv)
 			short ev = c->out_len > c->out_off ? POLLOUT : c->waiting ? 0 : POLLIN;
 			pf[np++] = (struct pollfd){.fd = c->fd, .events = ev};   /* POLLHUP comes anyway */
 		}
-		uint64_t now = d_now(), wait_ns = UINT64_MAX;
+		uint64_t wait_ns = idle_at != UINT64_MAX ? (idle_at > now ? idle_at - now : 0) : UINT64_MAX;
 		bool armed = true, running = false;
 		for (unsigned i = 0; i < D.ntg; i++) {
 			DTarget *T = &D.tg[i];
@@ -579,23 +581,8 @@ int main(int argc, char **argv)
 			break;
 		if (pr <= 0)
 			continue;
-		if (pf[0].revents & POLLIN) {
-			int fd = accept(D.lfd, NULL, NULL);
-			if (fd >= 0 && (fcntl(fd, F_SETFD, FD_CLOEXEC) || fcntl(fd, F_SETFL, O_NONBLOCK))) {
-				close(fd);             /* a blocking client could stall the loop */
-				fd = -1;
-			}
-			int slot = -1;
-			for (int i = 0; i < D_MAX_CLIENTS && fd >= 0 && slot < 0; i++)
-				if (D.cl[i].fd < 0)
-					slot = i;
-			if (slot >= 0) {
-				D.cl[slot].fd = fd;
-				D.cl[slot].len = 0;
-			} else if (fd >= 0) {
-				close(fd);
-			}
-		}
+		if (pf[0].revents & POLLIN)
+			d_client_accept(&D);
 		for (int k = 3; k < np; k++) {
 			if (!(pf[k].revents & (POLLIN | POLLOUT | POLLHUP | POLLERR)))
 				continue;

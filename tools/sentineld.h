@@ -128,9 +128,15 @@ typedef struct Client {
 	bool waiting;                 /* for its reload: not read until answered */
 	char *out;                    /* answers not yet written */
 	size_t out_len, out_off;
+	uint64_t seen_ns;             /* when it was accepted, or last read or written */
 } Client;
 
 #define D_CLIENT_OUT_MAX (64u << 20)
+/* A client that neither sends nor reads for this long is dropped (but one
+ * that waits for its reload): idle connections cannot hold the
+ * D_MAX_CLIENTS slots.  When every slot is taken, a new client takes the
+ * one idle the longest. */
+#define D_CLIENT_IDLE_NS 30000000000ull
 
 /* A reload in two halves: the slow one (compile the rule directory, load
  * the new rules on the backend: seconds, minutes for 10,000 rules) on a
@@ -190,8 +196,10 @@ typedef struct Daemon {
 	int lfd;
 	Client cl[D_MAX_CLIENTS];
 	uint64_t started_ns;
-	unsigned reloads;
-	char last_reload[600];
+	unsigned reloads;             /* reloads that succeeded */
+	unsigned reload_failures;     /* ... that failed: the running rules stayed */
+	bool last_reload_failed;
+	char last_reload[600];        /* what the last reload (or growth's failure) said, success or not */
 	uint64_t alerts_seen;
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
@@ -258,6 +266,9 @@ void d_answer(Daemon *D, Client *c, json_t *resp);
 void d_client_close(Daemon *D, Client *c);
 void d_client_flush(Daemon *D, Client *c);
 void d_client_io(Daemon *D, Client *c, short revents);
+void d_client_accept(Daemon *D);
+/* Drop the clients idle past D_CLIENT_IDLE_NS; when the next one falls due. */
+uint64_t d_clients_idle(Daemon *D, uint64_t now);
 void d_client_requests(Daemon *D, Client *c);
 
 #endif

@@ -102,14 +102,14 @@ int main(int argc, char **argv)
 	if (one.rc)
 		return 1;
 	Find f[NTHREADS];
+	bool started[NTHREADS];
 	for (int i = 0; i < NTHREADS; i++) {
-		f[i] = (Find){.spec = spec};
-		if (pthread_create(&f[i].th, NULL, find, &f[i]))
-			f[i].rc = -EAGAIN;
+		f[i] = (Find){.spec = spec, .rc = -EAGAIN};
+		started[i] = pthread_create(&f[i].th, NULL, find, &f[i]) == 0;
 	}
 	int same = 0;
 	for (int i = 0; i < NTHREADS; i++) {
-		if (f[i].rc != -EAGAIN)
+		if (started[i])
 			pthread_join(f[i].th, NULL);
 		same += f[i].rc == 0 && !strcmp(f[i].release, one.release) && f[i].nsyms == one.nsyms &&
 			f[i].nmsyms == one.nmsyms && f[i].sym0 == one.sym0;

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""sentineld's loop under a hostile target and hostile clients (issue 32).
+
+    python3 tests/engine/test_daemon.py BUILD-DIR IMAGE
+
+Two targets in one sentineld (CPU backend), each a copy of a real guest's
+RAM image (IMAGE: build/fuzz-guest.ram, tests/fuzz/guest_image.py), frozen:
+  hostile   target b's VMCOREINFO is destroyed and a fake
+            'OSRELEASE=' page at the start of every page planted in its RAM: b is lost and looked for
+            on a thread of its own; meanwhile every `status` is answered
+            (each given 3 s), a keeps ticking, b's searches back off, and
+            SIGTERM stops sentineld (it used to sit in the scan: status got
+            no answer for minutes, and only SIGKILL stopped it)
+  clients   16 idle clients hold every slot: sentinelctl still gets in (the
+            longest idle makes room); a server that accepts and never
+            answers: sentinelctl gives up after --timeout, says so, exit 2
+  reload    a reload that fails (a broken rule file) is in status
+            (last_reload_ok false, reload_failures 1) and in /metrics
+            (sentinel_reload_failures_total 1, sentinel_last_reload_successful 0)
+"""
+import json
+import mmap
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
+IMAGE = sys.argv[2] if len(sys.argv) > 2 else os.path.join(TOP, "build", "fuzz-guest.ram")
+SENTINELD = os.path.join(BUILD, "sentineld")
+SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
+    else os.path.join(TOP, "build", "sentinelctl")
+RESULTS = os.environ.get("RESULTS")
+MIN_CHECKS = 14
+reported = 0
+failures = 0
+
+
+def report(ok, name, detail=""):
+    global reported, failures
+    reported += 1
+    print("%s daemon/%s" % ("PASS" if ok else "FAIL", name), flush=True)
+    if not ok:
+        failures += 1
+        for line in str(detail).splitlines()[:30]:
+            print("     " + line)
+    if RESULTS:
+        with open(RESULTS, "a") as f:
+            f.write("pass\n" if ok else "fail\n")
+
+
+def ctl(tmp, *args, timeout=3):
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([SENTINELCTL, "-s", os.path.join(tmp, "ctl.sock"), "--timeout", str(timeout)] +
+                           list(args), capture_output=True, text=True, timeout=timeout + 30)
+    except subprocess.TimeoutExpired:
+        return 124, "", "sentinelctl did not end", time.monotonic() - t0
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+def status(tmp):
+    rc, out, err, _ = ctl(tmp, "--json", "status", timeout=10)
+    return json.loads(out)["status"] if rc == 0 else {}
+
+
+def target(st, name):
+    return next((t for t in st.get("targets", []) if t.get("name") == name), {})
+
+
+def wait(pred, timeout, step=0.2):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def make_hostile(path):
+    """Break every 'OSRELEASE=' (the real note among them) and plant a
+    fake one at the start of every page."""
+    with open(path, "r+b") as f:
+        m = mmap.mmap(f.fileno(), 0)
+        i = m.find(b"OSRELEASE=")
+        while i >= 0:
+            m[i:i + 1] = b"X"
+            i = m.find(b"OSRELEASE=", i + 1)
+        fake = b"OSRELEASE=6.1.0-hostile\n"
+        n = 0
+        for off in range(0, len(m), 4096):
+            m[off:off + len(fake)] = fake
+            n += 1
+        m.flush()
+        m.close()
+    return n
+
+
+def metrics(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+            return r.read().decode()
+    except OSError as e:
+        return "(no answer: %s)" % e
+
+
+def sample(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def main():
+    if not os.path.exists(IMAGE):
+        sys.exit("test_daemon: no image %s (tests/fuzz/guest_image.py makes it)" % IMAGE)
+    tmp = tempfile.mkdtemp(prefix="sentinel-daemon.", dir=os.environ.get("SENTINEL_TEST_TMP"))
+    proc = None
+    try:
+        for n in ("a", "b"):
+            shutil.copyfile(IMAGE, os.path.join(tmp, n + ".ram"))
+            os.chmod(os.path.join(tmp, n + ".ram"), 0o600)
+        shutil.copytree(os.path.join(TOP, "rules"), os.path.join(tmp, "rules"))
+        port = free_port()
+        conf = os.path.join(tmp, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write("[target a]\nsource = ramfile:%s/a.ram\n[target b]\nsource = ramfile:%s/b.ram\n"
+                    "[rules]\ndirectory = %s/rules\n[engine]\nbackend = cpu\ntick = 100ms\nreload_trial = no\n"
+                    "[notify]\njsonl = %s/alerts.jsonl\n[metrics]\nlisten = 127.0.0.1:%d\n"
+                    "[control]\nsocket = %s/ctl.sock\n" % (tmp, tmp, tmp, tmp, port, tmp))
+        log = open(os.path.join(tmp, "sentineld.log"), "w")
+        proc = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+        up = wait(lambda: target(status(tmp), "b").get("state") == "ok" and target(status(tmp), "a").get("state") == "ok",
+                  300, 1)
+        report(up, "both targets run", open(log.name).read()[-3000:])
+        if not up:
+            return
+
+        # hostile: b's RAM made into a trap for the scan
+        planted = make_hostile(os.path.join(tmp, "b.ram"))
+        lost = wait(lambda: target(status(tmp), "b").get("state") == "lost", 30, 0.5)
+        report(lost, "b is lost once its VMCOREINFO is gone (%d fake pages planted)" % planted, json.dumps(lost)[:2000])
+        a0 = target(status(tmp), "a").get("ticks", 0)
+        slow, answered = [], 0
+        end = time.monotonic() + 12
+        while time.monotonic() < end:
+            rc, out, err, took = ctl(tmp, "status")
+            answered += rc == 0
+            if rc != 0:
+                slow.append("rc %d after %.1f s: %s" % (rc, took, err.strip()))
+            time.sleep(0.5)
+        report(not slow and answered >= 10, "status answered every time while b's RAM is scanned (%d answers)" % answered,
+               "\n".join(slow))
+        st = status(tmp)
+        a1 = target(st, "a").get("ticks", 0)
+        # its first search ends (under ASan, and on a loaded machine, it
+        # can take longer than the 12 s above)
+        wait(lambda: target(status(tmp), "b").get("searching") is False, 180, 1)
+        tb = target(status(tmp), "b")
+        report(a1 > a0 + 50, "a ticks on meanwhile (%d ticks in 12 s)" % (a1 - a0), json.dumps(target(st, "a"))[:1500])
+        report(tb.get("searches", 0) >= 1 and "say 'OSRELEASE='" in tb.get("retry_error", ""),
+               "b was looked for on its thread and why it was not found is in status (%s searches)" % tb.get("searches"),
+               json.dumps(tb)[:1500])
+        report(1 <= (tb.get("searches") or 0) <= 8 and tb.get("next_search_s", 0) >= 2,
+               "b's searches back off: %s in 12 s, the next in %.1f s" % (tb.get("searches"), tb.get("next_search_s", 0)),
+               json.dumps(tb)[:1500])
+
+        # clients: every slot held by an idle connection
+        idle = []
+        for _ in range(16):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(os.path.join(tmp, "ctl.sock"))
+            idle.append(s)
+        time.sleep(0.5)
+        rc, out, err, took = ctl(tmp, "status")
+        report(rc == 0 and "targets" in out, "16 idle clients hold every slot: status still answered (%.2f s)" % took,
+               "rc %d: %s" % (rc, err))
+        for s in idle:
+            s.close()
+        dead = os.path.join(tmp, "dead.sock")
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(dead)
+        srv.listen(4)                     # accepts (the kernel does), never answers
+        t0 = time.monotonic()
+        p = subprocess.run([SENTINELCTL, "-s", dead, "--timeout", "1", "status"], capture_output=True, text=True,
+                           timeout=60)
+        took = time.monotonic() - t0
+        report(p.returncode == 2 and "did not answer" in p.stderr and took < 20,
+               "sentinelctl gives up on a server that never answers (--timeout 1: %.1f s, exit %d)" % (took, p.returncode),
+               p.stderr)
+        srv.close()
+
+        # reload: a failure recorded
+        with open(os.path.join(tmp, "rules", "zz-broken.yaml"), "w") as f:
+            f.write("groups:\n  - name: broken\n    rules:\n      - alert: Broken\n        expr: no_such_metric > 1\n")
+        rc, out, err, took = ctl(tmp, "reload", timeout=300)
+        report(rc == 1, "a reload with a broken rule fails (exit %d)" % rc, out + err)
+        st = status(tmp)
+        report(st.get("last_reload_ok") is False and st.get("reload_failures") == 1 and
+               st.get("last_reload", "").startswith("failed: "),
+               "status says the last reload failed, and counts it",
+               json.dumps({k: st.get(k) for k in ("last_reload", "last_reload_ok", "reload_failures", "reloads")}))
+        text = metrics(port)
+        report(sample(text, "sentinel_reload_failures_total") == 1 and
+               sample(text, "sentinel_last_reload_successful") == 0,
+               "/metrics: sentinel_reload_failures_total 1, sentinel_last_reload_successful 0",
+               "\n".join(l for l in text.splitlines() if "reload" in l)[:1500])
+        os.unlink(os.path.join(tmp, "rules", "zz-broken.yaml"))
+        rc, out, err, took = ctl(tmp, "reload", timeout=300)
+        st = status(tmp)
+        report(rc == 0 and st.get("last_reload_ok") is True and st.get("reload_failures") == 1,
+               "the next reload succeeds and status says so; the failure stays counted", out + err)
+
+        # stop while b is being looked for
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        took = time.monotonic() - t0
+        report(rc == 0, "SIGTERM stops sentineld while a search runs (%.1f s, exit %s)" % (took, rc),
+               open(log.name).read()[-2000:])
+        text = open(log.name).read()
+        report("Sanitizer" not in text and "runtime error" not in text, "no sanitizer report", text[-3000:])
+        proc = None
+    finally:
+        if proc:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    print("CHECKS %d %d" % (reported, MIN_CHECKS))
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,21 @@
+#!/bin/sh
+# A real guest's RAM image (build/fuzz-guest.ram), no guest running:
+# - discovery (tests/unit/test_discover.c): several targets found at once
+#   under ASan/UBSan and under ThreadSanitizer, and a module table that
+#   asks for a guest-sized allocation, under an allocation ceiling (ASan
+#   aborts on a larger malloc: the old reader's 4 GiB);
+# - sentineld with two copies of it, one made hostile, and hostile
+#   clients (tests/engine/test_daemon.py).
+#   sh tests/image.sh BUILD-DIR
+set -u
+. "$(dirname "$0")/lib.sh"
+b=${1:-build}
+if ! command -v qemu-system-x86_64 >/dev/null 2>&1 && [ ! -s build/fuzz-guest.ram ]; then
+	skip "discover/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+	exit 0
+fi
+guest_image discover || exit 0
+c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_discover" build/fuzz-guest.ram
+# a data race is a failure: exit 66 with both stacks
+c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$b/tsan/test_discover" build/fuzz-guest.ram
+py_suite daemon/hostile tests/engine/test_daemon.py "$b/san" build/fuzz-guest.ram
