@@ -359,6 +359,10 @@ $(B)/regprobe: tests/gpu/regprobe.c tests/gpu/probe.h engine/cudadrv.h
 $(B)/capprobe: tests/gpu/capprobe.c tests/gpu/probe.h engine/gpucap.c engine/gpucap.h engine/gpucap.dynlist engine/cudadrv.h
 	$(CC) -std=gnu11 $(WARN) -O2 -Iengine -Wl,--dynamic-list=engine/gpucap.dynlist -o $@ tests/gpu/capprobe.c engine/gpucap.c -ldl
 
+# bench/hostile.py's hostile guest, made from a copy of a real image
+$(B)/hostile_image: $(B)/obj/bench/hostile_image.o $(B)/libkernel.a
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(KS_LIBS)
+
 $(B)/kmodel_bench: $(B)/obj/bench/kmodel_bench.o $(ENG_OBJ) $(CC_OBJ) $(B)/librulec.a $(B)/libkernel.a
 	$(CC) $(OPT_CFLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS_USER)
 

@@ -434,6 +434,7 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 		GpuFault f = !old->faults ? GPU_FAULT_NONE
 			: stuck ? GPU_FAULT_STUCK
 			: eng_test_fault("handover") ? GPU_FAULT_AFTER_STOP
+			: eng_test_fault("handover-no-resume") ? GPU_FAULT_NO_RESUME
 			: eng_test_fault("handover-kernel-fault") ? GPU_FAULT_KERNEL : GPU_FAULT_NONE;
 		int r = eng_gpu_link(e, old, kept, err, n);
 		return r ? r : gpu_takeover(e->gpu, old->gpu, timeout, f, err, n);

@@ -69,6 +69,7 @@ typedef enum GpuFault {
 	GPU_FAULT_AFTER_STOP,         /* fail just after old stopped */
 	GPU_FAULT_STUCK,              /* old is never told: the handover times out */
 	GPU_FAULT_KERNEL,             /* g's kernel reads an address the GPU has not mapped */
+	GPU_FAULT_NO_RESUME,          /* as AFTER_STOP, and the old kernel's resume fails */
 } GpuFault;
 int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, GpuFault fault, char *err, size_t n);
 /* After a reload: destroy the contexts that engines closed since (each

@@ -148,7 +148,7 @@ int gpu_resume(GpuCode *g, char *err, size_t n)
  * old kernel was told to stop after handoff_tick; the order is withdrawn,
  * and a kernel that had already stopped is launched again.  On success
  * err gets what happened to the old rules, appended. */
-static void gpu_takeover_undo(GpuCode *g, GpuCode *old, char *err, size_t n)
+static void gpu_takeover_undo(GpuCode *g, GpuCode *old, GpuFault fault, char *err, size_t n)
 {
 	size_t len = strlen(err);
 	gpu_enter(g);
@@ -169,9 +169,9 @@ static void gpu_takeover_undo(GpuCode *g, GpuCode *old, char *err, size_t n)
 		return;
 	}
 	gpu_trace("takeover: undo, resume the old kernel");
-	char e2[256];
-	if (gpu_resume(old, e2, sizeof e2)) {
-		old->running = true;                      /* not running: gpu_poll says so */
+	char e2[256] = "injected: SENTINEL_TEST_FAULTS";
+	if (fault == GPU_FAULT_NO_RESUME || gpu_resume(old, e2, sizeof e2)) {
+		old->running = true;                      /* not running: gpu_poll says so (sentineld checks at once) */
 		snprintf(err + len, n - len, "; the old rules could not be resumed: %s", e2);
 		return;
 	}
@@ -204,7 +204,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, GpuFault fault, 
 			r = gpu_err(old, c, err, n, "the old persistent kernel failed during the reload");
 			goto undo;
 		}
-		if (old_done && fault == GPU_FAULT_AFTER_STOP) {
+		if (old_done && (fault == GPU_FAULT_AFTER_STOP || fault == GPU_FAULT_NO_RESUME)) {
 			snprintf(err, n, "the new persistent kernel failed (injected: SENTINEL_TEST_FAULTS)");
 			r = -EIO;
 			goto undo;
@@ -223,7 +223,7 @@ int gpu_takeover(GpuCode *g, GpuCode *old, uint64_t timeout_ns, GpuFault fault, 
 		 (unsigned long long)(timeout_ns / 1000000));
 	r = -ETIMEDOUT;
 undo:
-	gpu_takeover_undo(g, old, err, n);
+	gpu_takeover_undo(g, old, fault, err, n);
 	return r;
 }
 

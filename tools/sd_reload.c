@@ -446,6 +446,8 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	char failed[600] = "";
 	d_drain(D);
 	if (R->nfleet && (r = d_fleet_handover(D, &kept, &done, &os, &ns, err, sizeof err))) {
+		for (unsigned i = 0; i < D->ntg; i++)   /* checked at once, as below */
+			D->tg[i].next_check_ns = 0;
 		d_reload_discard(D);
 		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
 		bd_free(nb);
@@ -459,6 +461,11 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		sn_stats o1, n1;
 		if ((r = d_handover(T, &k, &o1, &n1, err, sizeof err))) {
 			if (!done) {             /* nothing changed yet: all of it stays */
+				/* did the old rules come back (the undo may not have
+				 * resumed them)?  The watch, which runs right after
+				 * this on the loop, checks at once: status says the
+				 * truth before the next request is read */
+				T->next_check_ns = 0;
 				d_reload_discard(D);
 				snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
 				bd_free(nb);
