@@ -3,7 +3,8 @@
 # in this folder is checked with rulec; its output and exit status must
 # equal NAME.expected.  `sh tests/check/run.sh RULEC --update` rewrites the
 # expected files (review the diff before committing!).
-# Then: every diagnostic rulec can emit must appear in some .expected file.
+# Then: every diagnostic rulec can emit must appear in some .expected file
+# (or in the test elsewhere.txt names for it).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -39,18 +40,23 @@ done
 rm -f "$here/generated-huge.yaml"
 
 # A code that needs a live kernel is tested where one boots: elsewhere.txt
-# names the test (and the test must show the code).
+# names the file and the test in it (CODE: FILE FUNCTION), and the code
+# must stand in that function's body, from its def line to the next line
+# that starts in the first column (a Python def, or a shell NAME() {).
 missing=
 for code in $("$rulec" --list-diagnostics | awk '{print $1}'); do
 	grep -q "\[$code\]" ./*.expected && continue
 	where=$(sed -n "s/^$code: *//p" elsewhere.txt 2>/dev/null)
-	if [ -n "$where" ] && grep -q "\[$code\]" "../../$where"; then
+	file=${where%% *} test=${where#* }
+	if [ -n "$where" ] && [ -f "../../$file" ] &&
+		awk -v t="$test" 'index($0, "def " t "(") == 1 || index($0, t "()") == 1 { on = 1; next }
+			on && /^[^ \t#]/ { exit } on' "../../$file" | grep -qF "[$code]"; then
 		continue
 	fi
-	missing="$missing $code"
+	missing="$missing $code${where:+ (not in $where)}"
 done
 if [ -z "$missing" ]; then
 	pass "check/every-diagnostic-is-tested"
 else
-	fail "check/every-diagnostic-is-tested" "no expected output shows:$missing"
+	fail "check/every-diagnostic-is-tested" "no expected output, nor the test elsewhere.txt names for it, shows:$missing"
 fi

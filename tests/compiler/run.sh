@@ -9,7 +9,8 @@
 #   PASS: core,llview       the passes to run (required)
 #   TARGET: nvptx64-nvidia-cuda   for .c files (default: the host)
 #   CHECK:, CHECK-NOT:, ...   FileCheck lines against rulec's output
-#   ERROR: TEXT             the passes must fail with TEXT in the message
+#   ERROR: TEXT             the passes must fail (exit 1: an error, not a
+#                           crash) with TEXT in the message
 #
 #   sh tests/compiler/run.sh build/san/rulec
 set -u
@@ -42,7 +43,7 @@ for f in "$dir"/*.ll "$dir"/*.c; do
 	rc=$?
 	want_err=$(sed -n 's|^[;/ ]*ERROR: *||p' "$f" | head -n 1)
 	if [ -n "$want_err" ]; then
-		if [ $rc -ne 0 ] && grep -qF "$want_err" "$tmp/err"; then
+		if [ $rc -eq 1 ] && grep -qF "$want_err" "$tmp/err"; then
 			pass "$name"
 		else
 			fail "$name" "wanted an error with '$want_err'; exit $rc: $(cat "$tmp/err")"

@@ -299,9 +299,7 @@ def journal(g, tmp):
         print("SKIP engine/cpu: journal: native entries (%s)" %
               ("a real journald listens here" if os.path.exists(JOURNAL_SOCKET) else "needs root to listen on " +
                JOURNAL_SOCKET), flush=True)
-        if te.RESULTS:
-            with open(te.RESULTS, "a") as f:
-                f.write("skip\n")
+        te.RES.add("skip")
         return
     os.makedirs(os.path.dirname(JOURNAL_SOCKET), exist_ok=True)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -385,7 +383,9 @@ def panic(g, am, tmp, d):
 def main():
     if not shutil.which("prometheus-alertmanager"):
         print("SKIP notify: prometheus-alertmanager not installed (apt-get install prometheus-alertmanager)")
-        return 0
+        te.RES.add("skip")
+        return
+    te.RES.expect(14)                 # 18; 21 with promtool and the journal's two (root, no journald here)
     tmp = tempfile.mkdtemp(prefix="sentinel-notify-")
     try:
         scenario(tmp)
@@ -393,8 +393,8 @@ def main():
         report(False, "notify: %s" % e)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if te.failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    sys.exit(te.RES.end())

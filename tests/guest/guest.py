@@ -14,6 +14,7 @@ Only TCG is used: /dev/kvm exists on the project's machines but does not work
 (see DESIGN.md).
 """
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -83,6 +84,60 @@ def went_silent(e):
     """Whether GuestError e is a command that got no answer at all: not a
     byte back on the control channel before its timeout."""
     return "control channel holds b''" in str(e)
+
+
+class Results:
+    """A Python suite's checks for make check: a line each, pass, fail or
+    skip, appended to $RESULTS (tests/run.sh adds them up).
+
+    An attempt that may be booted again (a guest whose kernel crashed on
+    its own) runs inside attempt(): its lines are held back and written
+    when it ends, however it ends, unless drop() said it is booted again;
+    then the next attempt's lines replace them, never add to them.
+    expect(n): this run must report at least n more checks (pass or fail);
+    end() prints the line the runner reads, CHECKS REPORTED MINIMUM, and
+    gives the suite's exit status: 1 when a check failed."""
+
+    def __init__(self):
+        self.path = os.environ.get("RESULTS")
+        self.reported = self.failed = self.minimum = 0
+        self.held = None
+
+    def add(self, line):
+        if self.held is not None:
+            self.held.append(line)
+        else:
+            self._write([line])
+
+    def _write(self, lines):
+        self.reported += sum(1 for x in lines if x != "skip")
+        self.failed += lines.count("fail")
+        if self.path and lines:
+            with open(self.path, "a") as f:
+                f.write("".join(x + "\n" for x in lines))
+
+    @contextlib.contextmanager
+    def attempt(self):
+        self.held = []
+        try:
+            yield
+        finally:
+            held, self.held = self.held, None
+            if held is not None:
+                self._write(held)
+
+    def drop(self):
+        """Inside attempt(): forget its lines, as it is booted again."""
+        print("(this attempt's %d passed and %d failed checks above are not counted: the next attempt's replace "
+              "them)" % (self.held.count("pass"), self.held.count("fail")), flush=True)
+        self.held = None
+
+    def expect(self, n):
+        self.minimum += n
+
+    def end(self):
+        print("CHECKS %d %d" % (self.reported, self.minimum), flush=True)
+        return 1 if self.failed else 0
 
 
 # A container's network, one shell command (ends in "; "): a second

@@ -38,8 +38,7 @@ RULEC = os.path.join(os.path.dirname(INSPECT), "rulec")
 INSPECT_OPTS = []
 # one bundle, compiled once, for every kernel and every boot: CO-RE
 BUNDLE = os.path.abspath(os.environ.get("SENTINEL_METRICS_BUNDLE", "build/metrics.bundle"))
-RESULTS = os.environ.get("RESULTS")
-failures = 0
+RES = guest.Results()
 
 CONFIGS = [(k, kaslr, la57)          # (kernel, KASLR on, 5-level paging): every combination
            for k in ("debian-6.1", "debian-6.12") for kaslr in (True, False) for la57 in (False, True)]
@@ -58,15 +57,11 @@ HOST_PATHS = ["jiffies_64", "total_forks", "nr_threads", "_totalram_pages", "run
 
 
 def report(ok, name, detail=""):
-    global failures
     print("%s %s" % ("PASS" if ok else "FAIL", name))
     if not ok:
-        failures += 1
         for line in str(detail).splitlines()[:30]:
             print("     " + line)
-    if RESULTS:
-        with open(RESULTS, "a") as f:
-            f.write("pass\n" if ok else "fail\n")
+    RES.add("pass" if ok else "fail")
 
 
 def inspect(ram, *args):
@@ -761,57 +756,63 @@ def one_config(ks, kname, kaslr, la57):
 def main():
     if not os.access(INSPECT, os.X_OK):
         report(False, "guest: %s is not built" % INSPECT)
-        return 1
+        return
     if not os.path.exists(BUNDLE):
         report(False, "guest: %s is not built (make build/metrics.bundle)" % BUNDLE)
-        return 1
+        return
     try:
         ks = guest.kernels()
     except subprocess.CalledProcessError as e:
         report(False, "guest: fetching kernels failed", str(e))
-        return 1
+        return
     only = os.environ.get("SENTINEL_GUEST_ONLY")
     for kname, kaslr, la57 in CONFIGS:
         if only and only not in "%s-%s-%s" % (kname, kaslr, la57):
             continue
         if kname not in ks:                # fetch.sh said why (an archive that dropped it)
             print("SKIP %s: not fetched" % kname)
-            if RESULTS:
-                with open(RESULTS, "a") as f:
-                    f.write("skip\n")
+            RES.add("skip")
             continue
         name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
+        # about 2,080 checks with the load phases, 650 without
+        RES.expect(1500 if load_phases(kaslr, la57) else 450)
         t0 = time.monotonic()
         for attempt in range(2):
-            try:
-                one_config(ks, kname, kaslr, la57)
-                break
-            except guest.GuestError as e:
-                if guest.crashed_on_its_own(e) and attempt == 0:
-                    sys.stderr.write("%s: the guest's kernel crashed on its own (an emulator flake; Sentinel "
-                                     "only reads its RAM); booting it again:\n%s\n" % (name, str(e)[-1500:]))
-                    continue
-                if guest.went_silent(e) and attempt == 0:
-                    sys.stderr.write("%s: the guest stopped answering its control channel (under TCG its UART "
-                                     "can drop a line's bytes; Sentinel only reads its RAM); booting it again:"
-                                     "\n%s\n" % (name, str(e)[-1500:]))
-                    continue
-                report(False, "%s: guest" % name, e)
-                break
+            # a second boot's checks replace the first's
+            with RES.attempt():
+                try:
+                    one_config(ks, kname, kaslr, la57)
+                    break
+                except guest.GuestError as e:
+                    if guest.crashed_on_its_own(e) and attempt == 0:
+                        sys.stderr.write("%s: the guest's kernel crashed on its own (an emulator flake; Sentinel "
+                                         "only reads its RAM); booting it again:\n%s\n" % (name, str(e)[-1500:]))
+                        RES.drop()
+                        continue
+                    if guest.went_silent(e) and attempt == 0:
+                        sys.stderr.write("%s: the guest stopped answering its control channel (under TCG its "
+                                         "UART can drop a line's bytes; Sentinel only reads its RAM); booting it "
+                                         "again:\n%s\n" % (name, str(e)[-1500:]))
+                        RES.drop()
+                        continue
+                    report(False, "%s: guest" % name, e)
+                    break
         print("-- %s: %.0f s" % (name, time.monotonic() - t0), flush=True)
     if not only or "5.10" in only:
+        RES.expect(100)                      # about 150
         try:
             with tempfile.TemporaryDirectory(prefix="sentinel-km510-") as tmp:
                 old_kernel(ks["debian-5.10"], tmp)
         except (guest.GuestError, KeyError) as e:
             report(False, "debian-5.10: guest", e)
     if not only or "reboot" in only:
+        RES.expect(120)                      # a plain guest's metrics window: 191 on 6.12
         try:
             reboot_same_bundle(ks)
         except guest.GuestError as e:
             report(False, "reboot: guest", e)
-    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    sys.exit(RES.end())
