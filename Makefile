@@ -244,6 +244,10 @@ $(B)/portable/fuzz_guest_gpu: tests/fuzz/fuzz_guest.c $(ENG_OBJ) $(CC_OBJ) $(B)/
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) -DFG_STANDALONE $(GPUCAP_LDFLAGS) -o $@ $^ $(PORTABLE_LIBS)
 
+$(B)/portable/hostile_image: $(B)/obj/bench/hostile_image.o $(B)/libkernel.a
+	@mkdir -p $(dir $@)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -lbpf -lelf -lz -Wl,-Bdynamic -l:libzstd.so.1
+
 $(B)/portable/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm

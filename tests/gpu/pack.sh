@@ -24,10 +24,12 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$out/guest"
 
 echo "gpu-pack: portable sentinel-inspect (LLVM linked statically)"
-make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/portable/fuzz_guest_gpu $B/rulec \
+make -s $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/portable/fuzz_guest_gpu \
+	$B/portable/hostile_image $B/rulec \
 	$B/metrics.bundle
 make -s $B/procpoll $B/syncprobe $B/regprobe $B/capprobe $B/guest-helpers.cpio.gz
-cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/portable/fuzz_guest_gpu $B/procpoll \
+cp $B/portable/sentinel-inspect $B/portable/sentineld $B/portable/sentinelctl $B/portable/fuzz_guest_gpu \
+	$B/portable/hostile_image $B/procpoll \
 	$B/syncprobe $B/regprobe $B/capprobe "$out/bin/"
 strip "$out/bin/sentinel-inspect" "$out/bin/sentineld" "$out/bin/sentinelctl" "$out/bin/fuzz_guest_gpu"
 # /metrics' libmicrohttpd, found through sentineld's RUNPATH ($ORIGIN/lib)

@@ -6,7 +6,7 @@
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
-#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow]
+#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -113,12 +113,22 @@ if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
 	PYTHONUNBUFFERED=1 python3 bench/engine.py "$work/bin" cuda "${2:-10,1000,10000}" "${3:-30}" || rc=1
 fi
-if [ "$what" = latency ]; then
-	# alert delivery: 1,000 rules firing at once to Alertmanager; CPU with every sink on
+if [ "$what" = latency ] || [ "$what" = hostile ]; then
 	mkdir -p /usr/share/prometheus/alertmanager
 	for t in "$work"/bin/am-templates/*.tmpl; do   # where Debian's Alertmanager reads them
 		[ -e "/usr/share/prometheus/alertmanager/${t##*/}" ] || cp "$t" /usr/share/prometheus/alertmanager/
 	done
+fi
+if [ "$what" = hostile ]; then
+	# ten healthy targets and a hostile one on the GPU (bench/hostile.py): the
+	# image captured here, as the fuzz run does
+	img=$work/fuzz-guest.ram
+	PYTHONUNBUFFERED=1 python3 tests/fuzz/guest_image.py "$img" &&
+		BENCH_IMAGE=$img BENCH_BACKEND=cuda ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
+		python3 bench/hostile.py "$work/bin" "${2:-3}" || rc=1
+fi
+if [ "$what" = latency ]; then
+	# alert delivery: 1,000 rules firing at once to Alertmanager; CPU with every sink on
 	ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
 		python3 bench/alert_latency.py "$work/bin" cuda "${2:-1000}" "${3:-3}" "${4:-60}" || rc=1
 fi
