@@ -77,7 +77,7 @@ RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
-	$(B)/san/sentineld $(B)/san/test_snrt $(B)/san/test_discover $(B)/tsan/test_discover $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
+	$(B)/san/sentineld $(B)/san/test_snrt $(B)/san/test_discover $(B)/tsan/test_discover $(B)/san/test_klog $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest
 endif
@@ -143,6 +143,10 @@ $(B)/san/sentinel-inspect: $(SAN_DEFAULTS) $(B)/san/obj/tools/sentinel-inspect.o
 # under ASan/UBSan, and under ThreadSanitizer (its own objects: build/tsan/).
 $(B)/san/test_discover: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_discover.o $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS) -lpthread
+
+# The kernel log's tail against the whole ring, on the same image (tests/unit/test_klog.c).
+$(B)/san/test_klog: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_klog.o $(B)/san/libkernel.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(KS_LIBS)
 
 TSAN_FLAGS := -O1 -g -fPIC -fsanitize=thread -fno-omit-frame-pointer
 $(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk

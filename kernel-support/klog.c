@@ -19,6 +19,7 @@
 #define KL_DESC_FINALIZED 2u
 #define KL_MAX_COUNT_BITS 24   /* 16 M descriptors: far above any log_buf_len */
 #define KL_MAX_SIZE_BITS 31    /* 2 GiB of text, the kernel's own limit */
+#define KL_STRUCT_MAX 4096u    /* struct prb_desc (24 or 40 bytes) and printk_info (88) at most */
 
 /* Field offsets, from BTF. */
 typedef struct KlLayout {
@@ -35,8 +36,9 @@ struct KlLog {
 	uint32_t syslog_max;  /* bytes one formatted record may take in syslog(2) (kl_print) */
 	uint64_t prb_ptr;   /* address of the variable `prb` (a pointer) */
 	KlLayout L;
-	unsigned char *descs, *descs2, *infos, *data;
+	unsigned char *descs, *descs2, *infos, *data;  /* kl_read's copies of the whole ring */
 	size_t descs_cap, descs2_cap, infos_cap, data_cap;
+	uint64_t nread;     /* bytes of the ring the last kl_read or kl_tail read (kl_bytes_read) */
 };
 
 static int kl_field(const struct btf *b, const char *s, const char *f, uint32_t *off, char *err, size_t n)
@@ -60,6 +62,18 @@ static int kl_bits(const struct btf *b, const char *f, uint32_t *bit, uint32_t *
 		*bits = s > 0 && s <= 8 ? (uint32_t)s * 8 : 8;
 	}
 	return 0;
+}
+
+/* A field of w bytes at off lies in a struct of size bytes. */
+static bool kl_in(uint32_t off, uint32_t w, uint32_t size)
+{
+	return (uint64_t)off + w <= size;
+}
+
+/* A bit field of 1 to 8 bits (kl_bitfield reads at most 2 bytes) lies in it. */
+static bool kl_bits_in(uint32_t bit, uint32_t bits, uint32_t size)
+{
+	return bits >= 1 && bits <= 8 && kl_in(bit / 8, (bit % 8 + bits + 7) / 8, size);
 }
 
 static int kl_layout(const struct btf *b, KlLayout *L, char *err, size_t n)
@@ -89,6 +103,14 @@ static int kl_layout(const struct btf *b, KlLayout *L, char *err, size_t n)
 		return ks_fail(err, n, -ENOENT, "the kernel's BTF gives no size for struct prb_desc");
 	if ((sz = kb_composite(b, "printk_info")) < 0 || (L->info_size = (uint32_t)btf__resolve_size(b, (uint32_t)sz)) < 24)
 		return ks_fail(err, n, -ENOENT, "the kernel's BTF gives no size for struct printk_info");
+	/* the BTF is the guest's too: every field read must lie inside its struct */
+	if (L->desc_size > KL_STRUCT_MAX || L->info_size > KL_STRUCT_MAX || !kl_in(L->state_var, 8, L->desc_size) ||
+	    !kl_in(L->lpos, 16, L->desc_size) || !kl_in(L->seq, 8, L->info_size) || !kl_in(L->ts_nsec, 8, L->info_size) ||
+	    !kl_in(L->text_len, 2, L->info_size) || !kl_in(L->facility, 1, L->info_size) ||
+	    !kl_in(L->caller_id, 4, L->info_size) || !kl_bits_in(L->level_bit, L->level_bits, L->info_size) ||
+	    !kl_bits_in(L->flags_bit, L->flags_bits, L->info_size))
+		return ks_fail(err, n, -EINVAL, "the kernel's BTF gives the printk ring's structs an impossible layout "
+			       "(struct prb_desc %u bytes, printk_info %u)", L->desc_size, L->info_size);
 	return 0;
 }
 
@@ -192,37 +214,79 @@ static int kl_ring(KlLog *l, KlRing *g, char *err, size_t n)
 	return 0;
 }
 
-/* Where record id's text is in the data ring copy (get_data()), or false
- * for a malformed block.  A data-less block gives len 0. */
-static bool kl_text(const unsigned char *data, uint32_t size_bits, uint64_t id, uint64_t begin, uint64_t next,
-		    const unsigned char **text, size_t *len)
+/* Read n bytes of the ring at va (its `what`), counted in l->nread. */
+static int kl_get(KlLog *l, const char *what, uint64_t va, void *dst, uint64_t n, char *err, size_t errlen)
 {
-	uint64_t size = 1ull << size_bits, mask = size - 1, off, blk;
-	*text = NULL;
-	*len = 0;
-	if ((begin & 1) && (next & 1)) /* data-less (FAILED_LPOS / NO_LPOS) */
-		return true;
+	int r = kx_read(&l->t->mem, va, dst, n);
+	l->nread += n;
+	if (r)
+		return ks_fail(err, errlen, r, "cannot read the printk ring's %s at 0x%llx: %s", what,
+			       (unsigned long long)va, strerror(-r));
+	return 0;
+}
+
+/* Descriptor state sv holds record id, committed or finalized. */
+static bool kl_desc_ok(uint64_t sv, uint64_t id)
+{
+	unsigned st = (unsigned)(sv >> KL_SV_SHIFT);
+	return (sv & KL_ID_MASK) == id && (st == KL_DESC_COMMITTED || st == KL_DESC_FINALIZED);
+}
+
+static uint16_t kl_text_len(const KlLayout *L, const unsigned char *info)
+{
+	uint16_t tl;
+	memcpy(&tl, info + L->text_len, 2);
+	return tl;
+}
+
+/* Where the text of a record (descriptor d, info) is in the data ring
+ * (get_data()): *off and *blk, its data block's offset and size (a block
+ * is its record's ID, then the text), or size 0 for a data-less block
+ * (FAILED_LPOS / NO_LPOS).  False for a malformed block, or one shorter
+ * than the text the info says.  The ID in the block is the caller's to
+ * check. */
+static bool kl_blk(const KlLayout *L, uint32_t size_bits, const unsigned char *d, const unsigned char *info,
+		   uint64_t *off, uint64_t *blk)
+{
+	uint64_t begin = kl_u64(d + L->lpos), next = kl_u64(d + L->lpos + 8), size = 1ull << size_bits,
+		 mask = size - 1;
+	*off = *blk = 0;
+	if ((begin & 1) && (next & 1))
+		return kl_text_len(L, info) == 0;
 	if ((begin >> size_bits) == (next >> size_bits) && begin < next) {
-		off = begin & mask;
-		blk = next - begin;
+		*off = begin & mask;
+		*blk = next - begin;
 	} else if (((begin + size) >> size_bits) == (next >> size_bits)) {
-		off = 0; /* a wrapping block keeps its data at the start */
-		blk = next & mask;
+		*blk = next & mask; /* a wrapping block keeps its data at the start */
 	} else {
 		return false;
 	}
-	if ((begin | next) & 7 || blk < 8 || off + blk > size || (kl_u64(data + off) & KL_ID_MASK) != id)
-		return false;
-	*text = data + off + 8;
-	*len = blk - 8;
-	return true;
+	return !((begin | next) & 7) && *blk >= 8 && *off + *blk <= size && *blk - 8 >= kl_text_len(L, info);
+}
+
+/* rec from a record's info and its text (NULL for none: a data-less
+ * record, as an empty printk gives, whose text becomes "": kl_print hands
+ * it to memchr, which must not get NULL). */
+static void kl_fill(const KlLog *l, const unsigned char *info, const unsigned char *text, KlRecord *rec)
+{
+	const KlLayout *L = &l->L;
+	*rec = (KlRecord){0};
+	rec->seq = kl_u64(info + L->seq);
+	rec->text = text ? (const char *)text : "";
+	rec->text_len = kl_text_len(L, info);
+	rec->syslog_max = l->syslog_max;
+	rec->ts_ns = kl_u64(info + L->ts_nsec);
+	memcpy(&rec->caller_id, info + L->caller_id, 4);
+	rec->facility = info[L->facility];
+	rec->level = (uint8_t)kl_bitfield(info, L->level_bit, L->level_bits);
+	rec->flags = (uint8_t)kl_bitfield(info, L->flags_bit, L->flags_bits);
 }
 
 int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *err, size_t n)
 {
-	const kx_mem *m = &l->t->mem;
 	const KlLayout *L = &l->L;
 	KlRing g;
+	l->nread = 0;
 	int r = kl_ring(l, &g, err, n);
 	if (r)
 		return r;
@@ -233,45 +297,28 @@ int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *e
 		return ks_fail(err, n, -ENOMEM, "out of memory for a %llu KiB log",
 			       (unsigned long long)((dsz + isz + tsz) >> 10));
 	/* descriptors, then what they describe, then the descriptors again */
-	static const char *const what[] = {"descriptors", "record infos", "text ring", "descriptors"};
-	const struct { uint64_t va; void *dst; uint64_t n; } step[] = {
-		{g.descs, l->descs, dsz}, {g.infos, l->infos, isz}, {g.data, l->data, tsz}, {g.descs, l->descs2, dsz}};
+	const struct { const char *what; uint64_t va; void *dst; uint64_t n; } step[] = {
+		{"descriptors", g.descs, l->descs, dsz}, {"record infos", g.infos, l->infos, isz},
+		{"text ring", g.data, l->data, tsz}, {"descriptors", g.descs, l->descs2, dsz}};
 	for (int i = 0; i < 4; i++)
-		if ((r = kx_read(m, step[i].va, step[i].dst, step[i].n)))
-			return ks_fail(err, n, r, "cannot read the printk ring's %s at 0x%llx: %s", what[i],
-				       (unsigned long long)step[i].va, strerror(-r));
+		if ((r = kl_get(l, step[i].what, step[i].va, step[i].dst, step[i].n, err, n)))
+			return r;
 
 	uint64_t mask = count - 1, seen = from;
 	int nrec = 0;
 	uint64_t id = g.tail_id & KL_ID_MASK, head = g.head_id & KL_ID_MASK;
 	for (uint64_t k = 0; k <= count; k++, id = (id + 1) & KL_ID_MASK) {
-		uint64_t idx = id & mask;
+		uint64_t idx = id & mask, off, blk;
 		const unsigned char *d = l->descs + idx * L->desc_size, *info = l->infos + idx * L->info_size;
 		uint64_t sv = kl_u64(d + L->state_var);
-		unsigned st = (unsigned)(sv >> KL_SV_SHIFT);
 		bool last = id == head;
-		if (sv != kl_u64(l->descs2 + idx * L->desc_size + L->state_var) || (sv & KL_ID_MASK) != id ||
-		    (st != KL_DESC_COMMITTED && st != KL_DESC_FINALIZED))
+		if (sv != kl_u64(l->descs2 + idx * L->desc_size + L->state_var) || !kl_desc_ok(sv, id))
 			goto next_id; /* being written, recycled, or reserved */
-		KlRecord rec = {0};
-		rec.seq = kl_u64(info + L->seq);
-		if (rec.seq < from)
+		if (kl_u64(info + L->seq) < from || !kl_blk(L, g.size_bits, d, info, &off, &blk) ||
+		    (blk && (kl_u64(l->data + off) & KL_ID_MASK) != id))
 			goto next_id;
-		const unsigned char *text;
-		size_t blen;
-		uint16_t tl;
-		memcpy(&tl, info + L->text_len, 2);
-		if (!kl_text(l->data, g.size_bits, id, kl_u64(d + L->lpos), kl_u64(d + L->lpos + 8), &text, &blen) ||
-		    (blen < tl && !(blen == 0 && tl == 0)))
-			goto next_id;
-		rec.text = (const char *)text;
-		rec.text_len = tl;
-		rec.syslog_max = l->syslog_max;
-		rec.ts_ns = kl_u64(info + L->ts_nsec);
-		memcpy(&rec.caller_id, info + L->caller_id, 4);
-		rec.facility = info[L->facility];
-		rec.level = (uint8_t)kl_bitfield(info, L->level_bit, L->level_bits);
-		rec.flags = (uint8_t)kl_bitfield(info, L->flags_bit, L->flags_bits);
+		KlRecord rec;
+		kl_fill(l, info, blk ? l->data + off + 8 : NULL, &rec);
 		seen = rec.seq + 1;
 		nrec++;
 		if (fn && fn(&rec, arg))
@@ -283,6 +330,11 @@ int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *e
 	if (next)
 		*next = seen;
 	return nrec;
+}
+
+uint64_t kl_bytes_read(const KlLog *l)
+{
+	return l->nread;
 }
 
 /* One record as dmesg prints it: a line for each of its lines, each with
@@ -367,21 +419,12 @@ static size_t kl_crash_start(const char *buf, size_t end)
 	return end;
 }
 
-char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t n)
+/* The excerpt kl_tail gives of buf[0, len) (whole lines in dmesg format):
+ * moved to the front of buf (len + 1 bytes) and NUL-terminated.  It needs
+ * the last max(nlines, KL_CRASH_LINES) lines at most: fewer, and buf must
+ * be the whole log. */
+static void kl_cut(char *buf, size_t len, unsigned nlines)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f) {
-		ks_fail(err, n, -ENOMEM, "out of memory");
-		return NULL;
-	}
-	int r = kl_read(l, 0, kl_collect, f, NULL, err, n);
-	fclose(f);
-	if (r < 0) {
-		free(buf);
-		return NULL;
-	}
 	/* the start of the last nlines lines: after the newline ending the one before */
 	size_t i = len;
 	for (unsigned k = 0; i > 0; i--)
@@ -401,5 +444,129 @@ char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t n)
 	}
 	memmove(buf, buf + i, len - i);
 	buf[len - i] = 0;
+}
+
+char *kl_tail_whole(KlLog *l, unsigned nlines, char *err, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		ks_fail(err, n, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	int r = kl_read(l, 0, kl_collect, f, NULL, err, n);
+	fclose(f);
+	if (r < 0) {
+		free(buf);
+		return NULL;
+	}
+	kl_cut(buf, len, nlines);
 	return buf;
+}
+
+/* kl_tail reads back from the newest record until it holds the lines
+ * kl_cut needs, max(nlines, KL_CRASH_LINES), or reaches the oldest; and
+ * it gives up after KL_TAIL_SKIPS records that gave no line (being
+ * written, recycled, malformed, or one line too long for syslog's
+ * buffer), keeping what it has.  A kernel has a few records in flight a
+ * CPU, and those whose text was recycled are the oldest (the text ring is
+ * a FIFO), so every record older than them is recycled too: only a ring
+ * written to be walked makes it stop there with less than kl_read's.  A
+ * record costs its descriptor, its info, the part of its text kl_print
+ * reads (syslog_max bytes at most), then its state: on 6.12 at most
+ * (max(nlines, 200) + 1024) * (2 KiB + 128) bytes read, whatever the
+ * ring's size; it keeps max(nlines, 200) records' lines. */
+#define KL_TAIL_SKIPS 1024u
+
+/* Record id of ring g, read on its own and taken or skipped as kl_read
+ * would: its descriptor, its info, the part of its text kl_print reads
+ * (into buf: 8 + syslog_max bytes), then its state again.  1 with rec,
+ * 0 to skip it, or -errno with a message in err. */
+static int kl_one(KlLog *l, const KlRing *g, uint64_t id, unsigned char *buf, KlRecord *rec, char *err, size_t n)
+{
+	const KlLayout *L = &l->L;
+	unsigned char d[KL_STRUCT_MAX], info[KL_STRUCT_MAX];
+	uint64_t idx = id & ((1ull << g->count_bits) - 1), dva = g->descs + idx * L->desc_size, off, blk, sv2;
+	int r = kl_get(l, "descriptors", dva, d, L->desc_size, err, n);
+	if (r || !kl_desc_ok(kl_u64(d + L->state_var), id))
+		return r; /* being written, recycled, or reserved */
+	if ((r = kl_get(l, "record infos", g->infos + idx * L->info_size, info, L->info_size, err, n)))
+		return r;
+	if (!kl_blk(L, g->size_bits, d, info, &off, &blk))
+		return 0;
+	size_t tl = kl_text_len(L, info), keep = l->syslog_max && tl > l->syslog_max ? l->syslog_max : tl;
+	if (blk && (r = kl_get(l, "text ring", g->data + off, buf, 8 + keep, err, n)))
+		return r;
+	if (blk && (kl_u64(buf) & KL_ID_MASK) != id)
+		return 0;
+	if ((r = kl_get(l, "descriptors", dva + L->state_var, &sv2, 8, err, n)))
+		return r;
+	if (sv2 != kl_u64(d + L->state_var))
+		return 0;
+	kl_fill(l, info, blk ? buf + 8 : NULL, rec);
+	rec->text_len = keep; /* kl_print reads no further */
+	return 1;
+}
+
+char *kl_tail(KlLog *l, unsigned nlines, char *err, size_t n)
+{
+	KlRing g;
+	l->nread = 0;
+	if (kl_ring(l, &g, err, n))
+		return NULL;
+	/* the records' lines, newest record first, into fmt; ends[i]: where record i's end */
+	char *fmt = NULL, *out = NULL;
+	size_t flen = 0, *ends = NULL, nrec = 0, cap = 0;
+	unsigned char *buf = malloc(8 + (size_t)(l->syslog_max ? l->syslog_max : UINT16_MAX));
+	FILE *f = open_memstream(&fmt, &flen);
+	bool oom = !f || !buf;
+	int r = 0;
+	uint64_t count = 1ull << g.count_bits, id = g.head_id & KL_ID_MASK, tail = g.tail_id & KL_ID_MASK;
+	unsigned want = nlines > KL_CRASH_LINES ? nlines : KL_CRASH_LINES, lines = 0, skips = 0;
+	for (uint64_t k = 0; !oom && k <= count && lines < want && skips < KL_TAIL_SKIPS; k++) {
+		KlRecord rec;
+		size_t from = flen, nl = 0;
+		if ((r = kl_one(l, &g, id, buf, &rec, err, n)) < 0)
+			break;
+		if (r) {
+			kl_print(&rec, f);
+			oom = fflush(f) != 0;
+			for (size_t i = from; i < flen; i++)
+				nl += fmt[i] == '\n';
+		}
+		if (nl && nrec == cap) {
+			size_t *e = reallocarray(ends, cap = cap ? 2 * cap : 64, sizeof *ends);
+			oom = oom || !e;
+			ends = e ? e : ends;
+		}
+		if (oom)
+			break;
+		if (nl) {
+			ends[nrec++] = flen;
+			lines += (unsigned)nl;
+		} else {
+			skips++;
+		}
+		if (id == tail)
+			break;
+		id = (id - 1) & KL_ID_MASK;
+	}
+	if (f && fclose(f))
+		oom = true;
+	if (r >= 0 && !oom && (out = malloc(flen + 1))) {
+		size_t at = 0;
+		for (size_t i = nrec; i-- > 0;) { /* oldest first */
+			size_t from = i ? ends[i - 1] : 0;
+			memcpy(out + at, fmt + from, ends[i] - from);
+			at += ends[i] - from;
+		}
+		kl_cut(out, flen, nlines);
+	} else if (r >= 0) {
+		ks_fail(err, n, -ENOMEM, "out of memory");
+	}
+	free(fmt);
+	free(ends);
+	free(buf);
+	return out;
 }

@@ -4,6 +4,11 @@
 #   under ASan/UBSan and under ThreadSanitizer, and a module table that
 #   asks for a guest-sized allocation, under an allocation ceiling (ASan
 #   aborts on a larger malloc: the old reader's 4 GiB);
+# - the kernel log sentineld attaches to alerts (tests/unit/test_klog.c):
+#   kl_tail, which reads back from the newest record, gives the excerpt
+#   of the whole ring's for any number of lines and crash reports placed
+#   around its lookback, reads a small part of the ring, and a header of
+#   2 GiB of text allocates nothing of that size (the same ceiling);
 # - sentineld with two copies of it, one made hostile, and hostile
 #   clients (tests/engine/test_daemon.py).
 #   sh tests/image.sh BUILD-DIR
@@ -16,6 +21,7 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 && [ ! -s build/fuzz-guest.ra
 fi
 guest_image discover || exit 0
 c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_discover" build/fuzz-guest.ram
+c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_klog" build/fuzz-guest.ram
 # a data race is a failure: exit 66 with both stacks
 c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$b/tsan/test_discover" build/fuzz-guest.ram
 py_suite daemon/hostile tests/engine/test_daemon.py "$b/san" build/fuzz-guest.ram
