@@ -16,8 +16,9 @@ Targets, at a 100 ms tick, the shipped rules, Alertmanager on loopback
          lost and looked for again and again
 
 Two runs: without H (the usual latency), then with it.  Each round starts
-four busy loops in L (fault onset: the host's clock when the command
-returned) and measures until Alertmanager holds BenchFault for L (a rule
+four busy loops in L (fault onset: the host's clock before the command
+is sent to the guest's console, so the latency includes the console's
+round trip: an upper bound) and measures until Alertmanager holds BenchFault for L (a rule
 of the bench's own beside the shipped ones: host.procs_running >= 4, no
 `for`, so the number is detection and delivery, not a window; CpuOverload
 needs the guest's CPUs above 90%, which TCG on a loaded host does not
@@ -138,8 +139,8 @@ def run(tmp, g, am_port, hostile):
         th = threading.Thread(target=ask, daemon=True)
         th.start()
         for rnd in range(ROUNDS):
+            onset = time.time()           # before the command is sent: an upper bound on the latency
             g.check("hogs=; for i in 1 2 3 4; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
-            onset = time.time()
             got = wait(lambda: fault_alert(am_port, onset), 60, 0.05)
             res["lat"].append(time.time() - onset if got else None)
             g.check("kill $hogs; wait $hogs 2>/dev/null; true")
@@ -150,16 +151,20 @@ def run(tmp, g, am_port, hostile):
         th.join()
         st1, _ = status(tmp)
         t1 = targets(st1)
-        res["late"] = sum(t1[n].get("late_ticks", 0) - st0[n].get("late_ticks", 0) for n in HEALTHY)
-        res["ticks"] = sum(t1[n].get("ticks", 0) - st0[n].get("ticks", 0) for n in HEALTHY)
+        # (a sentineld that does not answer: no numbers, said as such)
+        res["late"] = sum(t1.get(n, {}).get("late_ticks", 0) - st0.get(n, {}).get("late_ticks", 0) for n in HEALTHY)
+        res["ticks"] = sum(t1.get(n, {}).get("ticks", 0) - st0.get(n, {}).get("ticks", 0) for n in HEALTHY)
         res["status_max_s"] = slow[0]
         if hostile:
             h = t1.get("H", {})
             res["H"] = "%s, %s searches, last: %.120s" % (h.get("state"), h.get("searches"), h.get("retry_error", ""))
         t0 = time.monotonic()
         d.terminate()
-        d.wait(120)
-        res["stop_s"] = time.monotonic() - t0
+        try:
+            d.wait(60)
+            res["stop_s"] = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            res["stop_s"] = float("inf")        # SIGTERM did not stop it: killed below
     finally:
         if d.poll() is None:
             d.kill()

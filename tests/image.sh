@@ -11,7 +11,7 @@
 #   2 GiB of text allocates nothing of that size (the same ceiling);
 # - sentineld with two copies of it, one made hostile, and hostile
 #   clients (tests/engine/test_daemon.py).
-#   sh tests/image.sh BUILD-DIR
+#   sh tests/image.sh BUILD-DIR     (SENTINEL_IMAGE_TSAN=1: below)
 set -u
 . "$(dirname "$0")/lib.sh"
 b=${1:-build}
@@ -20,6 +20,15 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 && [ ! -s build/fuzz-guest.ra
 	exit 0
 fi
 guest_image discover || exit 0
+# SENTINEL_IMAGE_TSAN=1 (make check's full tier): the daemon's test alone,
+# against sentineld built with ThreadSanitizer (the loop, the searches'
+# threads, the reload's, delivery); a report is printed in its log, which
+# the test reads ("Sanitizer"), and makes it exit 66 at the end
+if [ "${SENTINEL_IMAGE_TSAN:-0}" = 1 ]; then
+	export TSAN_OPTIONS="exitcode=66 halt_on_error=0"
+	py_suite daemon/hostile-tsan tests/engine/test_daemon.py "$b/tsan" build/fuzz-guest.ram
+	exit 0
+fi
 c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_discover" build/fuzz-guest.ram
 c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_klog" build/fuzz-guest.ram
 # a data race is a failure: exit 66 with both stacks

@@ -22,6 +22,8 @@ export RESULTS
 . tests/lib.sh
 B=build
 TIER=${SENTINEL_CHECK_TIER:-full}
+# the edit loop's fuzz smokes are half as long (tests/fuzz/run.sh)
+[ "$TIER" = quick ] && export SENTINEL_FUZZ_SMOKE_S=${SENTINEL_FUZZ_SMOKE_S:-10}
 
 # Everything the suites print goes to the terminal and to $LOG too: the
 # failures are listed again at the end, where a CI log's tail shows them.
@@ -60,12 +62,14 @@ S quick "test runner: a suite that dies, exits badly or runs short fails make ch
 S quick "unit tests (ASan/UBSan)" 55 c_tests "$B/san/test_unit"
 S quick "runtime: windows on a simulated clock (ASan/UBSan)" 300 c_tests "$B/san/test_snrt"
 S quick "notifier: HTTP delivery against a local server (ASan/UBSan)" 25 c_tests "$B/san/test_http"
+S quick "notifier: HTTP delivery against a local server (TSan)" 25 c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$B/tsan/test_http"
 S quick "rulec diagnostics (tests/check, ASan/UBSan)" 35 sh tests/check/run.sh "$B/san/rulec"
 S quick "shipped rules and command line" 55 sh tests/cli.sh "$B/san/rulec"
 S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 9 sh tests/ruletest/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 20 sh tests/image.sh "$B"
+S full "a hostile target and clients against sentineld built with ThreadSanitizer" 14 env SENTINEL_IMAGE_TSAN=1 sh tests/image.sh "$B"
 S full "kernel model: live Debian guests (QEMU)" 1 sh tests/guest/run.sh "$B/san/sentinel-inspect"
 S full "engine: sentineld against a live guest (CPU backend)" 1 sh tests/engine/run.sh "$B/san" cpu
 S quick "compiler: CO-RE and LLView on IR (FileCheck)" 15 sh tests/compiler/run.sh "$B/san/rulec"

@@ -1,4 +1,4 @@
-/* sd_control.c - sentineld: the control socket: status, rules, alerts, reload; non-blocking clients. */
+/* control.c - sentineld: the control socket: status, rules, alerts, reload; non-blocking clients. */
 #define _GNU_SOURCE 1   /* accept4 */
 #include "sentineld.h"
 

@@ -1,4 +1,4 @@
-/* sd_crash.c - sentineld: where a crash happened, for the fault tests.
+/* crash.c - sentineld: where a crash happened, for the fault tests.
  *
  * With SENTINEL_TEST_FAULTS set (the suites' test hook), SIGSEGV, SIGBUS
  * and SIGABRT print the faulting thread's stack as OBJECT+OFFSET lines

@@ -7,8 +7,9 @@
  * SIGTERM, SIGINT: stop).  Reload is validate all, then hand over, and on
  * any failure the running rules stay as they were.
  *
- * Its parts: this file (the main loop, alerts), sd_target.c (targets and
- * their watch), sd_reload.c (reloads), sd_control.c (the control socket);
+ * Its parts: this file (the main loop, alerts), target.c (a target),
+ * find.c (finding its kernel, on threads), watch.c (the targets' watch),
+ * reload.c and trial.c (reloads), control.c (the control socket), crash.c;
  * sentineld.h is what they share.
  */
 #define _GNU_SOURCE 1   /* ppoll */

@@ -1,5 +1,6 @@
-/* sentineld.h - what the parts of sentineld share (tools/sentineld.c,
- * sd_target.c, sd_reload.c, sd_control.c); private to them.  One
+/* sentineld.h - what the parts of sentineld share (sentineld/: sentineld.c,
+ * target.c, find.c, watch.c, reload.c, trial.c, control.c, crash.c);
+ * private to them.  One
  * thread runs all of it but the reload's compile (DReload). */
 #ifndef SENTINEL_SENTINELD_H
 #define SENTINEL_SENTINELD_H
@@ -217,7 +218,7 @@ void d_exit_gpu_lost(void);
 void d_drain(Daemon *D);
 void d_sd_notify(const char *state);
 
-/* sd_target.c: a target: opening it, and the watch that checks it and looks for it when lost */
+/* target.c: a target: its section, its engine, whether its VM is there; find.c: finding its kernel; watch.c: the watch */
 bool d_all_lost(const Daemon *D);
 const char *d_target_gone(const DTarget *T);
 const char *d_target_paused(DTarget *T);
@@ -229,6 +230,10 @@ int d_find_target(DTarget *T, char *err, size_t n);
  * and join: sentineld stopping, the target removed). */
 int d_finder_start(DTarget *T);
 void d_finder_stop(DTarget *T);
+/* A search that ended (done set): its answer; on success T has its source and kernel. */
+int d_finder_take(DTarget *T, char *err, size_t n);
+/* Whether a source's memory is a file a VM owns (it goes when the VM does). */
+bool d_file_backed(const MemSource *s);
 /* Every thread sentineld starts: with the signals it handles blocked,
  * so that only the main loop's ppoll receives them. */
 int d_thread(pthread_t *th, void *(*fn)(void *), void *arg);
@@ -244,23 +249,23 @@ void d_record_end(Daemon *D, const char *why);
 void d_target_opts(const DTarget *T, EngOpts *eo);
 void d_watch_target(Daemon *D);
 
-/* sd_reload.c: the reload: compile and open on a thread, then the handover on the main loop */
+/* reload.c: the reload: compile and open on a thread, then the handover on the main loop */
 int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, size_t n);
 int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n);
 uint32_t d_threads(const Config *cf);
 void d_reload_discard(Daemon *D);
 void d_reload_done(Daemon *D);
 
-/* sd_trial.c: a reload's trial run of the new rules in a child process (sentineld --trial) */
+/* trial.c: a reload's trial run of the new rules in a child process (sentineld --trial) */
 int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *note, size_t nn, char *err,
 	    size_t n);
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
 		 const char *backend);
 
-/* sd_crash.c: with SENTINEL_TEST_FAULTS set, a crash prints its stack (the fault tests' last words) */
+/* crash.c: with SENTINEL_TEST_FAULTS set, a crash prints its stack (the fault tests' last words) */
 void d_crash_report(void);
 
-/* sd_control.c: the control socket: status, rules, alerts, reload; non-blocking clients */
+/* control.c: the control socket: status, rules, alerts, reload; non-blocking clients */
 int d_listen(Daemon *D, char *err, size_t n);
 void d_answer(Daemon *D, Client *c, json_t *resp);
 void d_client_close(Daemon *D, Client *c);

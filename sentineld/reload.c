@@ -1,4 +1,4 @@
-/* sd_reload.c - sentineld: the reload: compile and open on a thread, then the handover on the main loop. */
+/* reload.c - sentineld: the reload: compile and open on a thread, then the handover on the main loop. */
 #include "sentineld.h"
 
 /* ---- reload ------------------------------------------------------------------------------ */

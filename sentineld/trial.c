@@ -1,4 +1,4 @@
-/* sd_trial.c - sentineld: a reload's trial run of the new rules, in a
+/* trial.c - sentineld: a reload's trial run of the new rules, in a
  * process of its own.
  *
  * A GPU kernel that faults takes the whole process's CUDA with it: every
@@ -122,7 +122,7 @@ out:
 /* ---- the parent -------------------------------------------------------------------------- */
 
 /* What the child said that matters: its last "sentineld --trial: " line
- * (its own words), else a sanitizer's report line or a crash's (sd_crash.c),
+ * (its own words), else a sanitizer's report line or a crash's (crash.c),
  * else its last line. */
 static const char *d_trial_words(char *out, size_t len)
 {

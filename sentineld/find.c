@@ -1,0 +1,189 @@
+/* find.c - sentineld: finding a target's kernel (discovery), on threads:
+ * every target at once at the start, and a lost one on a thread of its
+ * own (DFinder) while the loop and the other targets go on. */
+#include "sentineld.h"
+
+/* Open the source of section cf and find the kernel in it (discovery):
+ * host work on what it is given alone, no engine, no Daemon, so several
+ * targets are found at once on threads of their own (d_find_targets, a
+ * lost target's DFinder).  cancel (or NULL) stops it; it gives up past
+ * D_FIND_DEADLINE_NS whatever the guest's memory holds. */
+static int d_find(const CfTarget *cf, const char *label, const int *cancel, MemSource **src, KTarget **t,
+		  struct stat *st, char *err, size_t n)
+{
+	KtOptions ko = {.kallsyms_file = cf->kallsyms, .btf_file = cf->btf, .cancel = cancel,
+			.deadline_ns = d_now() + D_FIND_DEADLINE_NS};
+	char why[512];
+	int r = ms_open(cf->source, src, why, sizeof why);
+	if (r) {
+		snprintf(err, n, "target %s: %s", label, why);
+		return r;
+	}
+	if (d_file_backed(*src) && stat((*src)->path, st))
+		memset(st, 0, sizeof *st);
+	if ((r = kt_open(*src, &ko, t, why, sizeof why))) {
+		snprintf(err, n, "target %s: %s", label, why);
+		ms_close(*src);
+		*src = NULL;
+		*t = NULL;
+	}
+	return r;
+}
+
+int d_find_target(DTarget *T, char *err, size_t n)
+{
+	return d_find(&T->cf, T->label, NULL, &T->src, &T->t, &T->ram_st, err, n);
+}
+
+/* Every thread sentineld starts blocks the signals the loop handles
+ * (threads inherit the mask at creation): SIGTERM, SIGHUP and SIGINT
+ * reach the loop's ppoll alone, never a worker in the middle of a scan. */
+int d_thread(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static void *d_finder_main(void *arg)
+{
+	DFinder *F = arg;
+	uint64_t t0 = d_now();
+	F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
+	F->took_ns = d_now() - t0;
+	__atomic_store_n(&F->done, 1, __ATOMIC_RELEASE);
+	if (F->wake_fd > 0) {
+		uint64_t one = 1;
+		ssize_t w = write(F->wake_fd, &one, sizeof one);
+		(void)w;
+	}
+	return NULL;
+}
+
+int d_finder_start(DTarget *T)
+{
+	DFinder *F = calloc(1, sizeof *F);
+	if (!F)
+		return -ENOMEM;
+	if (cf_target_copy(&F->cf, &T->cf)) {
+		free(F);
+		return -ENOMEM;
+	}
+	snprintf(F->label, sizeof F->label, "%s", T->label);
+	F->wake_fd = T->D->eo.wake_fd;
+	if (d_thread(&F->th, d_finder_main, F)) {
+		cf_target_free(&F->cf);
+		free(F);
+		return -EAGAIN;
+	}
+	T->finder = F;
+	T->searches++;
+	return 0;
+}
+
+static void d_finder_free(DFinder *F)
+{
+	kt_close(F->t);
+	ms_close(F->src);
+	cf_target_free(&F->cf);
+	free(F);
+}
+
+void d_finder_stop(DTarget *T)
+{
+	DFinder *F = T->finder;
+	if (!F)
+		return;
+	__atomic_store_n(&F->cancel, 1, __ATOMIC_RELAXED);
+	pthread_join(F->th, NULL);
+	d_finder_free(F);
+	T->finder = NULL;
+}
+
+/* A search that has ended: its answer (rc, and err with it), and on
+ * success its source and kernel become T's.  The next search waits ten
+ * times as long as this one took (a guest whose memory makes discovery
+ * slow gets at most a tenth of a core), from D_TARGET_RETRY_NS up to
+ * D_TARGET_RETRY_MAX_NS. */
+int d_finder_take(DTarget *T, char *err, size_t n)
+{
+	DFinder *F = T->finder;
+	pthread_join(F->th, NULL);
+	int rc = F->rc;
+	uint64_t wait = 10 * F->took_ns;
+	T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > D_TARGET_RETRY_MAX_NS ? D_TARGET_RETRY_MAX_NS : wait;
+	if (rc) {
+		snprintf(err, n, "%s", F->err);
+	} else {
+		T->src = F->src;
+		T->t = F->t;
+		T->ram_st = F->ram_st;
+		F->src = NULL;
+		F->t = NULL;
+	}
+	d_finder_free(F);
+	T->finder = NULL;
+	return rc;
+}
+
+/* d_find_targets' threads take the next target until none is left. */
+typedef struct DFind {
+	Daemon *D;
+	int *rc;                   /* [D->ntg] d_find_target's answers */
+	char (*err)[512];          /* [D->ntg] and its words */
+	unsigned next, done;       /* atomics */
+	int cancel;                /* atomic: SIGTERM or SIGINT came (blocked: pending) */
+} DFind;
+
+static void *d_find_worker(void *arg)
+{
+	DFind *F = arg;
+	for (;;) {
+		unsigned i = __atomic_fetch_add(&F->next, 1, __ATOMIC_RELAXED);
+		if (i >= F->D->ntg)
+			return NULL;
+		DTarget *T = &F->D->tg[i];
+		F->rc[i] = d_find(&T->cf, T->label, &F->cancel, &T->src, &T->t, &T->ram_st, F->err[i], sizeof F->err[i]);
+		__atomic_fetch_add(&F->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Every target's source and kernel (sentineld's start, several targets):
+ * discovery is about 0.1 s of CPU a target (the VMCOREINFO scan, kallsyms,
+ * BTF), so 500 found one after another took 50 s; here on up to 16
+ * threads, half the CPUs, with the progress logged every 10 s.  rc[i] and
+ * err[i] are target i's answer; the engines load after, one by one. */
+void d_find_targets(Daemon *D, int *rc, char (*err)[512])
+{
+	DFind F = {.D = D, .rc = rc, .err = err};
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+	unsigned nt = cpus < 1 ? 1 : cpus > 16 ? 16 : (unsigned)cpus, started = 0;
+	if (nt > D->ntg)
+		nt = D->ntg;
+	pthread_t th[16];
+	for (; started < nt; started++)
+		if (d_thread(&th[started], d_find_worker, &F))
+			break;
+	if (!started) {                  /* no thread: this one does it all */
+		d_find_worker(&F);
+		return;
+	}
+	uint64_t t0 = d_now(), said = t0;
+	while (__atomic_load_n(&F.done, __ATOMIC_ACQUIRE) < D->ntg) {
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		sigset_t pending;              /* a stop asked for (the main loop takes it): the searches end now */
+		if (!sigpending(&pending) && (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)))
+			__atomic_store_n(&F.cancel, 1, __ATOMIC_RELAXED);
+		if (d_now() - said >= 10ull * 1000000000ull) {
+			said = d_now();
+			nt_log(D->nt, 6, "finding the targets' kernels: %u of %u, %.0f s", __atomic_load_n(&F.done, __ATOMIC_ACQUIRE),
+			       D->ntg, (double)(said - t0) / 1e9);
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
