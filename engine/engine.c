@@ -368,7 +368,7 @@ static void *eng_cpu_thread(void *arg)
 		if (len > S->max_tick_len_ns)
 			S->max_tick_len_ns = len;
 		__atomic_store_n(&S->ticks, w->tick, __ATOMIC_RELEASE);
-		S->heartbeat++;
+		__atomic_fetch_add(&S->heartbeat, 1, __ATOMIC_RELAXED);   /* eng_health reads it on the loop */
 		next += tick;
 		if (next < t)
 			next = t + tick;

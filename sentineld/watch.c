@@ -156,7 +156,10 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		if (!__atomic_load_n(&T->finder->done, __ATOMIC_ACQUIRE))
 			return;
 		int r = d_finder_take(T, err, sizeof err);
-		T->next_check_ns = d_next_check(now, T->retry_ns);
+		/* on the grid (d_next_check) when it took no time; a backed-off
+		 * one waits its whole wait (the grid of a 60 s period can be
+		 * a second away) */
+		T->next_check_ns = T->retry_ns > D_TARGET_RETRY_NS ? now + T->retry_ns : d_next_check(now, D_TARGET_RETRY_NS);
 		if (!r)
 			r = d_load_target(T, err, sizeof err);
 		if (r) {
@@ -171,7 +174,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 	}
 	if (now < T->next_check_ns)
 		return;
-	T->next_check_ns = d_next_check(now, T->retry_ns ? T->retry_ns : D_TARGET_RETRY_NS);
+	T->next_check_ns = d_next_check(now, D_TARGET_RETRY_NS);   /* (while it searches: the finder wakes the loop) */
 	const char *paused = d_target_paused(T);
 	if (paused) {                            /* not yet: its memory still holds still */
 		snprintf(T->err, sizeof T->err, "%s", paused);
