@@ -331,17 +331,20 @@ static void px_self(StrBuf *b, const PxInput *in)
 #undef EACH_UP
 }
 
+static void px_render_into(StrBuf *b, const void *ctx)
+{
+	const PxInput *in = ctx;
+	if (in->b)
+		px_catalog(b, in);
+	if (in->b)
+		px_alerts(b, in);
+	px_self(b, in);
+}
+
+/* Out of memory: NULL (the scrape is answered 503), never an abort. */
 char *px_render(const PxInput *in, size_t *len)
 {
-	StrBuf b = {0};
-	sb_puts(&b, "");
-	if (in->b)
-		px_catalog(&b, in);
-	if (in->b)
-		px_alerts(&b, in);
-	px_self(&b, in);
-	*len = b.len;
-	return b.s;
+	return sb_build(px_render_into, in, len);
 }
 
 /* ---- serving -------------------------------------------------------------------------- */

@@ -57,32 +57,44 @@ static void nt_label(StrBuf *b, const NtEvent *e, const char *name, size_t len)
 			sb_puts(b, val[i]);
 }
 
-char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
+typedef struct NtRender {
+	const char *tmpl, *target;
+	const NtEvent *e;
+} NtRender;
+
+static void nt_render_into(StrBuf *b, const void *ctx)
 {
-	StrBuf b = {0};
+	const NtRender *R = ctx;
+	const NtEvent *e = R->e;
 	size_t pos = 0;
 	TpPart p;
 	char buf[64];
-	sb_puts(&b, "");
-	while (tp_next(tmpl, &pos, &p)) {
+	while (tp_next(R->tmpl, &pos, &p)) {
 		if (p.kind != TP_VAR) {
-			sb_putn(&b, tmpl + p.off, p.len);
+			sb_putn(b, R->tmpl + p.off, p.len);
 			continue;
 		}
 		switch (p.var) {
 		case TPV_VALUE:
 			tp_format(e->value, p.fmt == TPF_UNKNOWN ? TPF_NONE : p.fmt, buf, sizeof buf);
-			sb_puts(&b, buf);
+			sb_puts(b, buf);
 			break;
-		case TPV_ALERT: sb_puts(&b, e->rule->name); break;
-		case TPV_SEVERITY: sb_puts(&b, e->rule->severity); break;
-		case TPV_TARGET: sb_puts(&b, target); break;
-		case TPV_KERNEL_LOG: sb_puts(&b, e->kernel_log ? e->kernel_log : "(the kernel log could not be read)"); break;
-		case TPV_LABEL: nt_label(&b, e, tmpl + p.label_off, p.label_len); break;
-		default: sb_putn(&b, tmpl + p.off, p.len); break;
+		case TPV_ALERT: sb_puts(b, e->rule->name); break;
+		case TPV_SEVERITY: sb_puts(b, e->rule->severity); break;
+		case TPV_TARGET: sb_puts(b, R->target); break;
+		case TPV_KERNEL_LOG: sb_puts(b, e->kernel_log ? e->kernel_log : "(the kernel log could not be read)"); break;
+		case TPV_LABEL: nt_label(b, e, R->tmpl + p.label_off, p.label_len); break;
+		default: sb_putn(b, R->tmpl + p.off, p.len); break;
 		}
 	}
-	return b.s;
+}
+
+/* Out of memory: NULL (the callers send the alert with that text empty),
+ * never an abort: this runs on sentineld's main loop. */
+char *nt_render(const char *tmpl, const NtEvent *e, const char *target)
+{
+	NtRender R = {.tmpl = tmpl, .target = target, .e = e};
+	return sb_build(nt_render_into, &R, NULL);
 }
 
 static bool nt_uses_kernel_log(const char *tmpl)

@@ -37,6 +37,33 @@ jmp_buf *u_oom_catch(jmp_buf *jb)
 	return prev;
 }
 
+/* b lives in the caller of setjmp's frame (sb_build's): reached after a
+ * longjmp only through this pointer, never as a clobbered local */
+static void sb_build_run(StrBuf *b, void (*fn)(StrBuf *b, const void *ctx), const void *ctx, jmp_buf *jb,
+			 jmp_buf **prev)
+{
+	*prev = u_oom_catch(jb);
+	sb_puts(b, "");
+	fn(b, ctx);
+}
+
+char *sb_build(void (*fn)(StrBuf *b, const void *ctx), const void *ctx, size_t *len)
+{
+	StrBuf b = {0};
+	jmp_buf jb, *prev = NULL;
+	if (setjmp(jb)) {                 /* out of memory: sb_grow freed the buffer */
+		u_oom_catch(prev);
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	sb_build_run(&b, fn, ctx, &jb, &prev);
+	u_oom_catch(prev);
+	if (len)
+		*len = b.len;
+	return b.s;
+}
+
 void u_oom_after(long n) { u_fail_in = n; }
 
 /* the test hook's count: this allocation fails when it reaches zero */

@@ -55,6 +55,12 @@ void sb_putc(StrBuf *b, char c);
 void sb_printf(StrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
 void sb_free(StrBuf *b);
+/* A string built by fn into a fresh StrBuf, with out of memory (u_oom, in
+ * fn or in the buffer) caught here: NULL then, never an abort.  For what
+ * sentineld's main loop renders (/metrics, alert templates): a request
+ * that fails, the daemon goes on.  fn may allocate nothing but into b
+ * (the catch unwinds past it).  *len (may be NULL): the string's length. */
+char *sb_build(void (*fn)(StrBuf *b, const void *ctx), const void *ctx, size_t *len);
 
 /* Levenshtein distance, capped: returns max+1 when the distance exceeds max. */
 int u_edit_distance(const char *a, const char *b, int max);

@@ -115,6 +115,37 @@ static int oom_try(long k, char **paths, size_t n)
  * rules/ and tests/check/ fails in turn, caught as comp_dir catches it;
  * each must unwind cleanly, and what was built must free (ASan: no crash,
  * LeakSanitizer at exit: no leak). */
+/* sb_build: what sentineld's loop renders (/metrics, templates) fails as
+ * a NULL when memory runs out at any of its allocations, never aborts
+ * and leaks nothing (LeakSanitizer at exit); u_oom stays uncaught after. */
+static void sb_build_big(StrBuf *b, const void *ctx)
+{
+	for (int i = 0; i < *(const int *)ctx; i++)
+		sb_printf(b, "sentinel_metric{target=\"t%d\"} %d\n", i, i);
+}
+
+static void test_sb_build_oom(void)
+{
+	int n = 2000, nulls = 0;
+	size_t len = 1;
+	long k;
+	for (k = 1; k < 64; k++) {
+		u_oom_after(k);
+		char *s = sb_build(sb_build_big, &n, &len);
+		u_oom_after(0);
+		if (s) {
+			free(s);
+			break;
+		}
+		nulls += len == 0;
+	}
+	CHECK("sb-build-out-of-memory-is-null-at-every-allocation", k > 5 && k < 64 && nulls == k - 1);
+	char *s = sb_build(sb_build_big, &n, &len);
+	CHECK("sb-build-whole", s && len == strlen(s) && strstr(s, "t1999\"} 1999\n"));
+	free(s);
+	CHECK("sb-build-leaves-no-catch", u_oom_catch(NULL) == NULL);
+}
+
 static void test_oom_everywhere(void)
 {
 	char **paths = NULL, **more = NULL;
@@ -280,6 +311,7 @@ int main(void)
 	test_edit_distance();
 	test_printable();
 	test_oom_everywhere();
+	test_sb_build_oom();
 	test_catalog();
 	test_scalar_locations();
 	test_src_loc_utf8();
