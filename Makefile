@@ -37,7 +37,7 @@ SAN_DEFAULTS := $(B)/san/obj/tests/san_defaults.o
 # The kernel model: freestanding translation (kx.c, also built for NVPTX
 # in the runtime library below) and the host-side discovery.
 KS_FREE_SRC := kernel-support/kx.c
-KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/kbtf.c \
+KS_SRC := $(KS_FREE_SRC) kernel-support/msrc.c kernel-support/ktarget.c kernel-support/ksyms.c kernel-support/kbtf.c \
 	kernel-support/klog.c
 KS_HDR := $(wildcard kernel-support/*.h) kernel-support/module/sentinel_pmem.h
 KS_OBJ := $(KS_SRC:%.c=$(B)/obj/%.o)
