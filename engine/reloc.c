@@ -45,7 +45,8 @@ static int rl_type(const KTarget *t, const char *name, const struct btf **b)
 		uint32_t n = btf__type_cnt(mb);
 		for (uint32_t k = base; k < n; k++) {
 			const struct btf_type *ty = btf__type_by_id(mb, k);
-			if (ty && btf_is_composite(ty) && !strcmp(btf__name_by_offset(mb, ty->name_off), name)) {
+			const char *tn = ty ? btf__name_by_offset(mb, ty->name_off) : NULL;  /* NULL: a corrupt name */
+			if (tn && btf_is_composite(ty) && !strcmp(tn, name)) {
 				*b = mb;
 				return (int)k;
 			}

@@ -27,6 +27,16 @@ static const struct { const char *sym, *type; } kb_known[] = {
 	{"nr_running", "unsigned int"}, {"sysctl_overcommit_memory", "int"},
 };
 
+/* A name in BTF; "" where its offset lies outside the strings.  The
+ * kernel's BTF is read from the guest's memory, and libbpf (1.1) parses
+ * one whose types name any offset: btf__name_by_offset is NULL for those
+ * (found by tests/fuzz/fuzz_discover.c). */
+static const char *kb_name(const struct btf *b, uint32_t off)
+{
+	const char *s = btf__name_by_offset(b, off);
+	return s ? s : "";
+}
+
 static uint32_t kb_skip(const struct btf *b, uint32_t id)
 {
 	for (int i = 0; i < 32; i++) {
@@ -62,12 +72,11 @@ bool kb_enumerator(const struct btf *b, const char *enum_name, const char *name,
 		const struct btf_type *t = btf__type_by_id(b, id);
 		if (!btf_is_enum(t) && !btf_is_enum64(t))
 			continue;
-		bool named = enum_name && !strcmp(btf__name_by_offset(b, t->name_off), enum_name);
+		bool named = enum_name && !strcmp(kb_name(b, t->name_off), enum_name);
 		if (found && !named)
 			continue;           /* keep looking for the named enum */
 		for (uint16_t i = 0; i < btf_vlen(t); i++) {
-			const char *en = btf_is_enum(t) ? btf__name_by_offset(b, btf_enum(t)[i].name_off)
-							 : btf__name_by_offset(b, btf_enum64(t)[i].name_off);
+			const char *en = kb_name(b, btf_is_enum(t) ? btf_enum(t)[i].name_off : btf_enum64(t)[i].name_off);
 			if (strcmp(en, name))
 				continue;
 			*v = btf_is_enum(t) ? (int64_t)btf_enum(t)[i].val : (int64_t)btf_enum64_value(&btf_enum64(t)[i]);
@@ -216,7 +225,7 @@ static int kb_percpu_var(const struct btf *b, const char *name, uint32_t *type)
 	uint32_t n = btf__type_cnt(b);
 	for (uint32_t id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(b, id);
-		if (btf_is_var(t) && !strcmp(btf__name_by_offset(b, t->name_off), name)) {
+		if (btf_is_var(t) && !strcmp(kb_name(b, t->name_off), name)) {
 			*type = t->type;
 			return 0;
 		}
@@ -282,7 +291,7 @@ int kb_resolve(const KTarget *t, const char *path, KbPlace *out, char *err, size
 			if (!kb_member(b, pl.type, f, &bit, &mt, &bs))
 				return ks_fail(err, n, -ENOENT, "%s %s has no field '%s' in this kernel",
 					       btf_is_struct(ty) ? "struct" : "union",
-					       btf__name_by_offset(b, ty->name_off), f);
+					       kb_name(b, ty->name_off), f);
 			pl.addr += bit / 8;
 			pl.bit_off = bs ? bit % 8 : 0;
 			pl.bit_size = bs;

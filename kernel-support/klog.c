@@ -291,7 +291,15 @@ int kl_read(KlLog *l, uint64_t from, KlFn fn, void *arg, uint64_t *next, char *e
 	if (r)
 		return r;
 	uint64_t count = 1ull << g.count_bits, dsz = count * L->desc_size, isz = count * L->info_size,
-		 tsz = 1ull << g.size_bits;
+		 tsz = 1ull << g.size_bits, ram = ms_total(l->t->src);
+	/* the rings are in the guest's RAM: a header (or BTF) that makes them
+	 * larger is corrupt, or a guest's lever over the host's memory, never
+	 * a reason to allocate gigabytes (size_bits 31: 2 GiB a read; found
+	 * by tests/fuzz/fuzz_discover.c) */
+	if (dsz + isz + tsz > ram)
+		return ks_fail(err, n, -EINVAL, "the printk ring buffer's header is corrupt: its rings (count_bits %u, "
+			       "size_bits %u: %llu KiB) would not fit in the guest's RAM (%llu KiB)", g.count_bits,
+			       g.size_bits, (unsigned long long)((dsz + isz + tsz) >> 10), (unsigned long long)(ram >> 10));
 	if (kl_grow(&l->descs, &l->descs_cap, dsz) || kl_grow(&l->descs2, &l->descs2_cap, dsz) ||
 	    kl_grow(&l->infos, &l->infos_cap, isz) || kl_grow(&l->data, &l->data_cap, tsz))
 		return ks_fail(err, n, -ENOMEM, "out of memory for a %llu KiB log",

@@ -77,6 +77,7 @@ S full "valgrind" 5 sh tests/valgrind.sh "$B/rulec"
 S quick "fuzz smoke: front end (libFuzzer)" 1 sh tests/fuzz/run.sh smoke rules
 S quick "fuzz smoke: code generator (libFuzzer)" 1 sh tests/fuzz/run.sh smoke cg
 S quick "fuzz smoke: a hostile guest (libFuzzer, a real guest's RAM image)" 1 sh tests/fuzz/run.sh smoke guest
+S quick "fuzz smoke: discovery and the host's parsers of guest memory (libFuzzer, a real guest's image)" 1 sh tests/fuzz/run.sh smoke discover
 if [ -n "${SENTINEL_CHECK_EXTRA:-}" ]; then
 	. "$SENTINEL_CHECK_EXTRA"
 fi

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Run a fuzzer: rules (the front end), cg (the code generator, on what
-# the front end accepts) or guest (a hostile guest: writes into a real
-# guest's RAM image, then a tick of the shipped rules; fuzz_guest.c).
+# the front end accepts), guest (a hostile guest: writes into a real
+# guest's RAM image, then a tick of the shipped rules; fuzz_guest.c) or
+# discover (writes into the same image, then discovery and the host's
+# parsers of guest memory; fuzz_discover.c).
 # smoke: 20 s (make check; 10 s in make check-quick);  long: 1,000,000 runs.  The corpus of rules and
 # cg starts from every rule file in the tree; guest's image is booted and
 # captured once (build/fuzz-guest.ram, tests/fuzz/guest_image.py).
 # Findings are saved as build/fuzz-findings/crash-* and make the run fail.
-#   sh tests/fuzz/run.sh [smoke|long|LIBFUZZER-FLAGS] [rules|cg|guest]
+#   sh tests/fuzz/run.sh [smoke|long|LIBFUZZER-FLAGS] [rules|cg|guest|discover]
 set -u
 . "$(dirname "$0")/../lib.sh"
 mode=${1:-smoke}
@@ -27,18 +29,36 @@ fi
 corpus=build/fuzz-corpus
 opts="-max_len=4096 -dict=tests/fuzz/rules.dict"
 mkdir -p "$corpus" build/fuzz-findings
-if [ "$what" = guest ]; then
+if [ "$what" = guest ] || [ "$what" = discover ]; then
 	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-		skip "fuzz/guest" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+		skip "fuzz/$what" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
 		exit 0
 	fi
-	corpus=build/fuzz-corpus-guest
+	corpus=build/fuzz-corpus-$what
 	opts="-max_len=1024"
 	mkdir -p "$corpus"
-	guest_image fuzz/guest || exit 0
+	guest_image "fuzz/$what" || exit 0
+	export SENTINEL_FUZZ_IMAGE=build/fuzz-guest.ram
+fi
+if [ "$what" = discover ]; then
+	# a single allocation over 1 GiB is a finding: a guest's numbers must
+	# not size a buffer past any real guest's (the image is 256 MiB).
+	# Inputs of any length from the start: at a few inputs a second,
+	# libFuzzer's slow growth of the length would keep them all tiny
+	opts="$opts -malloc_limit_mb=1024 -len_control=0"
+	# the inputs of past findings (and a few of each kind of op) first:
+	# writes at places in this image, so regression cases of its own.  The
+	# smoke starts from them alone: the corpus a long run grew (hundreds of
+	# inputs at a third of a second each) would outlast its 20 s
+	if [ "$mode" = smoke ]; then
+		corpus=build/fuzz-corpus-discover-smoke
+		rm -rf "$corpus" && mkdir -p "$corpus"
+	fi
+	cp tests/fuzz/discover/* "$corpus"/
+elif [ "$what" = guest ]; then
 	build/rulec -o build/fuzz-rules.bundle rules/ >&2 ||
 		{ fail "fuzz/guest" "could not compile rules/ (build/rulec -o build/fuzz-rules.bundle rules/)"; exit 0; }
-	export SENTINEL_FUZZ_IMAGE=build/fuzz-guest.ram SENTINEL_FUZZ_BUNDLE=build/fuzz-rules.bundle
+	export SENTINEL_FUZZ_BUNDLE=build/fuzz-rules.bundle
 else
 	cp rules/*.yaml examples/*.yaml tests/check/*.yaml tests/schema/*.yaml "$corpus"/ 2>/dev/null
 fi
