@@ -313,8 +313,9 @@ def live(tmp):
         # ---- a reboots -------------------------------------------------------------------------------
         off0 = targets(tmp).get("a", {}).get("kaslr_offset")
         gs["a"].reboot()
-        back = wait(lambda: (lambda t: t if t.get("state") == "ok" and t.get("restarts", 0) >= 1 else None)(
-            targets(tmp).get("a", {})), 60)
+        # (ok and ticking: a status read right at its start can see its first tick still to come)
+        back = wait(lambda: (lambda t: t if t.get("state") == "ok" and t.get("restarts", 0) >= 1 and
+                             t.get("ticks", 0) > 0 else None)(targets(tmp).get("a", {})), 60)
         report(back is not None and back.get("kaslr_offset") != off0 and back.get("ticks", 0) > 0,
                "a rebooted: lost, then found again at its new KASLR slide (0x%x -> 0x%x), the rules running" %
                (off0 or 0, (back or {}).get("kaslr_offset") or 0), json.dumps(targets(tmp).get("a"), indent=1)
