@@ -340,6 +340,7 @@ static void kt_setup_kaslr(KTarget *t)
  * them (or a module without BTF) leaves the metrics that need a module's
  * types unavailable, each saying which type. */
 #define KT_MODULE_BTF_MAX (16u << 20)
+#define KT_MODULES_BTF_MAX (256u << 20)   /* all modules' together (a real host's: a few MiB) */
 
 /* Split BTF from bytes: libbpf 1.1 (Debian 12) declares btf__new_split
  * but does not have it, so through a memfd and btf__parse_raw_split. */
@@ -360,7 +361,7 @@ static struct btf *kt_btf_split(const void *data, uint32_t size, struct btf *bas
 	return b;
 }
 
-static void kt_setup_module_btf(KTarget *t)
+static int kt_setup_module_btf(KTarget *t, const KtOptions *opt)
 {
 	uint64_t head, node;
 	uint32_t o_list, o_btf, o_data, o_size, o_name, sz_size, sz_name;
@@ -369,10 +370,15 @@ static void kt_setup_module_btf(KTarget *t)
 	    kb_field_offset(t->btf, "btf", "data", &o_data, NULL) ||
 	    kb_field_offset(t->btf, "btf", "data_size", &o_size, &sz_size) ||
 	    kb_field_offset(t->btf, "btf", "name", &o_name, &sz_name) || sz_size != 4)
-		return;
+		return 0;
+	/* every module's BTF together is bounded too: a guest whose 4,096
+	 * list nodes all point at one 16 MiB blob would have libbpf keep
+	 * 64 GiB of parsed types */
+	uint64_t total = 0;
+	int e = 0;
 	kx_list_iter it;
 	kx_list_begin(&it, head, KT_MAX_MODULES);
-	while (kx_list_next(&t->mem, &it, &node) > 0) {
+	while (!(e = kt_stop(opt)) && kx_list_next(&t->mem, &it, &node) > 0) {
 		uint64_t bm = node - o_list, b, data;
 		uint32_t size;
 		char name[64] = "";
@@ -381,8 +387,9 @@ static void kt_setup_module_btf(KTarget *t)
 		    kx_read(&t->mem, b + o_name, name, sz_name < sizeof name ? sz_name : sizeof name - 1))
 			continue;
 		name[sizeof name - 1] = 0;
-		if (!size || size > KT_MODULE_BTF_MAX)
+		if (!size || size > KT_MODULE_BTF_MAX || total + size > KT_MODULES_BTF_MAX)
 			continue;
+		total += size;
 		void *buf = malloc(size);
 		struct btf **mb = realloc(t->mod_btf, (t->nmod + 1) * sizeof *mb);
 		char (*mn)[64] = realloc(t->mod_name, (t->nmod + 1) * sizeof *mn);
@@ -402,6 +409,7 @@ static void kt_setup_module_btf(KTarget *t)
 		memcpy(t->mod_name[t->nmod], name, sizeof name);
 		t->nmod++;
 	}
+	return e;
 }
 
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
@@ -451,7 +459,10 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 	if ((e = kt_setup_direct_map(t, err, n)) || (e = kt_setup_cpus(t, err, n)) ||
 	    (e = kt_setup_btf(t, o->btf_file, err, n)))
 		goto fail;
-	kt_setup_module_btf(t);
+	if ((e = kt_setup_module_btf(t, o))) {
+		e = kt_stopped(err, n, e, "reading the modules' BTF", NULL);
+		goto fail;
+	}
 	if ((e = kt_setup_module_syms(t, o))) {
 		e = kt_stopped(err, n, e, "reading the modules' symbols", NULL);
 		goto fail;
