@@ -21,18 +21,15 @@ cpu       the shipped rules with every sink on (journal line, JSON lines,
           bench/engine.py measures it.
 Prints the numbers; results go in docs/benchmarks.md by hand.
 """
-import calendar
 import http.server
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
@@ -41,19 +38,13 @@ sys.path.insert(0, os.path.join(TOP, "tests", "engine"))
 import guest  # noqa: E402
 from engine import threads_ns, per_thread  # noqa: E402
 from test_engine import free_port, wait  # noqa: E402
+from amlib import am_alerts, rfc3339, start_am  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 BACKEND = sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 CPU_SECS = float(sys.argv[5]) if len(sys.argv) > 5 else 60
-AM = os.environ.get("ALERTMANAGER", shutil.which("prometheus-alertmanager") or "prometheus-alertmanager")
-
-
-def rfc3339(s):
-    """Unix time of an RFC 3339 UTC timestamp with any fraction."""
-    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", s)
-    return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) + float(m.group(2) or 0)
 
 
 class Sink(http.server.BaseHTTPRequestHandler):
@@ -67,33 +58,6 @@ class Sink(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
-
-
-def start_am(tmp, port):
-    with open(os.path.join(tmp, "am.yml"), "w") as f:
-        f.write("route:\n  receiver: none\nreceivers:\n  - name: none\n")
-    log = open(os.path.join(tmp, "am.log"), "w")
-    p = subprocess.Popen([AM, "--config.file=" + os.path.join(tmp, "am.yml"),
-                          "--storage.path=" + os.path.join(tmp, "am-data"),
-                          "--web.listen-address=127.0.0.1:%d" % port, "--cluster.listen-address="],
-                         stdout=log, stderr=subprocess.STDOUT)
-    if not wait(lambda: ready("http://127.0.0.1:%d/-/ready" % port), 30, 0.2):
-        raise RuntimeError("alertmanager did not start: %s" % open(log.name).read()[-1500:])
-    return p
-
-
-def ready(url):
-    try:
-        urllib.request.urlopen(url, timeout=1)
-        return True
-    except OSError:
-        return False
-
-
-def am_alerts(port):
-    with urllib.request.urlopen("http://127.0.0.1:%d/api/v2/alerts?active=true&silenced=false&inhibited=false" %
-                                port, timeout=10) as r:
-        return json.load(r)
 
 
 def sentineld(tmp, ram, rules, notify, extra=""):

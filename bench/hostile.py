@@ -29,7 +29,6 @@ and the healthy targets' late ticks are counted over the run.
 BENCH_BACKEND=cuda runs on the GPU.  Prints a table; results go in
 docs/benchmarks.md by hand.
 """
-import calendar
 import json
 import os
 import shutil
@@ -38,54 +37,32 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "guest"))
 sys.path.insert(0, os.path.join(TOP, "tests", "engine"))
 import guest  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import free_port, wait  # noqa: E402
+from amlib import am_alerts, rfc3339, start_am  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 BACKEND = os.environ.get("BENCH_BACKEND", "cpu")
-AM = os.environ.get("ALERTMANAGER", shutil.which("prometheus-alertmanager") or "prometheus-alertmanager")
 IMAGE = os.environ.get("BENCH_IMAGE", os.path.join(TOP, "build", "fuzz-guest.ram"))
 CTL = os.path.join(BUILD, "sentinelctl")
 HEALTHY = ["L"] + ["f%d" % i for i in range(1, 10)]
-
-
-def start_am(tmp, port):
-    with open(os.path.join(tmp, "am.yml"), "w") as f:
-        f.write("route:\n  receiver: none\n  group_wait: 0s\nreceivers:\n  - name: none\n")
-    args = [AM, "--config.file=" + os.path.join(tmp, "am.yml"), "--storage.path=" + os.path.join(tmp, "am-data"),
-            "--web.listen-address=127.0.0.1:%d" % port, "--cluster.listen-address="]
-    tmpl = os.environ.get("ALERTMANAGER_TEMPLATES")
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmpl or tmp)
-    if not wait(lambda: am_alerts(port) is not None, 30):
-        raise RuntimeError("alertmanager did not start")
-    return p
-
-
-def am_alerts(port):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d/api/v2/alerts" % port, timeout=2) as r:
-            return json.load(r)
-    except OSError:
-        return None
-
-
-def rfc3339(s):
-    """Alertmanager's time as Unix seconds (fractions kept)."""
-    base, _, frac = s.rstrip("Z").partition(".")
-    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
 
 
 def fault_alert(port, since):
     """BenchFault for L as Alertmanager holds it: started at or after since,
     not yet ended."""
     now = time.time()
-    return [a for a in am_alerts(port) or [] if a["labels"].get("alertname") == "BenchFault" and
+    try:
+        alerts = am_alerts(port)
+    except OSError:                       # asked again at the next poll
+        return []
+    return [a for a in alerts if a["labels"].get("alertname") == "BenchFault" and
             a["labels"].get("target") == "L" and rfc3339(a["startsAt"]) >= since - 0.5 and rfc3339(a["endsAt"]) > now]
 
 

@@ -30,6 +30,17 @@ static int d_find(const CfTarget *cf, const char *label, const int *cancel, MemS
 	return r;
 }
 
+/* Wake the main loop from a worker: its wake eventfd (fd 0: none, the
+ * loop's next timeout sees the work instead). */
+void d_wake(int wake_fd)
+{
+	if (wake_fd > 0) {
+		uint64_t one = 1;
+		ssize_t w = write(wake_fd, &one, sizeof one);
+		(void)w;                 /* a full counter wakes it just as well */
+	}
+}
+
 int d_find_target(DTarget *T, char *err, size_t n)
 {
 	return d_find(&T->cf, T->label, NULL, &T->src, &T->t, &T->ram_st, err, n);
@@ -55,11 +66,7 @@ static void *d_finder_main(void *arg)
 	F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
 	F->took_ns = d_now() - t0;
 	__atomic_store_n(&F->done, 1, __ATOMIC_RELEASE);
-	if (F->wake_fd > 0) {
-		uint64_t one = 1;
-		ssize_t w = write(F->wake_fd, &one, sizeof one);
-		(void)w;
-	}
+	d_wake(F->wake_fd);
 	return NULL;
 }
 

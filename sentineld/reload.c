@@ -192,11 +192,7 @@ static void *d_reload_thread(void *arg)
 			snprintf(R->trial, sizeof R->trial, "ran");
 	}
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
-	if (D->eo.wake_fd > 0) {
-		uint64_t one = 1;
-		ssize_t w = write(D->eo.wake_fd, &one, sizeof one);
-		(void)w;
-	}
+	d_wake(D->eo.wake_fd);
 	return NULL;
 }
 

@@ -237,6 +237,8 @@ bool d_file_backed(const MemSource *s);
 /* Every thread sentineld starts: with the signals it handles blocked,
  * so that only the main loop's ppoll receives them. */
 int d_thread(pthread_t *th, void *(*fn)(void *), void *arg);
+/* A worker (a search, the reload's thread) wakes the loop: the wake eventfd. */
+void d_wake(int wake_fd);
 int d_load_target(DTarget *T, char *err, size_t n);
 /* d_find_target for every target at once, on threads: rc[i], err[i]. */
 void d_find_targets(Daemon *D, int *rc, char (*err)[512]);

@@ -30,6 +30,9 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_engine import free_port, wait  # noqa: E402
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
 IMAGE = sys.argv[2] if len(sys.argv) > 2 else os.path.join(TOP, "build", "fuzz-guest.ram")
@@ -72,24 +75,6 @@ def status(tmp):
 
 def target(st, name):
     return next((t for t in st.get("targets", []) if t.get("name") == name), {})
-
-
-def wait(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def make_hostile(path):
