@@ -309,6 +309,19 @@ static void px_self(StrBuf *b, const PxInput *in)
 	     in->last_reload_ok);
 	SELF("sentinel_alert_events_total", "counter", "Alert events (pending, firing, resolved, cancelled) handed to the notifiers.", in->alerts);
 	SELF("sentinel_jsonl_sync_errors_total", "counter", "Syncs of the JSON-lines alert log that failed.", in->jsonl_sync_errors);
+	if (in->nphases) {              /* node_exporter's node_systemd_unit_state: one series a phase, 1 for the one it is in */
+		px_head(b, "sentinel_target_phase", "gauge", "1 for the phase the target is in (finding, loading, running, "
+			"handing_over, lost, paused), 0 for the others.");
+		for (unsigned t = 0; t < in->ntg; t++)
+			for (unsigned k = 0; k < in->nphases; k++) {
+				StrBuf lab = {0};
+				px_label(&lab, "phase", in->phases[k], strlen(in->phases[k]));
+				px_series(b, "sentinel_target_phase", in->tg[t].name, lab.s,
+					  in->tg[t].phase && !strcmp(in->tg[t].phase, in->phases[k]));
+				free(lab.s);
+			}
+	}
+	EACH("sentinel_target_errors_total", "counter", "Times the target was lost, or failed to come back.", T->errors);
 	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
 	EACH_UP("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
 	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);

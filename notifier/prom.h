@@ -53,6 +53,8 @@ typedef struct PxTarget {
 	const sn_rstate *rstate;      /* [b->nrules], or NULL */
 	const sn_stats *stats;        /* or NULL */
 	uint64_t ring_dropped;
+	const char *phase;            /* what sentineld is doing with it (one of PxInput.phases), or NULL */
+	uint64_t errors;              /* how many times it was lost or failed to come back */
 } PxTarget;
 
 /* What a snapshot shows: every target's values, alerts and counters, in
@@ -67,6 +69,8 @@ typedef struct PxInput {
 	bool last_reload_ok;          /* the last reload succeeded, or none was asked */
 	uint64_t jsonl_sync_errors;   /* nt_jsonl_sync_errors */
 	double started;               /* Unix time sentineld started */
+	const char *const *phases;    /* [nphases]: every phase a target can be in */
+	unsigned nphases;
 } PxInput;
 
 /* Render the exposition text (malloc'd; *len its length), or NULL (out of memory). */

@@ -17,6 +17,13 @@ static json_t *d_target_status(DTarget *T)
 	json_t *o = json_pack("{s:s, s:s, s:s, s:i}", "name", T->cf.name, "source", T->cf.source, "state",
 			      T->ts == TS_OK ? "ok" : T->ts == TS_PAUSED ? "paused" : "lost", "restarts",
 			      (int)T->restarts);
+	/* the worker's phase (D_TPHASES) and the latest error, kept after it is back */
+	json_object_set_new(o, "phase", json_string(d_tphase_name[d_target_phase(T)]));
+	if (T->last_error[0]) {
+		json_object_set_new(o, "last_error", json_string(T->last_error));
+		json_object_set_new(o, "last_error_time", json_integer((json_int_t)T->last_error_at));
+	}
+	json_object_set_new(o, "errors", json_integer((json_int_t)T->errors));
 	if (T->ts != TS_OK)
 		json_object_set_new(o, "error", json_string(T->err));
 	if (T->ts == TS_LOST && T->retry_err[0])
@@ -41,6 +48,7 @@ static json_t *d_target_status(DTarget *T)
 		return o;
 	sn_stats S;
 	uint64_t dropped;
+	const Bundle *b = eng_bundle(T->e);       /* (during a reload's handovers: the old rules or the new) */
 	eng_stats(T->e, &S, &dropped);
 	json_object_set_new(o, "backend", json_string(eng_backend(T->e) == ENG_CUDA ? "cuda" : "cpu"));
 	json_object_set_new(o, "backend_note", json_string(eng_backend_note(T->e)));
@@ -68,8 +76,8 @@ static json_t *d_target_status(DTarget *T)
 	json_object_set_new(o, "history_bytes", json_integer((json_int_t)L->hist_bytes));
 	/* "objects": {"cgroups": {"found": 300, "table": 256, "error": -34}, ...}: the kinds rules read */
 	json_t *ob = json_object();
-	for (unsigned k = 0; k < SN_OBJ_KINDS && D->b; k++) {
-		if (!D->b->nobj[k])
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		if (!b->nobj[k])
 			continue;
 		json_t *ko = json_pack("{s:i, s:i}", "found", (int)S.objs_found[k], "table", (int)D->cf.objects);
 		if (S.objs_err[k])
@@ -84,20 +92,20 @@ static json_t *d_target_status(DTarget *T)
 					      "task_scan", (int)S.phase_us[SN_PH_SCAN], "task_slots",
 					      (int)S.phase_us[SN_PH_SLOTS], "task_fields", (int)S.phase_us[SN_PH_FIELDS],
 					      "rules", (int)S.phase_us[SN_PH_RULES]));
-	if (eng_backend(T->e) == ENG_CUDA && D->b->njobs) {  /* what the jobs phase waits for */
+	if (eng_backend(T->e) == ENG_CUDA && b->njobs) {  /* what the jobs phase waits for */
 		size_t slow = 0;
-		for (size_t j = 1; j < D->b->njobs && j < SN_STAT_JOBS; j++)
+		for (size_t j = 1; j < b->njobs && j < SN_STAT_JOBS; j++)
 			if (S.job_us[j] > S.job_us[slow])
 				slow = j;
-		json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(D->b, slow),
+		json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(b, slow),
 								 "us", (int)S.job_us[slow]));
 	}
 	if (S.task_err && S.task_err != -34)
 		json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
 	json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));
 	unsigned disabled = 0;
-	for (size_t i = 0; i < D->b->nrules; i++)
-		disabled += rl_rule_blocked(D->b, eng_relocs(T->e), i, NULL) != NULL;
+	for (size_t i = 0; i < b->nrules; i++)
+		disabled += rl_rule_blocked(b, eng_relocs(T->e), i, NULL) != NULL;
 	json_object_set_new(o, "rules_disabled", json_integer(disabled));
 	return o;
 }
@@ -160,7 +168,7 @@ static json_t *d_status(Daemon *D)
 	const char *key;
 	json_t *v;
 	json_object_foreach(t0, key, v) {
-		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "error") ||
+		if (!strcmp(key, "source") || !strcmp(key, "state") || !strcmp(key, "phase") || !strcmp(key, "error") ||
 		    !strcmp(key, "retry_error") || !strcmp(key, "kernel") || !strcmp(key, "kaslr_offset") ||
 		    !strcmp(key, "labels"))
 			json_object_set(tg, key, v);
@@ -185,8 +193,10 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 			return -EIO;
 		eng_stats(T->e, &S, NULL);
 	}
-	for (size_t i = 0; i < D->b->nrules; i++) {
-		const BdRule *r = &D->b->rules[i];
+	/* its engine's rules (during a reload's handovers some targets run the new ones) */
+	const Bundle *b = T->e ? eng_bundle(T->e) : D->b;
+	for (size_t i = 0; i < b->nrules; i++) {
+		const BdRule *r = &b->rules[i];
 		uint32_t phase = st ? st[i].phase : SN_INACTIVE;
 		if (active_only && phase != SN_PENDING && phase != SN_FIRING)
 			continue;
@@ -209,7 +219,7 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));
 			json_object_set_new(o, "evaluations", json_integer((json_int_t)st[i].evals));
 			json_object_set_new(o, "unknown", json_integer((json_int_t)st[i].unknown));
-			const char *why = rl_rule_blocked(D->b, eng_relocs(T->e), i, NULL);
+			const char *why = rl_rule_blocked(b, eng_relocs(T->e), i, NULL);
 			if (why)
 				json_object_set_new(o, "disabled_because", json_string(why));
 			if (active_only) {

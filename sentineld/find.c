@@ -1,6 +1,7 @@
 /* find.c - sentineld: finding a target's kernel (discovery), on threads:
  * every target at once at the start, and a lost one on a thread of its
- * own (DFinder) while the loop and the other targets go on. */
+ * own (DFinder: the search, then the rules' load through the gate a
+ * reload closes) while the loop and the other targets go on. */
 #include "sentineld.h"
 
 /* Open the source of section cf and find the kernel in it (discovery):
@@ -59,18 +60,125 @@ int d_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 	return r;
 }
 
+/* ---- the load gate (DGate) ------------------------------------------------------------- */
+
+void d_gate_init(Daemon *D)
+{
+	pthread_mutex_init(&D->gate.mu, NULL);
+	pthread_cond_init(&D->gate.cv, NULL);
+}
+
+/* A reload starts (on its thread): no finder loads until it is over. */
+void d_gate_close(Daemon *D)
+{
+	DGate *G = &D->gate;
+	pthread_mutex_lock(&G->mu);
+	G->closed = true;
+	while (G->loading)
+		pthread_cond_wait(&G->cv, &G->mu);
+	pthread_mutex_unlock(&G->mu);
+}
+
+/* The reload is over (the loop): the finders waiting load what runs now. */
+void d_gate_open(Daemon *D)
+{
+	DGate *G = &D->gate;
+	pthread_mutex_lock(&G->mu);
+	G->closed = false;
+	pthread_cond_broadcast(&G->cv);
+	pthread_mutex_unlock(&G->mu);
+}
+
+/* A reload's handover begins (the loop, the gate closed): what finders
+ * loaded so far was loaded with the rules (and the GPU fleet) the
+ * handover replaces; their engines close now, while those rules are
+ * still there, and the targets load again (d_finder_take). */
+void d_gate_stale(Daemon *D)
+{
+	pthread_mutex_lock(&D->gate.mu);
+	D->gate.gen++;
+	pthread_mutex_unlock(&D->gate.mu);
+	for (unsigned i = 0; i < D->ntg; i++) {
+		DFinder *F = D->tg[i].finder;
+		if (!F || !__atomic_load_n(&F->done, __ATOMIC_ACQUIRE) || !F->e)
+			continue;
+		eng_close(F->e);
+		F->e = NULL;
+		kl_close(F->klog);
+		F->klog = NULL;
+		F->rc = -ESTALE;
+	}
+}
+
+/* ---- a lost target's worker (DFinder) ------------------------------------------------- */
+
+/* The found target's engine: the rules that run now, through the gate. */
+static int d_finder_load(DFinder *F)
+{
+	Daemon *D = F->D;
+	DGate *G = &D->gate;
+	pthread_mutex_lock(&G->mu);
+	while (G->closed && !__atomic_load_n(&F->cancel, __ATOMIC_RELAXED))
+		pthread_cond_wait(&G->cv, &G->mu);
+	if (__atomic_load_n(&F->cancel, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&G->mu);
+		snprintf(F->err, sizeof F->err, "target %s: the search was cancelled", F->label);
+		return -ECANCELED;
+	}
+	G->loading++;
+	const Bundle *b = D->b;                 /* (changed only while the gate is closed) */
+	EngOpts eo = D->eo;
+	bool several = D->ntg > 1;
+	F->gen = G->gen;
+	pthread_mutex_unlock(&G->mu);
+	__atomic_store_n(&F->phase, DT_loading, __ATOMIC_RELEASE);
+	uint64_t t0 = d_now();
+	eo.task_cap = F->task_cap;
+	d_target_opts_cf(D, &F->cf, &eo);
+	char why[512];
+	int r = eng_open(b, F->t, &eo, &F->e, why, sizeof why);
+	if (r)
+		snprintf(F->err, sizeof F->err, "%.200s%s%.300s", several ? F->label : "", several ? ": " : "", why);
+	/* the kernel's log, for critical alerts and $kernel_log: optional */
+	else if (D->cf.kernel_log_lines && kl_open(F->t, &F->klog, why, sizeof why))
+		snprintf(F->note, sizeof F->note, "%.255s", why);
+	F->load_ns = d_now() - t0;
+	pthread_mutex_lock(&G->mu);
+	G->loading--;
+	pthread_cond_broadcast(&G->cv);
+	pthread_mutex_unlock(&G->mu);
+	return r;
+}
+
 static void *d_finder_main(void *arg)
 {
 	DFinder *F = arg;
-	uint64_t t0 = d_now();
-	F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
-	F->took_ns = d_now() - t0;
+	if (!F->found) {
+		uint64_t t0 = d_now();
+		F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
+		F->took_ns = d_now() - t0;
+	}
+	if (!F->rc)
+		F->rc = d_finder_load(F);
 	__atomic_store_n(&F->done, 1, __ATOMIC_RELEASE);
 	d_wake(F->wake_fd);
 	return NULL;
 }
 
-int d_finder_start(DTarget *T)
+static void d_finder_free(DFinder *F)
+{
+	eng_close(F->e);
+	kl_close(F->klog);
+	kt_close(F->t);
+	ms_close(F->src);
+	cf_target_free(&F->cf);
+	free(F);
+}
+
+/* T's worker: find its kernel, then load the rules for it; or, given
+ * what an earlier one found (src, t: a load made stale by a reload),
+ * load only. */
+static int d_finder_run(DTarget *T, MemSource *src, KTarget *t, const struct stat *st)
 {
 	DFinder *F = calloc(1, sizeof *F);
 	if (!F)
@@ -79,24 +187,31 @@ int d_finder_start(DTarget *T)
 		free(F);
 		return -ENOMEM;
 	}
+	F->D = T->D;
 	snprintf(F->label, sizeof F->label, "%s", T->label);
 	F->wake_fd = T->D->eo.wake_fd;
+	F->task_cap = T->task_cap;
+	F->phase = src ? DT_loading : DT_finding;
+	if ((F->found = src != NULL)) {
+		F->src = src;
+		F->t = t;
+		F->ram_st = *st;
+	}
 	if (d_thread(&F->th, d_finder_main, F)) {
-		cf_target_free(&F->cf);
-		free(F);
+		F->src = NULL;                   /* (the caller's still) */
+		F->t = NULL;
+		d_finder_free(F);
 		return -EAGAIN;
 	}
 	T->finder = F;
-	T->searches++;
+	if (!src)
+		T->searches++;
 	return 0;
 }
 
-static void d_finder_free(DFinder *F)
+int d_finder_start(DTarget *T)
 {
-	kt_close(F->t);
-	ms_close(F->src);
-	cf_target_free(&F->cf);
-	free(F);
+	return d_finder_run(T, NULL, NULL, NULL);
 }
 
 void d_finder_stop(DTarget *T)
@@ -105,34 +220,60 @@ void d_finder_stop(DTarget *T)
 	if (!F)
 		return;
 	__atomic_store_n(&F->cancel, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&T->D->gate.mu);      /* one waiting at the gate wakes */
+	pthread_cond_broadcast(&T->D->gate.cv);
+	pthread_mutex_unlock(&T->D->gate.mu);
 	pthread_join(F->th, NULL);
 	d_finder_free(F);
 	T->finder = NULL;
 }
 
-/* A search that has ended: its answer (rc, and err with it), and on
- * success its source and kernel become T's.  The next search waits ten
- * times as long as this one took (a guest whose memory makes discovery
- * slow gets at most a tenth of a core), from D_TARGET_RETRY_NS up to
- * D_TARGET_RETRY_MAX_NS. */
+/* A worker that has ended: its answer (rc, and err with it), and on
+ * success T's source, kernel and engine (not started: d_start_again).
+ * The next search waits ten times as long as this one took (a guest
+ * whose memory makes discovery slow gets at most a tenth of a core),
+ * from D_TARGET_RETRY_NS up to D_TARGET_RETRY_MAX_NS.  A load a reload
+ * made stale (d_gate_stale) starts again at once with what was found:
+ * 1, the worker runs again. */
 int d_finder_take(DTarget *T, char *err, size_t n)
 {
 	DFinder *F = T->finder;
+	Daemon *D = T->D;
 	pthread_join(F->th, NULL);
 	int rc = F->rc;
-	uint64_t wait = 10 * F->took_ns;
-	T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > D_TARGET_RETRY_MAX_NS ? D_TARGET_RETRY_MAX_NS : wait;
+	T->finder = NULL;
+	if (!F->found) {
+		uint64_t wait = 10 * F->took_ns;
+		T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > D_TARGET_RETRY_MAX_NS ?
+			D_TARGET_RETRY_MAX_NS : wait;
+	}
+	if (rc == -ESTALE && !d_finder_run(T, F->src, F->t, &F->ram_st)) {
+		F->src = NULL;                   /* the new worker's */
+		F->t = NULL;
+		d_finder_free(F);
+		return 1;
+	}
+	if (rc == -ESTALE)
+		snprintf(F->err, sizeof F->err, "target %s: a reload changed the rules while they loaded, and no "
+			 "thread could load them again; looking for it again", F->label);
 	if (rc) {
 		snprintf(err, n, "%s", F->err);
 	} else {
 		T->src = F->src;
 		T->t = F->t;
 		T->ram_st = F->ram_st;
+		T->e = F->e;
+		T->klog = F->klog;
 		F->src = NULL;
 		F->t = NULL;
+		F->e = NULL;
+		F->klog = NULL;
+		if (F->note[0])
+			nt_log(D->nt, 4, "%s: alerts will carry no kernel log: %s", T->label, F->note);
+		nt_log(D->nt, 7, "%s: found in %.0f ms, the rules loaded in %.0f ms (on a worker thread)", T->label,
+		       (double)F->took_ns / 1e6, (double)F->load_ns / 1e6);
 	}
 	d_finder_free(F);
-	T->finder = NULL;
 	return rc;
 }
 

@@ -1,4 +1,6 @@
-/* reload.c - sentineld: the reload: compile and open on a thread, then the handover on the main loop. */
+/* reload.c - sentineld: the reload: compile and open on a thread (DReload),
+ * validated on the loop, then the handovers on a thread of their own
+ * (DHandover; the GPU fleet's on the loop: one pause for all). */
 #include "sentineld.h"
 
 /* ---- reload ------------------------------------------------------------------------------ */
@@ -147,6 +149,9 @@ static void *d_reload_thread(void *arg)
 	Daemon *D = R->D;
 	/* the JIT of eng_open at nice 10 too, for the reason above */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	/* no lost target's worker loads the old rules while we make the new
+	 * ones (waiting here for those loading now: not on the loop) */
+	d_gate_close(D);
 	if (!R->grow)
 		R->r_targets = d_targets_read(D, R);
 	if (!R->grow && !R->r_targets)
@@ -220,28 +225,90 @@ int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, 
 	return 0;
 }
 
-/* Hand target T over to its new engine (T->ne): on success the old one is
- * closed and *os, *ns say the old engine's last tick and the new one's first. */
-static int d_handover(DTarget *T, unsigned *kept, sn_stats *os, sn_stats *ns, char *err, size_t n)
+/* ---- the handovers, on their thread (DHandover) ---------------------------------------- */
+
+/* Each target with a new engine, one after another: the takeover, then
+ * the new engine's first tick (at most one away).  The first to fail
+ * with none handed over yet stops the rest: the running rules stay
+ * everywhere. */
+static void *d_handover_thread(void *arg)
 {
-	Daemon *D = T->D;
-	int r = eng_takeover(T->ne, T->e, kept, err, n);
-	if (r) {
-		eng_close(T->ne);
+	Daemon *D = arg;
+	DHandover *H = &D->ho;
+	unsigned ok = 0;
+	bool stop = false;
+	for (unsigned i = 0; i < H->n; i++) {
+		DHoItem *h = &H->it[i];
+		DTarget *T = &D->tg[h->idx];
+		if (stop) {
+			__atomic_store_n(&h->st, HO_SKIPPED, __ATOMIC_RELEASE);
+			continue;
+		}
+		h->rc = eng_takeover(T->ne, T->e, &h->kept, h->err, sizeof h->err);
+		if (!h->rc) {
+			eng_stats(T->e, &h->os, NULL);
+			eng_stats(T->ne, &h->ns, NULL);
+			for (int k = 0; k < 50 && !h->ns.first_tick; k++) {
+				struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
+				nanosleep(&ts, NULL);
+				eng_stats(T->ne, &h->ns, NULL);
+			}
+			ok++;
+		}
+		stop = h->rc && !ok;
+		__atomic_store_n(&h->st, h->rc ? HO_FAILED : HO_OK, __ATOMIC_RELEASE);
+		d_wake(D->eo.wake_fd);
+	}
+	__atomic_store_n(&H->done, 1, __ATOMIC_RELEASE);
+	d_wake(D->eo.wake_fd);
+	return NULL;
+}
+
+/* The targets handed over so far move to their new engines: the old
+ * engines' last alerts are drained and they close. */
+void d_handover_swap(Daemon *D)
+{
+	DHandover *H = &D->ho;
+	bool drained = false;
+	for (unsigned i = 0; i < H->n; i++) {
+		DHoItem *h = &H->it[i];
+		if (__atomic_load_n(&h->st, __ATOMIC_ACQUIRE) != HO_OK)
+			continue;
+		DTarget *T = &D->tg[h->idx];
+		if (!drained)
+			d_drain(D);
+		drained = true;
+		eng_close(T->e);
+		T->e = T->ne;
 		T->ne = NULL;
-		return r;
+		__atomic_store_n(&h->st, HO_SWAPPED, __ATOMIC_RELEASE);
+		d_phase_set(T, DT_running);
 	}
-	d_drain(D);                      /* the old engine's last alerts */
-	eng_stats(T->e, os, NULL);
-	eng_stats(T->ne, ns, NULL);
-	for (int i = 0; i < 50 && !ns->first_tick; i++) {      /* its first tick is at most one away */
-		struct timespec ts = {0, (long)(D->eo.tick_ns / 10)};
-		nanosleep(&ts, NULL);
-		eng_stats(T->ne, ns, NULL);
+}
+
+/* Start the handovers of the targets with a new engine (none: 0 and
+ * nothing runs); without a thread, they run here. */
+static int d_handover_start(Daemon *D)
+{
+	DHandover *H = &D->ho;
+	unsigned n = 0;
+	for (unsigned i = 0; i < D->ntg; i++)
+		n += D->tg[i].ne != NULL;
+	*H = (DHandover){.D = D};
+	if (!n)
+		return 0;
+	if (!(H->it = calloc(n, sizeof *H->it)))
+		return -ENOMEM;
+	for (unsigned i = 0; i < D->ntg; i++)
+		if (D->tg[i].ne) {
+			H->it[H->n++].idx = i;
+			d_phase_set(&D->tg[i], DT_handing_over);
+		}
+	H->on = true;
+	if (d_thread(&H->th, d_handover_thread, D)) {
+		d_handover_thread(D);
+		H->on = false;
 	}
-	eng_close(T->e);
-	T->e = T->ne;
-	T->ne = NULL;
 	return 0;
 }
 
@@ -399,20 +466,20 @@ static void d_targets_apply_added(Daemon *D, char *what, size_t n)
 	R->nadded = 0;
 }
 
-/* The second half: validate what the thread made, then hand over; the
- * running rules stay on any error.  Returns 0 or an error; *diags gets rule
- * errors in rulec's format (the caller frees them). */
-static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
+/* The second half, on the loop: validate what the thread made, then hand
+ * over (the GPU fleet's here; the others' on a thread: d_handover_start).
+ * The running rules stay on any error: the answer then (-errno, msg),
+ * as with 1 for rule errors.  0: go on (d_reload_finish, now or once the
+ * handovers' thread is done). */
+static int d_reload_begin(Daemon *D, char *msg, size_t n)
 {
 	DReload *R = &D->rl;
 	pthread_join(R->thread, NULL);
-	R->on = false;
-	uint64_t t0 = R->t0;
 	Bundle *nb = R->nb;
 	DTarget *G = R->grow_tg;
 	char err[1024];
 	snprintf(err, sizeof err, "%s", R->err);
-	*diags = R->diags;
+	R->hdiags = R->diags;
 	R->nb = NULL;
 	R->diags = NULL;
 	int r = R->r_targets ? R->r_targets : R->r_rules;
@@ -436,53 +503,97 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		bd_free(nb);
 		return r;
 	}
-	unsigned kept = 0, done = 0, lost = 0;
-	uint32_t old_cap = R->grow ? eng_task_cap(G->e) : 0;
-	sn_stats os = {0}, ns = {0};
-	char failed[600] = "";
+	R->hb = nb;
+	R->old_cap = R->grow ? eng_task_cap(G->e) : 0;
+	/* what lost targets' workers loaded goes (they load again after:
+	 * the gate is closed), before the old rules and fleet can go */
+	d_gate_stale(D);
 	d_drain(D);
+	unsigned kept = 0, done = 0;
+	sn_stats os = {0}, ns = {0};
 	if (R->nfleet && (r = d_fleet_handover(D, &kept, &done, &os, &ns, err, sizeof err))) {
 		for (unsigned i = 0; i < D->ntg; i++)   /* checked at once, as below */
 			D->tg[i].next_check_ns = 0;
 		d_reload_discard(D);
 		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
 		bd_free(nb);
+		R->hb = NULL;
 		return r;
 	}
-	for (unsigned i = 0; i < D->ntg; i++) {     /* (after a fleet handover none has a new engine left) */
-		DTarget *T = &D->tg[i];
-		if (!T->ne)
+	R->fleet_kept = kept;
+	R->fleet_done = done;
+	R->fleet_os = os;
+	R->fleet_ns = ns;
+	if ((r = d_handover_start(D))) {
+		d_reload_discard(D);
+		snprintf(msg, n, "out of memory for the handover; the running rules are unchanged");
+		bd_free(nb);
+		R->hb = NULL;
+	}
+	return r;
+}
+
+/* The handovers are over (after a fleet's, or the thread's): the targets
+ * the configuration no longer has go, the new ones come, and msg says
+ * what happened.  0, or the handover's error (the running rules stayed). */
+static int d_reload_finish(Daemon *D, char *msg, size_t n)
+{
+	DReload *R = &D->rl;
+	DHandover *H = &D->ho;
+	Bundle *nb = R->hb;
+	DTarget *G = R->grow_tg;
+	unsigned kept = R->fleet_kept, done = R->fleet_done, lost = 0;
+	sn_stats os = R->fleet_os, ns = R->fleet_ns;
+	char failed[600] = "", err[1024] = "";
+	int r = 0;
+	R->hb = NULL;
+	for (unsigned i = 0; i < H->n; i++) {
+		DHoItem *h = &H->it[i];
+		if (h->st != HO_SWAPPED)
 			continue;
-		unsigned k = 0;
-		sn_stats o1, n1;
-		if ((r = d_handover(T, &k, &o1, &n1, err, sizeof err))) {
-			if (!done) {             /* nothing changed yet: all of it stays */
-				/* did the old rules come back (the undo may not have
-				 * resumed them)?  The watch, which runs right after
-				 * this on the loop, checks at once: status says the
-				 * truth before the next request is read */
-				T->next_check_ns = 0;
-				d_reload_discard(D);
-				snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
-				bd_free(nb);
-				return r;
-			}
-			/* the others run the new rules: this one starts again with them */
-			snprintf(T->err, sizeof T->err, "the reload's handover failed (%.400s); starting again with the new rules",
-				 err);
-			nt_log(D->nt, 3, "target error: %s: %s", T->label, T->err);
-			d_close_target(T);
-			T->ts = TS_LOST;
-			T->next_check_ns = 0;
-			snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s", lost++ ? ", " : "",
-				 T->cf.name);
-			continue;
-		}
 		if (!done++) {
-			os = o1;
-			ns = n1;
+			os = h->os;
+			ns = h->ns;
 		}
-		kept += k;
+		kept += h->kept;
+	}
+	for (unsigned i = 0; i < H->n; i++) {
+		DHoItem *h = &H->it[i];
+		DTarget *T = &D->tg[h->idx];
+		if (h->st != HO_FAILED)
+			continue;
+		if (!done) {             /* nothing changed anywhere: all of it stays */
+			/* did the old rules come back (the undo may not have
+			 * resumed them)?  The watch, which runs right after
+			 * this on the loop, checks at once: status says the
+			 * truth before the next request is read */
+			T->next_check_ns = 0;
+			r = h->rc;
+			snprintf(err, sizeof err, "%s", h->err);
+			continue;
+		}
+		/* the others run the new rules: this one starts again with them */
+		snprintf(T->err, sizeof T->err, "the reload's handover failed (%.400s); starting again with the new rules",
+			 h->err);
+		nt_log(D->nt, 3, "target error: %s: %s", T->label, T->err);
+		d_target_error(T, T->err);
+		d_close_target(T);
+		T->ts = TS_LOST;
+		T->next_check_ns = 0;
+		snprintf(failed + strlen(failed), sizeof failed - strlen(failed), "%s%s", lost++ ? ", " : "",
+			 T->cf.name);
+	}
+	for (unsigned i = 0; i < H->n; i++) {    /* (the skipped ones and those the undo resumed run on) */
+		DTarget *T = &D->tg[H->it[i].idx];
+		d_phase_set(T, T->e && T->ts == TS_OK ? DT_running : DT_lost);
+	}
+	free(H->it);
+	*H = (DHandover){0};
+	if (r) {
+		d_reload_discard(D);
+		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
+		bd_free(nb);
+		return r;
 	}
 	/* the targets the configuration no longer has go (their alerts resolve:
 	 * under the old rules, whose states they hold), then the new ones come */
@@ -512,7 +623,7 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	 * last plus one, one tick later */
 	char what[160], others[700] = "";
 	if (R->grow)
-		snprintf(what, sizeof what, "the task table grew from %u to %u rows", old_cap, R->grow);
+		snprintf(what, sizeof what, "the task table grew from %u to %u rows", R->old_cap, R->grow);
 	else if (D->ntg > 1)
 		snprintf(what, sizeof what, "%zu rules running on %u of %u targets (%u rule states kept)", D->b->nrules, done,
 			 D->ntg, kept);
@@ -526,7 +637,7 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 		snprintf(others + strlen(others), sizeof others - strlen(others), "; trial run first: %.150s", R->trial);
 	if (done)
 		snprintf(msg, n, "%.160s, reloaded in %.0f ms; handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
-			 "%.300s%s%.200s", what, (double)(t1 - t0) / 1e6, (unsigned long long)os.ticks,
+			 "%.300s%s%.200s", what, (double)(t1 - R->t0) / 1e6, (unsigned long long)os.ticks,
 			 (unsigned long long)ns.first_tick, (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6,
 			 (double)D->eo.tick_ns / 1e6, others, *settled ? "; " : "", settled);
 	else if (R->same)                /* the GPU fleet: the same rules run on */
@@ -541,15 +652,18 @@ static int d_reload(Daemon *D, char **diags, char *msg, size_t n)
 	return 0;
 }
 
-
-/* The reload's thread is done: hand over, log, answer whoever asked. */
-void d_reload_done(Daemon *D)
+/* The reload is over (r, msg): log, count, answer whoever asked; the
+ * lost targets' workers may load again. */
+static void d_reload_end(Daemon *D, int r, const char *msg)
 {
-	Client *c = D->rl.client;
-	uint32_t grow = D->rl.grow;
-	DTarget *G = D->rl.grow_tg;
-	char msg[1024], *diags = NULL;
-	int r = d_reload(D, &diags, msg, sizeof msg);
+	DReload *R = &D->rl;
+	Client *c = R->client;
+	uint32_t grow = R->grow;
+	DTarget *G = R->grow_tg;
+	char *diags = R->hdiags;
+	R->hdiags = NULL;
+	R->on = false;
+	d_gate_open(D);
 	if (grow && r)
 		G->grow_failed = grow;
 	/* status and /metrics say what the last one did, a failure too
@@ -563,7 +677,7 @@ void d_reload_done(Daemon *D)
 		nt_log(D->nt, r ? 3 : 5, "%s%s%s%s", r ? "target error: " : "", D->ntg > 1 ? G->cf.name : "",
 		       D->ntg > 1 ? ": " : "", msg);
 	else
-		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", D->rl.by_socket ? "control socket" : "SIGHUP", msg);
+		nt_log(D->nt, r ? 4 : 6, "reload (%s): %s", R->by_socket ? "control socket" : "SIGHUP", msg);
 	if (c) {
 		json_t *resp = json_pack("{s:b, s:s}", "ok", r == 0, "message", msg);
 		if (diags)
@@ -577,6 +691,29 @@ void d_reload_done(Daemon *D)
 		fputs(diags, stderr);
 	}
 	free(diags);
+}
+
+/* The reload's thread is done: validate and hand over; the reload ends
+ * now, or when the handovers' thread is done (d_handover_done). */
+void d_reload_done(Daemon *D)
+{
+	char msg[1024] = "";
+	int r = d_reload_begin(D, msg, sizeof msg);
+	if (!r && D->ho.on)
+		return;
+	if (!r)
+		r = d_reload_finish(D, msg, sizeof msg);
+	d_reload_end(D, r, msg);
+}
+
+void d_handover_done(Daemon *D)
+{
+	pthread_join(D->ho.th, NULL);
+	D->ho.on = false;
+	d_handover_swap(D);
+	char msg[1024] = "";
+	int r = d_reload_finish(D, msg, sizeof msg);
+	d_reload_end(D, r, msg);
 }
 
 /* The CPU backend's tick threads: [engine] threads, or a quarter of this

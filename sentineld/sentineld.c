@@ -119,7 +119,8 @@ static void d_alert(void *ctx, const sn_alert *a)
  * spare), or NULL with err set: no engine, out of memory, or the copy failed. */
 sn_rstate *d_rule_states(DTarget *T, char *err, size_t n)
 {
-	sn_rstate *st = T->e ? calloc(T->D->b->nrules + 1, sizeof *st) : NULL;
+	/* (its engine's rules: during a reload's handovers some targets run the new ones) */
+	sn_rstate *st = T->e ? calloc(eng_bundle(T->e)->nrules + 1, sizeof *st) : NULL;
 	if (!st) {
 		snprintf(err, n, "%s", T->e ? "out of memory" : "no engine runs");
 		return NULL;
@@ -147,6 +148,8 @@ static void d_metrics(Daemon *D)
 		DTarget *T = &D->tg[i];
 		pt[i].name = T->cf.name;
 		pt[i].kernel = T->t ? T->t->release : NULL;
+		pt[i].phase = d_tphase_name[d_target_phase(T)];
+		pt[i].errors = T->errors;
 		if (!T->e || T->ts != TS_OK)
 			continue;
 		eng_stats(T->e, &S[i], &pt[i].ring_dropped);
@@ -161,7 +164,8 @@ static void d_metrics(Daemon *D)
 	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
 	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
 		      .reload_failures = D->reload_failures, .last_reload_ok = !D->last_reload_failed,
-		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt), .started = (double)time(NULL) - up_s};
+		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt), .started = (double)time(NULL) - up_s,
+		      .phases = d_tphase_name, .nphases = DT_N};
 	size_t len = 0;
 	char *text = px_render(&in, &len);
 	px_publish(D->px, text, len);
@@ -305,6 +309,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	Daemon D = {.lfd = -1};
+	d_gate_init(&D);
 	for (int i = 0; i < D_MAX_CLIENTS; i++)
 		D.cl[i].fd = -1;
 	int rc = 2;
@@ -422,6 +427,7 @@ int main(int argc, char **argv)
 		}
 		if (tr) {
 			snprintf(T->err, sizeof T->err, "%.511s", err);
+			d_target_error(T, err);
 			if (D.ntg == 1 || check_only)
 				fprintf(stderr, "sentineld: %s\n", err);
 			else
@@ -429,6 +435,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		T->ts = TS_OK;
+		T->phase = DT_running;
 		opened++;
 		if (check_only)
 			printf("sentineld: %s%s%s%zu rules compile and load on Linux %s (%s)\n", D.ntg > 1 ? "target " : "",
@@ -480,8 +487,10 @@ int main(int argc, char **argv)
 			}
 			nt_log(D.nt, 3, "target error: %s: the rules cannot start: %s", T->label, err);
 			snprintf(T->err, sizeof T->err, "the rules cannot start: %.480s", err);
+			d_target_error(T, T->err);
 			d_close_target(T);
 			T->ts = TS_LOST;
+			T->phase = DT_lost;
 			continue;
 		}
 		nt_log(D.nt, 6, "started: %zu rules from %s against %s (Linux %s, %s paging), tick %.0f ms, %s; control %s",
@@ -509,7 +518,9 @@ int main(int argc, char **argv)
 		int np = 0;
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = D.eo.wake_fd > 0 ? D.eo.wake_fd : -1, .events = POLLIN};
-		pf[np++] = (struct pollfd){.fd = D.px ? px_fd(D.px) : -1, .events = POLLIN};
+		/* a scrape waits out a reload's handovers: until they end the
+		 * targets run two sets of rules, and /metrics shows one */
+		pf[np++] = (struct pollfd){.fd = D.px && !D.ho.on ? px_fd(D.px) : -1, .events = POLLIN};
 		for (int i = 0; i < D_MAX_CLIENTS; i++) {
 			Client *c = &D.cl[i];
 			if (c->fd < 0)
@@ -564,10 +575,14 @@ int main(int argc, char **argv)
 		d_phase_end(&D, DP_poll);
 		d_drain(&D);
 		d_phase_end(&D, DP_drain);
-		if (pr > 0 && (pf[2].revents & POLLIN) && px_wanted(D.px))
+		if (pr > 0 && (pf[2].revents & POLLIN) && !D.ho.on && px_wanted(D.px))
 			d_metrics(&D);
 		d_phase_end(&D, DP_metrics);
-		if (D.rl.on && __atomic_load_n(&D.rl.done, __ATOMIC_ACQUIRE))
+		if (D.ho.on && __atomic_load_n(&D.ho.done, __ATOMIC_ACQUIRE))
+			d_handover_done(&D);
+		else if (D.ho.on)
+			d_handover_swap(&D);      /* those handed over so far: their new engines' alerts */
+		else if (D.rl.on && __atomic_load_n(&D.rl.done, __ATOMIC_ACQUIRE))
 			d_reload_done(&D);
 		if (d_reload_flag && !D.rl.on) {         /* SIGHUPs during a reload: one more after it */
 			d_reload_flag = 0;
@@ -597,6 +612,8 @@ int main(int argc, char **argv)
 	}
 	d_sd_notify("STOPPING=1");
 	nt_log(D.nt, 6, "stopping");
+	if (D.ho.on)                       /* handovers under way: they end (bounded: eng_takeover's timeout) */
+		d_handover_done(&D);
 	if (D.rl.on) {
 		nt_log(D.nt, 6, "waiting for the reload in progress to end (it is discarded)");
 		pthread_join(D.rl.thread, NULL);

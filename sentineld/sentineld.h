@@ -1,7 +1,8 @@
 /* sentineld.h - what the parts of sentineld share (sentineld/: sentineld.c,
  * target.c, find.c, watch.c, reload.c, trial.c, control.c, crash.c);
- * private to them.  One
- * thread runs all of it but the reload's compile (DReload). */
+ * private to them.  The main thread waits and dispatches; workers do
+ * what is slow: a lost target's search and load (DFinder), the reload's
+ * compile and loads (DReload), its handovers (DHandover). */
 #ifndef SENTINEL_SENTINELD_H
 #define SENTINEL_SENTINELD_H
 
@@ -60,6 +61,38 @@
 
 typedef enum { TS_OK, TS_LOST, TS_PAUSED } TargetState;   /* PAUSED: by its hypervisor, not watched */
 
+/* A target's phase, what status, /metrics and the journal say it is
+ * doing (TargetState is the coarse one the loop decides on):
+ *   finding       its kernel looked for (DFinder: the VMCOREINFO scan, kallsyms, BTF)
+ *   loading       found: the rules loaded on the backend for it (DFinder too)
+ *   running       its rules tick
+ *   handing_over  a reload moves it to new rules (DHandover)
+ *   lost          not running, waiting for its next search (DTarget.err says why)
+ *   paused        paused by its hypervisor: not watched until it runs
+ * Written by the thread doing the work, read by any (atomic). */
+#define D_TPHASES(X) X(finding) X(loading) X(running) X(handing_over) X(lost) X(paused)
+typedef enum {
+#define D_TP_ENUM(n) DT_##n,
+	D_TPHASES(D_TP_ENUM)
+#undef D_TP_ENUM
+	DT_N
+} DtPhase;
+extern const char *const d_tphase_name[DT_N];
+
+/* The gate a DFinder passes to load the rules (the bundle, the GPU fleet,
+ * the engine options: what a reload changes).  A reload closes it at its
+ * start and waits for the loads in progress (on its thread, not the
+ * loop's); the loop opens it again once the reload is over, and a finder
+ * that found its target meanwhile waits at it.  gen counts the reloads
+ * that changed what loads: an engine loaded before is stale. */
+typedef struct DGate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool closed;
+	unsigned loading;             /* finders between d_gate_enter and d_gate_leave */
+	uint64_t gen;
+} DGate;
+
 /* A lost target's search: its source opened and its kernel found
  * (d_find: the VMCOREINFO scan over all its RAM, kallsyms, BTF; what the
  * guest's memory holds decides how long it takes), on a thread of its
@@ -71,17 +104,51 @@ typedef enum { TS_OK, TS_LOST, TS_PAUSED } TargetState;   /* PAUSED: by its hype
  * taken. */
 typedef struct DFinder {
 	pthread_t th;
+	struct Daemon *D;             /* its gate, bundle and engine options (read under the gate) */
 	CfTarget cf;
 	char label[300];
 	int done, cancel;             /* atomics */
+	int phase;                    /* atomic: DT_finding, then DT_loading */
 	int wake_fd;                  /* told when done (the loop's wake fd), or -1 */
 	int rc;
 	char err[512];
 	MemSource *src;
 	KTarget *t;
 	struct stat ram_st;
-	uint64_t took_ns;
+	uint64_t took_ns;             /* the search's time (the backoff's measure; the load's not counted) */
+	bool found;                   /* given src and t (a stale load's second try): load only */
+	uint32_t task_cap;            /* the target's task table rows */
+	Engine *e;                    /* the rules loaded on the backend for it, or NULL */
+	KlLog *klog;
+	char note[256];               /* why its kernel log cannot be read (logged when taken), or "" */
+	uint64_t gen;                 /* DGate.gen e was loaded under */
+	uint64_t load_ns;
 } DFinder;
+
+/* A reload's handovers of the targets on their own engines (not the GPU
+ * fleet's, which moves all at once): eng_takeover and the new engine's
+ * first tick, waited for on a thread while the loop drains alerts and
+ * answers.  The loop moves each target handed over to its new engine
+ * (d_handover_swap: the old one closes) as the thread goes on.  Owns
+ * it[]; the engines stay the targets' (DTarget.e, .ne): the thread uses
+ * item i's until it publishes its st, the loop after. */
+enum { HO_WAIT, HO_OK, HO_FAILED, HO_SKIPPED, HO_SWAPPED };
+typedef struct DHoItem {
+	unsigned idx;                 /* the target's index in D->tg (which does not change meanwhile) */
+	int st;                       /* atomic: HO_* */
+	int rc;
+	unsigned kept;
+	sn_stats os, ns;              /* the old engine's last tick, the new one's first */
+	char err[512];
+} DHoItem;
+typedef struct DHandover {
+	pthread_t th;
+	bool on;
+	int done;                     /* atomic: the thread has finished */
+	struct Daemon *D;
+	unsigned n;
+	DHoItem *it;                  /* [n] */
+} DHandover;
 
 /* One machine watched ([target] or [target NAME]): its memory, kernel and
  * engine.  Every target runs the same rules (Daemon.b), each on its own
@@ -98,7 +165,11 @@ typedef struct DTarget {
 	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
 	struct stat ram_st;           /* a ramfile target: the file we mapped */
 	TargetState ts;
+	int phase;                    /* atomic DtPhase (while a DFinder runs: its phase) */
 	char err[512];                /* why it is lost or paused (the first reason: kept while it is looked for) */
+	char last_error[512];         /* the latest error of any kind (kept after it is back), or "" */
+	time_t last_error_at;
+	unsigned errors;              /* how many times it was lost or failed to come back */
 	char retry_err[512];          /* a lost one: why the last look for it failed, or "" */
 	char pause_why[96];           /* d_target_paused's answer */
 	unsigned restarts;
@@ -163,6 +234,12 @@ typedef struct DReload {
 	bool same;                    /* the GPU fleet: the rules did not change, only the targets may */
 	EngFleet *nfleet;             /* the GPU fleet: the new rules' (or a grown table's) kernel for all targets */
 	char trial[160];              /* the trial run's note ("3 ticks in 312 ms, ..."), or "" */
+	/* the handover's, kept from d_reload_done to d_handover_done */
+	Bundle *hb;                   /* the new rules (nb) while their engines take over */
+	uint32_t old_cap;
+	char *hdiags;
+	unsigned fleet_kept, fleet_done;   /* the GPU fleet's handover's (d_fleet_handover) */
+	sn_stats fleet_os, fleet_ns;
 } DReload;
 
 /* Where the main thread's own CPU time goes (sentinelctl status's
@@ -207,6 +284,8 @@ typedef struct Daemon {
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */
 	uint64_t rec_errors;          /* atomic: records that could not be written */
 	DReload rl;
+	DHandover ho;
+	DGate gate;
 	DLoop loop;
 } Daemon;
 
@@ -230,7 +309,9 @@ int d_find_target(DTarget *T, char *err, size_t n);
  * and join: sentineld stopping, the target removed). */
 int d_finder_start(DTarget *T);
 void d_finder_stop(DTarget *T);
-/* A search that ended (done set): its answer; on success T has its source and kernel. */
+/* A worker that ended (done set): its answer; on success T has its
+ * source, kernel and engine (not started); 1: it runs again (a load a
+ * reload made stale). */
 int d_finder_take(DTarget *T, char *err, size_t n);
 /* Whether a source's memory is a file a VM owns (it goes when the VM does). */
 bool d_file_backed(const MemSource *s);
@@ -240,6 +321,18 @@ int d_thread(pthread_t *th, void *(*fn)(void *), void *arg);
 /* A worker (a search, the reload's thread) wakes the loop: the wake eventfd. */
 void d_wake(int wake_fd);
 int d_load_target(DTarget *T, char *err, size_t n);
+/* The load gate (DGate): a reload closes it (waiting for the loads in
+ * progress), the loop opens it after; d_gate_stale closes the engines
+ * finders loaded before a reload's handover (they load again). */
+void d_gate_init(Daemon *D);
+void d_gate_close(Daemon *D);
+void d_gate_open(Daemon *D);
+void d_gate_stale(Daemon *D);
+/* T's phase now, and a change of it (the journal says so when it matters). */
+DtPhase d_target_phase(const DTarget *T);
+void d_phase_set(DTarget *T, DtPhase p);
+/* An error of T's (lost, a failed search or start): last_error and its time. */
+void d_target_error(DTarget *T, const char *why);
 /* d_find_target for every target at once, on threads: rc[i], err[i]. */
 void d_find_targets(Daemon *D, int *rc, char (*err)[512]);
 int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf);
@@ -249,6 +342,7 @@ void d_log_disabled(DTarget *T);
 void d_record(void *ctx, const sn_world *w);
 void d_record_end(Daemon *D, const char *why);
 void d_target_opts(const DTarget *T, EngOpts *eo);
+void d_target_opts_cf(const struct Daemon *D, const CfTarget *cf, EngOpts *eo);
 void d_watch_target(Daemon *D);
 
 /* reload.c: the reload: compile and open on a thread, then the handover on the main loop */
@@ -257,6 +351,11 @@ int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n);
 uint32_t d_threads(const Config *cf);
 void d_reload_discard(Daemon *D);
 void d_reload_done(Daemon *D);
+/* The handovers' thread (DHandover): the targets it has handed over
+ * move to their new engines (the old ones close) as it goes; once it is
+ * done, the reload ends. */
+void d_handover_swap(Daemon *D);
+void d_handover_done(Daemon *D);
 
 /* trial.c: a reload's trial run of the new rules in a child process (sentineld --trial) */
 int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *note, size_t nn, char *err,

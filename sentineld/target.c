@@ -29,7 +29,7 @@ void d_record_end(Daemon *D, const char *why)
 /* T (zeroed) becomes the target of section cf, not yet open. */
 int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf)
 {
-	*T = (DTarget){.D = D, .task_cap = D->cf.tasks, .ts = TS_LOST};
+	*T = (DTarget){.D = D, .task_cap = D->cf.tasks, .ts = TS_LOST, .phase = DT_lost};
 	if (cf_target_copy(&T->cf, cf))
 		return -ENOMEM;
 	if (D->cf.ntargets == 1 && !D->cf.targets_dir)
@@ -61,13 +61,18 @@ bool d_file_backed(const MemSource *s)
 
 /* What the engine of T needs to know of it: its name and labels, for the
  * rules limited to targets by label. */
+void d_target_opts_cf(const Daemon *D, const CfTarget *cf, EngOpts *eo)
+{
+	eo->target_name = cf->name;
+	eo->target_labels = cf->labels;
+	eo->target_nlabels = cf->nlabels;
+	uint64_t b = cf->read_budget ? cf->read_budget : D->cf.read_budget;
+	eo->read_budget = b == CF_BUDGET_NONE ? 0 : b == CF_BUDGET_AUTO ? eng_read_budget_auto(eo->task_cap, eo->obj_cap) : b;
+}
+
 void d_target_opts(const DTarget *T, EngOpts *eo)
 {
-	eo->target_name = T->cf.name;
-	eo->target_labels = T->cf.labels;
-	eo->target_nlabels = T->cf.nlabels;
-	uint64_t b = T->cf.read_budget ? T->cf.read_budget : T->D->cf.read_budget;
-	eo->read_budget = b == CF_BUDGET_NONE ? 0 : b == CF_BUDGET_AUTO ? eng_read_budget_auto(eo->task_cap, eo->obj_cap) : b;
+	d_target_opts_cf(T->D, &T->cf, eo);
 }
 
 /* Load the bundle on the backend for a target d_find_target found. */
@@ -136,4 +141,32 @@ void d_log_disabled(DTarget *T)
 			       D->b->rules[i].file, D->b->rules[i].line, D->ntg > 1 ? T->cf.name : "",
 			       D->ntg > 1 ? ", " : "", T->t->release, why);
 	}
+}
+
+/* ---- its phase and last error ------------------------------------------------------------- */
+
+const char *const d_tphase_name[DT_N] = {
+#define D_TP_NAME(n) #n,
+	D_TPHASES(D_TP_NAME)
+#undef D_TP_NAME
+};
+
+DtPhase d_target_phase(const DTarget *T)
+{
+	const DFinder *F = T->finder;
+	return (DtPhase)(F ? __atomic_load_n(&F->phase, __ATOMIC_ACQUIRE) : __atomic_load_n(&T->phase, __ATOMIC_ACQUIRE));
+}
+
+void d_phase_set(DTarget *T, DtPhase p)
+{
+	DtPhase was = (DtPhase)__atomic_exchange_n(&T->phase, (int)p, __ATOMIC_ACQ_REL);
+	if (was != p)
+		nt_log(T->D->nt, 7, "%s: %s -> %s", T->label, d_tphase_name[was], d_tphase_name[p]);
+}
+
+void d_target_error(DTarget *T, const char *why)
+{
+	snprintf(T->last_error, sizeof T->last_error, "%s", why);
+	T->last_error_at = time(NULL);
+	T->errors++;
 }

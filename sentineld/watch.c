@@ -1,6 +1,7 @@
 /* watch.c - sentineld: the target watch: each target checked on its
  * schedule (still the machine we mapped? its tables full? over its read
- * budget?), a lost one looked for again, those back started together. */
+ * budget?), a lost one handed to its worker (DFinder: found and loaded
+ * off the loop), those back started together. */
 #include "sentineld.h"
 #include <inttypes.h>
 
@@ -132,6 +133,7 @@ static void d_watch_one(DTarget *T, uint64_t now)
 			d_drain(D);
 			d_close_target(T);
 			T->ts = TS_PAUSED;
+			d_phase_set(T, DT_paused);
 			return;
 		}
 		if (!lost) {
@@ -145,31 +147,36 @@ static void d_watch_one(DTarget *T, uint64_t now)
 		snprintf(T->err, sizeof T->err, "%s", lost);
 		T->retry_err[0] = 0;
 		nt_log(D->nt, 3, "target error: %s %s; the rules stop until it is back", T->label, lost);
+		d_target_error(T, lost);
 		d_drain(D);
 		d_close_target(T);
 		T->ts = TS_LOST;
+		d_phase_set(T, DT_lost);
 		if (d_all_lost(D))
 			d_sd_notify("STATUS=target lost");
 		return;
 	}
-	if (T->finder) {                         /* a search in progress: done yet? */
+	if (T->finder) {                         /* its worker (search, load) in progress: done yet? */
 		if (!__atomic_load_n(&T->finder->done, __ATOMIC_ACQUIRE))
 			return;
 		int r = d_finder_take(T, err, sizeof err);
+		if (r == 1)                      /* loading again (a reload came) */
+			return;
 		/* on the grid (d_next_check) when it took no time; a backed-off
 		 * one waits its whole wait (the grid of a 60 s period can be
 		 * a second away) */
 		T->next_check_ns = T->retry_ns > D_TARGET_RETRY_NS ? now + T->retry_ns : d_next_check(now, D_TARGET_RETRY_NS);
-		if (!r)
-			r = d_load_target(T, err, sizeof err);
 		if (r) {
 			if (T->err[0])
 				snprintf(T->retry_err, sizeof T->retry_err, "%s", err);
 			else
 				snprintf(T->err, sizeof T->err, "%s", err);
+			d_target_error(T, err);
+			d_phase_set(T, DT_lost);
 			return;
 		}
 		T->back = true;                  /* started by d_watch_target, with the others back */
+		d_phase_set(T, DT_loading);
 		return;
 	}
 	if (now < T->next_check_ns)
@@ -186,6 +193,8 @@ static void d_watch_one(DTarget *T, uint64_t now)
 	 * target, go on while it scans (the finder wakes the loop when done) */
 	if (d_finder_start(T))
 		snprintf(T->retry_err, sizeof T->retry_err, "cannot start a thread to look for it; trying again");
+	else
+		d_phase_set(T, DT_finding);      /* (the worker's phase meanwhile: d_target_phase) */
 }
 
 /* A target opened again: its rules start. */
@@ -196,10 +205,13 @@ static void d_start_again(DTarget *T)
 	T->back = false;
 	if (eng_start(T->e, err, sizeof err)) {
 		nt_log(D->nt, 3, "%s is back but the rules cannot start: %s", T->label, err);
+		d_target_error(T, err);
 		d_close_target(T);
+		d_phase_set(T, DT_lost);
 		return;
 	}
 	T->ts = TS_OK;
+	d_phase_set(T, DT_running);
 	T->err[0] = T->retry_err[0] = 0;
 	T->retry_ns = 0;
 	T->restarts++;

@@ -159,7 +159,7 @@ static void print_targets(json_t *s)
 	size_t i;
 	if (json_array_size(a) < 2)
 		return;
-	printf("\n%-20s %-6s %-12s %10s %6s %10s %8s %7s %s\n", "TARGET", "STATE", "KERNEL", "TICKS", "LATE", "LAST_US",
+	printf("\n%-20s %-12s %-12s %10s %6s %10s %8s %7s %s\n", "TARGET", "PHASE", "KERNEL", "TICKS", "LATE", "LAST_US",
 	       "READERR", "TASKS", "SOURCE");
 	json_array_foreach(a, i, t) {
 		char ticks[24] = "-", late[24] = "-", last[24] = "-", rerr[24] = "-", tasks[24] = "-";
@@ -170,12 +170,16 @@ static void print_targets(json_t *s)
 			snprintf(rerr, sizeof rerr, "%.0f", num(t, "read_errors"));
 			snprintf(tasks, sizeof tasks, "%.0f", num(t, "tasks"));
 		}
-		printf("%-20s %-6s %-12.12s %10s %6s %10s %8s %7s %s\n", str(t, "name"), str(t, "state"),
+		printf("%-20s %-12s %-12.12s %10s %6s %10s %8s %7s %s\n", str(t, "name"),
+		       json_object_get(t, "phase") ? str(t, "phase") : str(t, "state"),
 		       json_object_get(t, "kernel") ? str(t, "kernel") : "-", ticks, late, last, rerr, tasks, str(t, "source"));
 		if (json_object_get(t, "error"))
 			printf("    %s\n", str(t, "error"));
 		if (json_object_get(t, "retry_error"))
 			printf("    looking for it again: %s\n", str(t, "retry_error"));
+		if (!json_object_get(t, "error") && json_object_get(t, "last_error"))
+			printf("    last error (%.0f s ago): %s\n", (double)time(NULL) - num(t, "last_error_time"),
+			       str(t, "last_error"));
 		if (num(t, "ticks_over_budget") > 0)
 			printf("    %.0f ticks cut off at its read budget of %.0f words (the most read %.0f): see the log\n",
 			       num(t, "ticks_over_budget"), num(t, "read_budget"), num(t, "max_reads_per_tick"));
@@ -195,7 +199,8 @@ static void print_status(json_t *s)
 		printf("gpu:       one kernel for %.0f targets on %s: %.0f groups of %.0f blocks; %.0f group ticks, %.0f late, "
 		       "longest %.0f us\n", num(fl, "targets"), str(fl, "device"), num(fl, "groups"), num(fl, "group_blocks"),
 		       num(fl, "group_ticks"), num(fl, "late_group_ticks"), num(fl, "max_group_tick_us"));
-	printf("target:    %s (%s) %s%s%s\n", str(t, "source"), str(s, "target_name"), str(t, "state"),
+	printf("target:    %s (%s) %s%s%s\n", str(t, "source"), str(s, "target_name"),
+	       json_object_get(t, "phase") ? str(t, "phase") : str(t, "state"),
 	       json_object_get(t, "kernel") ? ", Linux " : "", str(t, "kernel"));
 	if (json_object_get(t, "error"))
 		printf("           %s\n", str(t, "error"));

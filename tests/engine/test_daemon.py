@@ -14,9 +14,14 @@ RAM image (IMAGE: build/fuzz-guest.ram, tests/fuzz/guest_image.py), frozen:
   clients   16 idle clients hold every slot: sentinelctl still gets in (the
             longest idle makes room); a server that accepts and never
             answers: sentinelctl gives up after --timeout, says so, exit 2
+  phases    status and /metrics (sentinel_target_phase) say what each
+            target's worker does (a running, b lost) and b's last error;
+            b's memory restored: its worker finds it and loads the rules
+            off the loop, b runs again, its last error kept
   reload    a reload that fails (a broken rule file) is in status
             (last_reload_ok false, reload_failures 1) and in /metrics
-            (sentinel_reload_failures_total 1, sentinel_last_reload_successful 0)
+            (sentinel_reload_failures_total 1, sentinel_last_reload_successful 0);
+            the next one hands both targets over (on the handovers' thread)
 """
 import json
 import mmap
@@ -40,7 +45,7 @@ SENTINELD = os.path.join(BUILD, "sentineld")
 SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
-MIN_CHECKS = 14
+MIN_CHECKS = 19
 reported = 0
 failures = 0
 
@@ -96,6 +101,17 @@ def make_hostile(path):
     return n
 
 
+def restore(path):
+    """The guest's memory as it was (in place: the same file, as a guest's
+    memory is written)."""
+    with open(IMAGE, "rb") as src, open(path, "r+b") as f:
+        while True:
+            chunk = src.read(1 << 22)
+            if not chunk:
+                break
+            f.write(chunk)
+
+
 def metrics(port):
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
@@ -107,6 +123,15 @@ def metrics(port):
 def sample(text, name):
     for line in text.splitlines():
         if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def series(text, name, **labels):
+    """The value of the series of name whose labels include these."""
+    want = ['%s="%s"' % kv for kv in labels.items()]
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(w in line.split("}")[0] for w in want):
             return float(line.rsplit(" ", 1)[1])
     return None
 
@@ -167,6 +192,36 @@ def main():
         report(1 <= (tb.get("searches") or 0) <= 8 and tb.get("next_search_s", 0) >= 2,
                "b's searches back off: %s in 12 s, the next in %.1f s" % (tb.get("searches"), tb.get("next_search_s", 0)),
                json.dumps(tb)[:1500])
+        text = metrics(port)
+        report(tb.get("phase") == "lost" and target(st, "a").get("phase") == "running" and
+               "OSRELEASE" in tb.get("last_error", "") + tb.get("error", "") and tb.get("errors", 0) >= 2 and
+               series(text, "sentinel_target_phase", target="b", phase="lost") == 1 and
+               series(text, "sentinel_target_phase", target="b", phase="running") == 0 and
+               series(text, "sentinel_target_phase", target="a", phase="running") == 1 and
+               (series(text, "sentinel_target_errors_total", target="b") or 0) >= 2,
+               "status and /metrics say each target's phase (a running, b lost) and b's last error",
+               json.dumps(tb)[:1500] + "\n" + "\n".join(l for l in text.splitlines() if "target_" in l)[:1500])
+
+        # b's memory as it was: its worker finds it and loads the rules
+        # (off the loop: status is answered all along), and it runs again
+        restore(os.path.join(tmp, "b.ram"))
+        slow, phases = [], set()
+        end = time.monotonic() + 240
+        while time.monotonic() < end:
+            rc, out, err, took = ctl(tmp, "--json", "status")
+            if rc != 0:
+                slow.append("rc %d after %.1f s: %s" % (rc, took, err.strip()))
+                continue
+            tb = target(json.loads(out)["status"], "b")
+            phases.add(tb.get("phase"))
+            if tb.get("phase") == "running":
+                break
+            time.sleep(0.2)
+        report(tb.get("phase") == "running" and tb.get("restarts", 0) >= 1 and not slow,
+               "b's memory restored: found and loaded on its worker, running again, status answered throughout "
+               "(phases seen: %s)" % ", ".join(sorted(p for p in phases if p)), json.dumps(tb)[:1500] + "\n".join(slow))
+        report("OSRELEASE" in tb.get("last_error", "") and tb.get("last_error_time", 0) > 0 and "error" not in tb,
+               "b's last error is kept once it is back (status: last_error, last_error_time)", json.dumps(tb)[:1500])
 
         # clients: every slot held by an idle connection
         idle = []
@@ -213,6 +268,15 @@ def main():
         st = status(tmp)
         report(rc == 0 and st.get("last_reload_ok") is True and st.get("reload_failures") == 1,
                "the next reload succeeds and status says so; the failure stays counted", out + err)
+        # (both targets ran: their handovers ran on the handovers' thread)
+        report("on 2 of 2 targets" in out and all(target(st, n).get("phase") == "running" for n in ("a", "b")),
+               "the reload handed both targets over, and both run", out + err + json.dumps(st.get("targets"))[:1500])
+
+        # b hostile again, and lost: a new search starts
+        make_hostile(os.path.join(tmp, "b.ram"))
+        searching = wait(lambda: target(status(tmp), "b").get("phase") == "finding", 60, 0.2)
+        report(searching, "b is looked for again once its memory is hostile again (phase finding)",
+               json.dumps(target(status(tmp), "b"))[:1500])
 
         # stop while b is being looked for
         t0 = time.monotonic()
