@@ -1,5 +1,6 @@
-/* test_http.c - notifier/http.c (libcurl, its thread, its spool) against an
- * HTTP server of the test's own on 127.0.0.1 (run under ASan/UBSan).
+/* test_http.c - notifier/http.c and the files it shares http_int.h with
+ * (libcurl, its thread, its queues, its spool) against an HTTP server of the
+ * test's own on 127.0.0.1 (run under ASan/UBSan).
  *
  * The server answers one request per connection and holds each until the
  * test lets it go, so a request (Alertmanager: several batches joined into
