@@ -5,7 +5,7 @@
  *   hqueue.c   a URL's queue: append, the bounds (the oldest batch not in
  *              flight dropped), the head's batches joined into one request
  *   spool.c    the spool: a flush's batches in one file, synced and renamed;
- *              what an earlier sentineld left, loaded at the start
+ *              what an earlier sentineld left, loaded within the bounds
  *   payload.c  what is sent: Alertmanager's alerts (the active ones, re-sent)
  *              and webhook payloads (version 4); nh_event
  *

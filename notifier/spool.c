@@ -146,8 +146,99 @@ static int nh_name_cmp(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* What one spool file gives at the start: of its batches (one JSON text a
+ * line, in order) the newest that fit max_n batches and max_bytes bytes,
+ * at least min_keep of them, as a chain; the older ones only counted. */
+typedef struct NhLoad {
+	unsigned max_n, min_keep;
+	uint64_t max_bytes;
+	NhBatch *head, *tail;     /* what is kept, in order */
+	unsigned n, dropped;
+	uint64_t bytes;
+} NhLoad;
+
+/* Read f into l: memory for what is kept, never for the whole file (a
+ * batch over the bounds goes as the next one comes). */
+static void nh_load_read(FILE *f, NhLoad *l)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[--len] = 0;
+		if (!len)
+			continue;
+		if (!l->max_n) {
+			l->dropped++;
+			continue;
+		}
+		NhBatch *b = calloc(1, sizeof *b);
+		if (!b || !(b->body = strndup(line, (size_t)len))) {
+			free(b);
+			continue;
+		}
+		b->len = (size_t)len;
+		b->ready = true;
+		if (l->tail)
+			l->tail->next = b;
+		else
+			l->head = b;
+		l->tail = b;
+		l->n++;
+		l->bytes += b->len;
+		while (l->n > l->max_n || (l->bytes > l->max_bytes && l->n > l->min_keep)) {
+			NhBatch *old = l->head;
+			l->head = old->next;
+			if (!l->head)
+				l->tail = NULL;
+			l->n--;
+			l->bytes -= old->len;
+			l->dropped++;
+			free(old->body);
+			free(old);
+		}
+	}
+	free(line);
+}
+
+/* Spool file g keeps only the batches loaded from it (l), its older ones
+ * dropped at the start: written anew under its temporary name, synced and
+ * renamed over it, so that the next start does not find them again.  On
+ * failure (counted, logged) the file stays whole. */
+static void nh_load_rewrite(NtHttp *h, NhDest *d, NhSeg *g, const NhLoad *l, unsigned long long seq)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s/.%020llu.tmp", d->spool, seq);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	bool ok = fd >= 0;
+	for (const NhBatch *b = l->head; ok && b; b = b->next) {
+		struct iovec v[2] = {{b->body, b->len}, {"\n", 1}};
+		ok = writev(fd, v, 2) == (ssize_t)b->len + 1;
+	}
+	ok = ok && fdatasync(fd) == 0 && rename(tmp, g->path) == 0;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (!ok) {
+		nh_spool_error(h, d->spool, e, "the alerts dropped from it may be sent after the next start");
+		unlink(tmp);
+		return;
+	}
+	int dfd = open(d->spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) != 0)
+		nh_spool_error(h, d->spool, errno, "the alerts dropped from it may be sent after a crash");
+	if (dfd >= 0)
+		close(dfd);
+}
+
 /* d's spool folder (spool/<hash of the URL>): made if new; what an earlier
- * sentineld left undelivered is queued first, in order. */
+ * sentineld left undelivered is queued first, in order, within the bounds
+ * nh_enqueue keeps (queue_max batches, spool_max bytes in all the spool,
+ * and at least one batch): the files are read newest first, and the oldest
+ * batches that do not fit are dropped and counted as the queue's drops
+ * are, their files removed (or written anew without them), and logged
+ * once. */
 int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
 {
 	uint64_t x = 0xcbf29ce484222325ull;
@@ -169,8 +260,9 @@ int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
 		snprintf(err, n, "spool %s: %s", d->spool, strerror(e));
 		return -e;
 	}
-	unsigned loaded = 0;
-	for (int i = 0; i < k; i++) {
+	NhBatch *keep = NULL;             /* what is loaded, in order */
+	unsigned loaded = 0, dropped = 0;
+	for (int i = k - 1; i >= 0; i--) {
 		const char *nm = ents[i]->d_name;
 		size_t l = strlen(nm);
 		char path[4200];
@@ -182,44 +274,64 @@ int nh_spool_open(NtHttp *h, NhDest *d, char *err, size_t n)
 			continue;
 		}
 		unsigned long long seq = strtoull(nm, NULL, 10);
-		FILE *f = fopen(path, "rbe");
-		NhSeg *g = f ? calloc(1, sizeof *g) : NULL;
-		char *line = NULL;
-		size_t cap = 0;
-		ssize_t len;
-		if (g) {
-			g->fd = -1;
-			g->path = strdup(path);
-		}
-		while (g && g->path && (len = getline(&line, &cap, f)) > 0) {
-			if (line[len - 1] == '\n')
-				line[--len] = 0;
-			NhBatch *b = len ? calloc(1, sizeof *b) : NULL;
-			if (!b || !(b->body = strndup(line, (size_t)len))) {
-				free(b);
-				continue;
-			}
-			b->len = (size_t)len;
-			b->seg = g;
-			b->ready = true;
-			g->refs++;
-			h->spool_bytes += (size_t)len;
-			nh_append(d, b);
-			loaded++;
-		}
-		free(line);
-		if (g && !g->refs) {
-			unlink(path);            /* nothing in it */
-			nh_seg_free(g);
-		}
-		if (f)
-			fclose(f);
 		if (seq >= d->seq)
 			d->seq = seq + 1;
 		free(ents[i]);
+		FILE *f = fopen(path, "rbe");
+		if (!f)
+			continue;
+		NhLoad ld = {.min_keep = !loaded, .max_bytes = UINT64_MAX};
+		if (!dropped && loaded < h->c.queue_max)
+			ld.max_n = h->c.queue_max - loaded;
+		if (h->c.spool_max)
+			ld.max_bytes = h->spool_bytes < h->c.spool_max ? h->c.spool_max - h->spool_bytes : 0;
+		nh_load_read(f, &ld);
+		fclose(f);
+		dropped += ld.dropped;
+		NhSeg *g = ld.n ? calloc(1, sizeof *g) : NULL;
+		if (g && !(g->path = strdup(path))) {
+			free(g);
+			g = NULL;
+		}
+		if (!g) {
+			while (ld.head) {
+				NhBatch *b = ld.head;
+				ld.head = b->next;
+				free(b->body);
+				free(b);
+			}
+			if (!ld.n)
+				unlink(path);    /* nothing in it, or nothing that fits */
+			continue;
+		}
+		g->fd = -1;
+		for (NhBatch *b = ld.head; b; b = b->next) {
+			b->seg = g;
+			g->refs++;
+		}
+		h->spool_bytes += ld.bytes;
+		loaded += ld.n;
+		if (ld.dropped)
+			nh_load_rewrite(h, d, g, &ld, seq);
+		ld.tail->next = keep;
+		keep = ld.head;
 	}
 	free(ents);
-	if (loaded)
+	while (keep) {
+		NhBatch *b = keep;
+		keep = b->next;
+		b->next = NULL;
+		nh_append(d, b);
+	}
+	if (dropped) {
+		h->st.dropped += dropped;
+		char bytes[64] = "";
+		if (h->c.spool_max)
+			snprintf(bytes, sizeof bytes, ", spool_max %llu bytes", (unsigned long long)h->c.spool_max);
+		fprintf(stderr, "sentineld: %s: the spool holds more than the queue's bounds (%u batches%s): its %u oldest "
+			"alert batches dropped, %u sent first\n", d->url, h->c.queue_max, bytes, dropped, loaded);
+	} else if (loaded) {
 		fprintf(stderr, "sentineld: %s: %u undelivered alert batches from the spool, sent first\n", d->url, loaded);
+	}
 	return 0;
 }
