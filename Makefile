@@ -224,15 +224,18 @@ $(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san
 $(B)/san/test_unit: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
-# notifier/http.c (and the rest of HTTP_SRC) against an HTTP server of the test's own on loopback
+# notifier/http.c (and the rest of HTTP_SRC) against an HTTP server of the test's own on loopback;
+# and notify.c's jsonl sink (with what it renders with)
+TEST_HTTP_SRC := $(HTTP_SRC) notifier/notify.c notifier/render.c notifier/journal.c
 TEST_PROGRAMS += $(B)/san/test_http
-$(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(HTTP_SRC:%.c=$(B)/san/obj/%.o)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+$(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(TEST_HTTP_SRC:%.c=$(B)/san/obj/%.o) $(B)/san/librulec.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(SYSTEMD_LIBS) $(LIBS) $(JANSSON_LIBS) -lpthread
 
 # ... and under ThreadSanitizer: the delivery thread against the callers' (libcurl itself uninstrumented)
 TEST_PROGRAMS += $(B)/tsan/test_http
-$(B)/tsan/test_http: $(B)/tsan/obj/tests/unit/test_http.o $(HTTP_SRC:%.c=$(B)/tsan/obj/%.o)
-	$(CC) $(TSAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+$(B)/tsan/test_http: $(B)/tsan/obj/tests/unit/test_http.o $(TEST_HTTP_SRC:%.c=$(B)/tsan/obj/%.o) \
+		$(RULEC_LIB_SRC:%.c=$(B)/tsan/obj/%.o)
+	$(CC) $(TSAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(SYSTEMD_LIBS) $(LIBS) $(JANSSON_LIBS) -lpthread
 
 # libFuzzer target: the rule parser and checker, built with clang.
 $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk

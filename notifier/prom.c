@@ -309,6 +309,8 @@ static void px_self(StrBuf *b, const PxInput *in)
 	     in->last_reload_ok);
 	SELF("sentinel_alert_events_total", "counter", "Alert events (pending, firing, resolved, cancelled) handed to the notifiers.", in->alerts);
 	SELF("sentinel_jsonl_sync_errors_total", "counter", "Syncs of the JSON-lines alert log that failed.", in->jsonl_sync_errors);
+	SELF("sentinel_jsonl_write_errors_total", "counter", "Alert lines the JSON-lines alert log did not take (the write failed).",
+	     in->jsonl_write_errors);
 	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
 	EACH_UP("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
 	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);

@@ -13,8 +13,12 @@
  * spool's files hold.  Three ways to overflow while a joined request is in
  * flight: queue_max, spool_max, and a restart that finds more than
  * queue_max batches in the spool (of which it loads the newest
- * queue_max; the same with spool_max). */
+ * queue_max; the same with spool_max).
+ *
+ * And the notifier's local sink beside them (notifier/notify.c): a JSON
+ * lines file whose writes fail is counted. */
 #include "http.h"
+#include "notify.h"
 
 #include <jansson.h>
 
@@ -652,12 +656,40 @@ static void test_spool_bound(void)
 	run_end(&r);
 }
 
+/* ---- the JSON-lines sink ---------------------------------------------------------------------- */
+
+/* /dev/full as the jsonl file: every write fails (ENOSPC), and each lost
+ * line counts as a write error, not as a sync error (fdatasync of a device
+ * is EINVAL, which is not one). */
+static void test_jsonl_write_errors(void)
+{
+	NtConfig c = {.jsonl = "/dev/full", .target = "t"};
+	Notifier *nt = NULL;
+	char err[256] = "";
+	if (nt_open(&c, &nt, err, sizeof err)) {
+		printf("FAIL http/jsonl/setup: %s\n", err);
+		failures++;
+		return;
+	}
+	BdRule rule = {.name = "Full", .severity = "warning", .file = "full.yaml", .line = 1, .entity = -1};
+	NtEvent e = {.rule = &rule, .kind = SN_EV_FIRING, .value = 1, .entity = -1, .tick = 1};
+	clock_gettime(CLOCK_REALTIME, &e.when);
+	for (int i = 0; i < 3; i++)
+		nt_event(nt, &e);
+	nt_flush(nt);
+	CHECK("jsonl/write-errors-counted", nt_jsonl_write_errors(nt) == 3 && nt_jsonl_sync_errors(nt) == 0,
+	      "3 lines written to /dev/full: %llu write errors, %llu sync errors",
+	      (unsigned long long)nt_jsonl_write_errors(nt), (unsigned long long)nt_jsonl_sync_errors(nt));
+	nt_close(nt);
+}
+
 int main(void)
 {
 	test_queue_bound();
 	test_restart();
 	test_restart_bytes();
 	test_spool_bound();
+	test_jsonl_write_errors();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }
