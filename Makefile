@@ -50,7 +50,9 @@ CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rul
 # /metrics) apart: only sentineld links them and their libraries.
 ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
-SINK_SRC := notifier/notify.c notifier/http.c notifier/prom.c notifier/journal.c
+# The remote sinks (http.h): the delivery thread, its queues, its spool, what it sends
+HTTP_SRC := notifier/http.c notifier/hqueue.c notifier/spool.c notifier/payload.c
+SINK_SRC := notifier/notify.c $(HTTP_SRC) notifier/prom.c notifier/journal.c
 # sentineld (its folder): the main loop, its targets, finding their kernels, their watch, the
 # reload and its trial, the control socket (sentineld/sentineld.h)
 SD_SRC := sentineld/sentineld.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
@@ -222,15 +224,18 @@ $(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san
 $(B)/san/test_unit: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_unit.o $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(JANSSON_LIBS)
 
-# notifier/http.c against an HTTP server of the test's own on loopback
+# notifier/http.c (and the rest of HTTP_SRC) against an HTTP server of the test's own on loopback;
+# and notify.c's jsonl sink (with what it renders with)
+TEST_HTTP_SRC := $(HTTP_SRC) notifier/notify.c notifier/render.c notifier/journal.c
 TEST_PROGRAMS += $(B)/san/test_http
-$(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(B)/san/obj/notifier/http.o
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+$(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(TEST_HTTP_SRC:%.c=$(B)/san/obj/%.o) $(B)/san/librulec.a
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(SYSTEMD_LIBS) $(LIBS) $(JANSSON_LIBS) -lpthread
 
 # ... and under ThreadSanitizer: the delivery thread against the callers' (libcurl itself uninstrumented)
 TEST_PROGRAMS += $(B)/tsan/test_http
-$(B)/tsan/test_http: $(B)/tsan/obj/tests/unit/test_http.o $(B)/tsan/obj/notifier/http.o
-	$(CC) $(TSAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) -lpthread
+$(B)/tsan/test_http: $(B)/tsan/obj/tests/unit/test_http.o $(TEST_HTTP_SRC:%.c=$(B)/tsan/obj/%.o) \
+		$(RULEC_LIB_SRC:%.c=$(B)/tsan/obj/%.o)
+	$(CC) $(TSAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(SYSTEMD_LIBS) $(LIBS) $(JANSSON_LIBS) -lpthread
 
 # libFuzzer target: the rule parser and checker, built with clang.
 $(B)/fuzz_rules: tests/fuzz/fuzz_rules.c tests/fuzz/fuzz_load.h $(RULEC_LIB_SRC) $(RULEC_HDR) config.mk

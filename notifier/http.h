@@ -19,7 +19,9 @@
  * batch not in flight and counts it.  With a spool, every batch is on disk (fsync'd)
  * before it is queued and removed once the receiver took it: after an
  * outage, a restart or a SIGKILL, what is left is sent first, in order, at
- * least once.  Without one, what is queued is lost when sentineld stops.
+ * least once, within the same bounds (a start that finds more loads the
+ * newest that fit; the older ones are dropped and counted).  Without one,
+ * what is queued is lost when sentineld stops.
  *
  * Ownership: an NtHttp owns its thread, its queues and its copies of what
  * it sends; nh_close() stops the thread after a last attempt to deliver.

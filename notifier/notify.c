@@ -23,6 +23,7 @@ struct Notifier {
 	char *jsonl_path;
 	bool jsonl_dirty;         /* written since the last nt_flush's fdatasync */
 	uint64_t jsonl_sync_errors; /* fdatasyncs of it that failed */
+	uint64_t jsonl_write_errors; /* lines it could not take (write failed) */
 	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
@@ -106,6 +107,22 @@ static void nt_entity(const NtEvent *e, char *buf, size_t n)
 }
 
 static void nt_remote(Notifier *nt, const NtEvent *e);
+
+/* All n bytes of p to fd (a write cut short goes on where it stopped): 0,
+ * or -errno (ENOSPC, EIO, ...; EIO too for a write that takes nothing). */
+static int nt_write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
 
 /* Into o: the entity's labels, then the rule's (which win). */
 static json_t *nt_labels(const NtEvent *e, json_t *o)
@@ -214,10 +231,14 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		if (line) {
 			size_t len = strlen(line);
 			line[len] = '\n';
-			ssize_t w = write(nt->jsonl_fd, line, len + 1);
-			if (w < 0 || (size_t)w != len + 1)
-				nt_log(nt, 3, "%s: cannot write an alert: %s", nt->jsonl_path,
-				       w < 0 ? strerror(errno) : "short write");
+			int we = nt_write_all(nt->jsonl_fd, line, len + 1);
+			if (we) {
+				nt->jsonl_write_errors++;
+				if (nt->jsonl_write_errors == 1 || nt->jsonl_write_errors % 1000 == 0)
+					nt_log(nt, 3, "%s: cannot write an alert: %s; it is not in the alert log (%llu failed "
+					       "writes so far)", nt->jsonl_path, strerror(-we),
+					       (unsigned long long)nt->jsonl_write_errors);
+			}
 			nt->jsonl_dirty = true;    /* synced by nt_flush, once for a whole drain */
 			free(line);
 		}
@@ -271,6 +292,11 @@ void nt_delivery(Notifier *nt, struct NhStats *out)
 uint64_t nt_jsonl_sync_errors(const Notifier *nt)
 {
 	return nt ? nt->jsonl_sync_errors : 0;
+}
+
+uint64_t nt_jsonl_write_errors(const Notifier *nt)
+{
+	return nt ? nt->jsonl_write_errors : 0;
 }
 
 void nt_log(Notifier *nt, int level, const char *fmt, ...)

@@ -79,6 +79,9 @@ struct NhStats;
 void nt_delivery(Notifier *nt, struct NhStats *out);
 /* How many fdatasyncs of the jsonl file failed (each logged: the first, then every 1000th). */
 uint64_t nt_jsonl_sync_errors(const Notifier *nt);
+/* How many alert lines the jsonl file did not take: their write failed (ENOSPC, EIO;
+ * each logged: the first, then every 1000th). */
+uint64_t nt_jsonl_write_errors(const Notifier *nt);
 /* A note of the engine's own (started, reloaded, target lost): the log sink
  * only.  level: 3 error, 4 warning, 6 info. */
 void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

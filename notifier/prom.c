@@ -322,6 +322,8 @@ static void px_self(StrBuf *b, const PxInput *in)
 			}
 	}
 	EACH("sentinel_target_errors_total", "counter", "Times the target was lost, or failed to come back.", T->errors);
+	SELF("sentinel_jsonl_write_errors_total", "counter", "Alert lines the JSON-lines alert log did not take (the write failed).",
+	     in->jsonl_write_errors);
 	EACH_UP("sentinel_ticks_total", "counter", "Ticks the engine completed.", S->ticks);
 	EACH_UP("sentinel_late_ticks_total", "counter", "Ticks that started more than one tick late.", S->late);
 	EACH_UP("sentinel_tick_duration_seconds", "gauge", "How long the last tick took.", (double)S->last_tick_len_ns * 1e-9);

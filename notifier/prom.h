@@ -68,6 +68,7 @@ typedef struct PxInput {
 	uint64_t reload_failures;     /* reloads that failed (the running rules stayed) */
 	bool last_reload_ok;          /* the last reload succeeded, or none was asked */
 	uint64_t jsonl_sync_errors;   /* nt_jsonl_sync_errors */
+	uint64_t jsonl_write_errors;  /* nt_jsonl_write_errors */
 	double started;               /* Unix time sentineld started */
 	const char *const *phases;    /* [nphases]: every phase a target can be in */
 	unsigned nphases;

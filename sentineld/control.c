@@ -131,8 +131,10 @@ static json_t *d_status(Daemon *D)
 	if (D->wake)
 		json_object_set_new(o, "alerts_wake", json_string(D->wake));
 	json_object_set_new(o, "notify_delay_ns", json_integer((json_int_t)D->cf.delay_ns));
-	if (D->cf.jsonl && *D->cf.jsonl)
+	if (D->cf.jsonl && *D->cf.jsonl) {
 		json_object_set_new(o, "jsonl_sync_errors", json_integer((json_int_t)nt_jsonl_sync_errors(D->nt)));
+		json_object_set_new(o, "jsonl_write_errors", json_integer((json_int_t)nt_jsonl_write_errors(D->nt)));
+	}
 	if (D->cf.alertmanager || D->cf.webhook) {
 		NhStats hs;
 		nt_delivery(D->nt, &hs);

@@ -164,7 +164,8 @@ static void d_metrics(Daemon *D)
 	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
 	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
 		      .reload_failures = D->reload_failures, .last_reload_ok = !D->last_reload_failed,
-		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt), .started = (double)time(NULL) - up_s,
+		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt),
+		      .jsonl_write_errors = nt_jsonl_write_errors(D->nt), .started = (double)time(NULL) - up_s,
 		      .phases = d_tphase_name, .nphases = DT_N};
 	size_t len = 0;
 	char *text = px_render(&in, &len);

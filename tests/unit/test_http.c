@@ -1,5 +1,6 @@
-/* test_http.c - notifier/http.c (libcurl, its thread, its spool) against an
- * HTTP server of the test's own on 127.0.0.1 (run under ASan/UBSan).
+/* test_http.c - notifier/http.c and the files it shares http_int.h with
+ * (libcurl, its thread, its queues, its spool) against an HTTP server of the
+ * test's own on 127.0.0.1 (run under ASan/UBSan).
  *
  * The server answers one request per connection and holds each until the
  * test lets it go, so a request (Alertmanager: several batches joined into
@@ -10,9 +11,14 @@
  * sent, dropped or still queued, once; the batches of a request in flight
  * stay in the spool until it is answered, and spool_bytes is what the
  * spool's files hold.  Three ways to overflow while a joined request is in
- * flight: queue_max, a restart that finds more than queue_max batches in
- * the spool, and spool_max. */
+ * flight: queue_max, spool_max, and a restart that finds more than
+ * queue_max batches in the spool (of which it loads the newest
+ * queue_max; the same with spool_max).
+ *
+ * And the notifier's local sink beside them (notifier/notify.c): a JSON
+ * lines file whose writes fail is counted. */
 #include "http.h"
+#include "notify.h"
 
 #include <jansson.h>
 
@@ -370,8 +376,8 @@ typedef struct Run {
 } Run;
 
 /* A firing alert named `name` then the number i, its summary `extra`
- * bytes long, flushed (one batch, one spool file). */
-static void fire(Run *r, const char *name, int i, size_t extra)
+ * bytes long: one batch, in this flush's spool file. */
+static void event(Run *r, const char *name, int i, size_t extra)
 {
 	char labels[64], *ann = malloc(extra + 32);
 	if (!ann || r->nq == MAX_NAMES)
@@ -387,8 +393,14 @@ static void fire(Run *r, const char *name, int i, size_t extra)
 	NhAlertState a = {.name = r->names[r->nq++], .target = "t", .labels_json = labels, .annotations_json = ann, .firing = true,
 			  .starts_ns = now, .ends_ns = now};
 	nh_event(r->h, &a);
-	nh_flush(r->h);
 	free(ann);
+}
+
+/* The same, flushed: one batch, one spool file. */
+static void fire(Run *r, const char *name, int i, size_t extra)
+{
+	event(r, name, i, extra);
+	nh_flush(r->h);
 }
 
 /* Wait until nothing is queued; the last stats. */
@@ -489,37 +501,105 @@ static void check_spool_in_flight(Run *r, Tally *in_flight)
 
 /* ---- the scenarios ----------------------------------------------------------------------------- */
 
-/* A restart with six batches in the spool and queue_max 3: they go as one
- * request, held by the server while three more events overflow the queue. */
+/* A first run whose receiver answers 503 (then sentineld waits 1 s to
+ * retry), so every batch fired by spool() stays in the spool; returns the
+ * requests the server read, false (a FAIL) if the spool does not hold n. */
+static bool first_run(Run *r, unsigned n, unsigned *first)
+{
+	char nm[96];
+	Tally disk;
+	uint64_t bytes;
+	bool refused = srv_wait(&r->s, 1);
+	*first = srv_quiet(&r->s);
+	nh_close(r->h, 0);
+	r->h = NULL;
+	unsigned k = spool_scan(r->root, &disk, &bytes);
+	CHECK(NAME(r, "spooled"), refused && k == n, "the spool holds %u batches, not %u", k, n);
+	return refused && k == n;
+}
+
+/* Right after a restart that found more in the spool than its bounds
+ * allow: the oldest `dropped` were dropped and counted as the queue's
+ * drops are, the rest (`kept`, newest first in names[]) is queued, goes as
+ * the one request the server holds, and is all the spool still holds. */
+static void check_loaded(Run *r, unsigned first, unsigned dropped, unsigned kept, Tally *req)
+{
+	char nm[96];
+	NhStats st;
+	nh_stats(r->h, &st);
+	CHECK(NAME(r, "spool-load-bounded"), st.dropped == dropped && st.queued == kept,
+	      "dropped %llu, queued %u after the restart; want %u and %u", (unsigned long long)st.dropped, st.queued,
+	      dropped, kept);
+	Tally disk;
+	int k = srv_wait(&r->s, first + 1) ? srv_request(&r->s, first, req) : -1;
+	unsigned newest = 0;
+	for (unsigned i = r->nq - kept; i < r->nq; i++)
+		newest += tally_get(req, r->names[i]) == 1;
+	CHECK(NAME(r, "the-newest-sent-first"), k == (int)kept && newest == kept,
+	      "the first request carried %d batches, %u of the %u newest", k, newest, kept);
+	uint64_t bytes;
+	unsigned n = spool_scan(r->root, &disk, &bytes);
+	nh_stats(r->h, &st);
+	CHECK(NAME(r, "spool-holds-what-was-loaded"), n == kept && bytes == st.spool_bytes,
+	      "the spool holds %u batches (%llu bytes), %u loaded (spool_bytes %llu)", n, (unsigned long long)bytes, kept,
+	      (unsigned long long)st.spool_bytes);
+}
+
+/* A restart with six batches in the spool (a file each) and queue_max 3:
+ * the three oldest are dropped as it loads, the other three go as one
+ * request, held by the server while three more events overflow the
+ * queue. */
 static void test_restart(void)
 {
 	Run r;
-	char nm[96];
+	Tally req;
+	unsigned first;
 	if (!run_start(&r, "restart", 503, 1000))
 		return;
-	/* the first run: the receiver answers 503 (then sentineld waits 1 s
-	 * to retry), so all six stay in the spool */
 	open_am(&r, 100, 0);
 	for (int i = 0; i < 6; i++)
 		fire(&r, "a", i, 0);
-	bool refused = srv_wait(&r.s, 1);
-	unsigned first = srv_quiet(&r.s);
-	nh_close(r.h, 0);
-	Tally disk, req;
-	uint64_t bytes;
-	unsigned n = spool_scan(r.root, &disk, &bytes);
-	CHECK(NAME(&r, "spooled"), refused && n == 6, "the spool holds %u batches, not 6", n);
+	if (first_run(&r, 6, &first)) {
+		srv_set(&r.s, 200, first);
+		open_am(&r, 3, 0);
+		check_loaded(&r, first, 3, 3, &req);
+		for (int i = 0; i < 3; i++)
+			fire(&r, "e", i, 0);
+		check_spool_in_flight(&r, &req);
+		srv_set(&r.s, 200, 1000);
+		check_accounts(&r, first);
+	}
+	run_end(&r);
+}
 
-	/* the second, with queue_max 3: the six go as one request, held */
-	srv_set(&r.s, 200, first);
-	open_am(&r, 3, 0);
-	int k = srv_wait(&r.s, first + 1) ? srv_request(&r.s, first, &req) : -1;
-	CHECK(NAME(&r, "one-request-of-six"), k == 6, "the first request carried %d batches", k);
-	for (int i = 0; i < 3; i++)
-		fire(&r, "e", i, 0);
-	check_spool_in_flight(&r, &req);
-	srv_set(&r.s, 200, 1000);
-	check_accounts(&r, first);
+/* A restart over spool_max: four batches of about 1.1 KB in one file (one
+ * flush), then two more a file each; spool_max 3.5 batches.  The newest
+ * three stay: the first file's last batch is all that is left of it, on
+ * disk too. */
+static void test_restart_bytes(void)
+{
+	Run r;
+	Tally req;
+	unsigned first;
+	if (!run_start(&r, "restart-bytes", 503, 1000))
+		return;
+	open_am(&r, 100, 0);
+	for (int i = 0; i < 4; i++)
+		event(&r, "m", i, 1000);
+	nh_flush(r.h);
+	fire(&r, "a", 0, 1000);
+	fire(&r, "a", 1, 1000);
+	NhStats st;
+	nh_stats(r.h, &st);
+	uint64_t one = st.spool_bytes / 6;
+	if (first_run(&r, 6, &first)) {
+		srv_set(&r.s, 200, first);
+		open_am(&r, 100, one * 7 / 2);
+		check_loaded(&r, first, 3, 3, &req);
+		check_spool_in_flight(&r, &req);
+		srv_set(&r.s, 200, 1000);
+		check_accounts(&r, first);
+	}
 	run_end(&r);
 }
 
@@ -576,11 +656,40 @@ static void test_spool_bound(void)
 	run_end(&r);
 }
 
+/* ---- the JSON-lines sink ---------------------------------------------------------------------- */
+
+/* /dev/full as the jsonl file: every write fails (ENOSPC), and each lost
+ * line counts as a write error, not as a sync error (fdatasync of a device
+ * is EINVAL, which is not one). */
+static void test_jsonl_write_errors(void)
+{
+	NtConfig c = {.jsonl = "/dev/full", .target = "t"};
+	Notifier *nt = NULL;
+	char err[256] = "";
+	if (nt_open(&c, &nt, err, sizeof err)) {
+		printf("FAIL http/jsonl/setup: %s\n", err);
+		failures++;
+		return;
+	}
+	BdRule rule = {.name = "Full", .severity = "warning", .file = "full.yaml", .line = 1, .entity = -1};
+	NtEvent e = {.rule = &rule, .kind = SN_EV_FIRING, .value = 1, .entity = -1, .tick = 1};
+	clock_gettime(CLOCK_REALTIME, &e.when);
+	for (int i = 0; i < 3; i++)
+		nt_event(nt, &e);
+	nt_flush(nt);
+	CHECK("jsonl/write-errors-counted", nt_jsonl_write_errors(nt) == 3 && nt_jsonl_sync_errors(nt) == 0,
+	      "3 lines written to /dev/full: %llu write errors, %llu sync errors",
+	      (unsigned long long)nt_jsonl_write_errors(nt), (unsigned long long)nt_jsonl_sync_errors(nt));
+	nt_close(nt);
+}
+
 int main(void)
 {
 	test_queue_bound();
 	test_restart();
+	test_restart_bytes();
 	test_spool_bound();
+	test_jsonl_write_errors();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }
