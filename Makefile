@@ -52,7 +52,7 @@ ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gp
 	engine/record.c notifier/render.c
 # The remote sinks (http.h): the delivery thread, its queues, its spool, what it sends
 HTTP_SRC := notifier/http.c notifier/hqueue.c notifier/spool.c notifier/payload.c
-SINK_SRC := notifier/notify.c $(HTTP_SRC) notifier/prom.c notifier/journal.c
+SINK_SRC := notifier/notify.c notifier/jsonl.c $(HTTP_SRC) notifier/prom.c notifier/journal.c
 # sentineld (its folder): the main loop, its targets, finding their kernels, their watch, the
 # reload and its trial, the control socket (sentineld/sentineld.h)
 SD_SRC := sentineld/sentineld.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
@@ -226,7 +226,7 @@ $(B)/san/test_unit: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_unit.o $(B)/san
 
 # notifier/http.c (and the rest of HTTP_SRC) against an HTTP server of the test's own on loopback;
 # and notify.c's jsonl sink (with what it renders with)
-TEST_HTTP_SRC := $(HTTP_SRC) notifier/notify.c notifier/render.c notifier/journal.c
+TEST_HTTP_SRC := $(HTTP_SRC) notifier/notify.c notifier/jsonl.c notifier/render.c notifier/journal.c
 TEST_PROGRAMS += $(B)/san/test_http
 $(B)/san/test_http: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_http.o $(TEST_HTTP_SRC:%.c=$(B)/san/obj/%.o) $(B)/san/librulec.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CURL_LIBS) $(SYSTEMD_LIBS) $(LIBS) $(JANSSON_LIBS) -lpthread

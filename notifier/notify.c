@@ -2,6 +2,7 @@
 #include "notify.h"
 #include "http.h"
 #include "journal.h"
+#include "jsonl.h"
 #include "tmpl.h"
 #include "util.h"
 
@@ -19,11 +20,8 @@ struct Notifier {
 	NtConfig c;
 	bool journal;             /* stderr is journald's stream: native entries (journal.h) */
 	char *target;
-	int jsonl_fd;
+	NlLog *jsonl;             /* the JSON-lines alert log: written and synced on its own thread (jsonl.h), or NULL */
 	char *jsonl_path;
-	bool jsonl_dirty;         /* written since the last nt_flush's fdatasync */
-	uint64_t jsonl_sync_errors; /* fdatasyncs of it that failed */
-	uint64_t jsonl_write_errors; /* lines it could not take (write failed) */
 	NtHttp *http;             /* alertmanager and webhook, or NULL */
 };
 
@@ -34,15 +32,11 @@ int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n)
 		return -ENOMEM;
 	nt->c = *c;
 	nt->target = strdup(c->target ? c->target : "target");
-	nt->jsonl_fd = -1;
 	if (c->jsonl && *c->jsonl) {
-		nt->jsonl_fd = open(c->jsonl, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-		if (nt->jsonl_fd < 0) {
-			int e = errno;
-			snprintf(err, n, "%s: cannot open the alert log: %s (create its directory, or change "
-				 "[notify] jsonl)", c->jsonl, strerror(e));
+		int r = nl_open(c->jsonl, c->jsonl_queue_max, &nt->jsonl, err, n);
+		if (r) {
 			nt_close(nt);
-			return -e;
+			return r;
 		}
 		nt->jsonl_path = strdup(c->jsonl);
 	}
@@ -66,8 +60,7 @@ void nt_close(Notifier *nt)
 	if (!nt)
 		return;
 	nt_flush(nt);
-	if (nt->jsonl_fd >= 0)
-		close(nt->jsonl_fd);
+	nl_close(nt->jsonl, 5000000000ull);    /* five seconds for the disk to take what waits */
 	nh_close(nt->http, 5000000000ull);     /* five more seconds to deliver what is queued */
 	free(nt->target);
 	free(nt->jsonl_path);
@@ -107,22 +100,6 @@ static void nt_entity(const NtEvent *e, char *buf, size_t n)
 }
 
 static void nt_remote(Notifier *nt, const NtEvent *e);
-
-/* All n bytes of p to fd (a write cut short goes on where it stopped): 0,
- * or -errno (ENOSPC, EIO, ...; EIO too for a write that takes nothing). */
-static int nt_write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Into o: the entity's labels, then the rule's (which win). */
 static json_t *nt_labels(const NtEvent *e, json_t *o)
@@ -205,7 +182,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		}
 		free(text);
 	}
-	if (nt->jsonl_fd >= 0) {
+	if (nt->jsonl) {
 		char when[40];
 		struct tm tm;
 		gmtime_r(&e->when.tv_sec, &tm);
@@ -231,15 +208,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		if (line) {
 			size_t len = strlen(line);
 			line[len] = '\n';
-			int we = nt_write_all(nt->jsonl_fd, line, len + 1);
-			if (we) {
-				nt->jsonl_write_errors++;
-				if (nt->jsonl_write_errors == 1 || nt->jsonl_write_errors % 1000 == 0)
-					nt_log(nt, 3, "%s: cannot write an alert: %s; it is not in the alert log (%llu failed "
-					       "writes so far)", nt->jsonl_path, strerror(-we),
-					       (unsigned long long)nt->jsonl_write_errors);
-			}
-			nt->jsonl_dirty = true;    /* synced by nt_flush, once for a whole drain */
+			nl_append(nt->jsonl, line, len + 1);   /* written and synced by its thread (nt_flush: once a drain) */
 			free(line);
 		}
 	}
@@ -272,15 +241,8 @@ void nt_flush(Notifier *nt)
 {
 	if (!nt)
 		return;
-	/* EINVAL: a pipe or a terminal, which has nothing to sync */
-	if (nt->jsonl_dirty && nt->jsonl_fd >= 0 && fdatasync(nt->jsonl_fd) != 0 && errno != EINVAL) {
-		nt->jsonl_sync_errors++;
-		if (nt->jsonl_sync_errors == 1 || nt->jsonl_sync_errors % 1000 == 0)
-			nt_log(nt, 3, "%s: cannot sync the alert log: %s; its newest lines may not survive a crash "
-			       "(%llu failed syncs so far)", nt->jsonl_path, strerror(errno),
-			       (unsigned long long)nt->jsonl_sync_errors);
-	}
-	nt->jsonl_dirty = false;
+	if (nt->jsonl)
+		nl_sync(nt->jsonl);
 	nh_flush(nt->http);
 }
 
@@ -291,12 +253,21 @@ void nt_delivery(Notifier *nt, struct NhStats *out)
 
 uint64_t nt_jsonl_sync_errors(const Notifier *nt)
 {
-	return nt ? nt->jsonl_sync_errors : 0;
+	NlStats s;
+	nl_stats(nt ? nt->jsonl : NULL, &s);
+	return s.sync_errors;
 }
 
 uint64_t nt_jsonl_write_errors(const Notifier *nt)
 {
-	return nt ? nt->jsonl_write_errors : 0;
+	NlStats s;
+	nl_stats(nt ? nt->jsonl : NULL, &s);
+	return s.write_errors;
+}
+
+int nt_settle(Notifier *nt, uint64_t timeout_ns)
+{
+	return nt && nt->jsonl ? nl_settle(nt->jsonl, timeout_ns) : 0;
 }
 
 void nt_log(Notifier *nt, int level, const char *fmt, ...)

@@ -7,8 +7,10 @@
  *
  *   log     one line per event on stderr; under systemd a journal entry
  *           with fields of its own (journal.h: ALERT=, SEVERITY=, ...)
- *   jsonl   one JSON object per line appended to a file (fsync'd once per
- *           drain of the alert ring: nt_flush)
+ *   jsonl   one JSON object per line appended to a file, written and
+ *           synced on a thread of its own (jsonl.h: a slow or stalled
+ *           disk holds that thread, not the caller), once per drain of
+ *           the alert ring (nt_flush)
  *   alertmanager, webhook
  *           firing and resolved alerts over HTTP, on a thread of their own
  *           (http.h): labels alertname, severity, target, the target's own
@@ -47,6 +49,7 @@ typedef struct NtConfig {
 	uint64_t tick_ns;         /* the engine's tick */
 	const char *spool;        /* the remote sinks' spool folder, or NULL */
 	uint64_t spool_max;       /* its bound in bytes (0: 64 MiB) */
+	size_t jsonl_queue_max;   /* bytes of alert lines waiting for the jsonl file's disk (0: 16 MiB, jsonl.h) */
 } NtConfig;
 
 typedef struct NtEvent {
@@ -67,8 +70,9 @@ typedef struct Notifier Notifier;
 
 int nt_open(const NtConfig *c, Notifier **out, char *err, size_t n);
 void nt_close(Notifier *nt);
-/* Send one event to every sink.  Never blocks on a slow sink for long:
- * the jsonl file is local. */
+/* Send one event to every sink.  Never blocks on a slow sink: the jsonl
+ * file's and the remote sinks' threads do the waiting (the log sink
+ * writes stderr, journald's stream under systemd). */
 void nt_event(Notifier *nt, const NtEvent *e);
 /* After a run of nt_event calls (a drain of the alert ring): the remote
  * sinks' events go to disk together (one sync) and on their way.  Events
@@ -79,9 +83,13 @@ struct NhStats;
 void nt_delivery(Notifier *nt, struct NhStats *out);
 /* How many fdatasyncs of the jsonl file failed (each logged: the first, then every 1000th). */
 uint64_t nt_jsonl_sync_errors(const Notifier *nt);
-/* How many alert lines the jsonl file did not take: their write failed (ENOSPC, EIO;
- * each logged: the first, then every 1000th). */
+/* How many alert lines the jsonl file did not take: their write failed (ENOSPC, EIO),
+ * or its disk was so far behind that they were dropped (jsonl.h; logged: the first,
+ * then every 1000th). */
 uint64_t nt_jsonl_write_errors(const Notifier *nt);
+/* Wait up to timeout_ns for the jsonl file to have written and synced
+ * every event so far: 0, or -ETIMEDOUT (its disk is stalled). */
+int nt_settle(Notifier *nt, uint64_t timeout_ns);
 /* A note of the engine's own (started, reloaded, target lost): the log sink
  * only.  level: 3 error, 4 warning, 6 info. */
 void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
