@@ -104,14 +104,20 @@ static void d_alert(void *ctx, const sn_alert *a)
 		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name,
 		      .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
 	/* the kernel's last words, read from its RAM now: a panic's message is
-	 * in the ring within microseconds of panic_cpu being set */
-	char *klog = NULL, why[256];
-	if (T->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule) &&
-	    !(klog = kl_tail(T->klog, D->cf.kernel_log_lines, why, sizeof why)))
-		nt_log(D->nt, 4, "%s: the kernel log could not be read: %s", ev.rule->name, why);
-	ev.kernel_log = klog;
+	 * in the ring within microseconds of panic_cpu being set.  Once a
+	 * drain for all of the target's alerts (a guest whose rules flap
+	 * makes many at once; each read is bounded, klog.h) */
+	if (T->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule)) {
+		if (T->klog_drain != D->drains) {
+			char why[256];
+			free(T->klog_text);
+			T->klog_drain = D->drains;
+			if (!(T->klog_text = kl_tail(T->klog, D->cf.kernel_log_lines, why, sizeof why)))
+				nt_log(D->nt, 4, "%s: the kernel log could not be read: %s", T->label, why);
+		}
+		ev.kernel_log = T->klog_text;
+	}
 	nt_event(D->nt, &ev);
-	free(klog);
 	D->alerts_seen++;
 }
 
@@ -179,6 +185,7 @@ static void d_metrics(Daemon *D)
 void d_drain(Daemon *D)
 {
 	unsigned n = 0;
+	D->drains++;                     /* (a kernel log read in the last one is stale now) */
 	/* the fleet's bell, before the rings: a record after it rings again;
 	 * unmoved, no ring has a record to give (500 rings: 0.14 ms) */
 	if (D->fleet && !eng_fleet_seen(D->fleet))

@@ -161,6 +161,8 @@ typedef struct DTarget {
 	MemSource *src;
 	KTarget *t;
 	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
+	char *klog_text;              /* its tail as read in drain klog_drain (owned; NULL: unread, or it failed) */
+	uint64_t klog_drain;
 	Engine *e;
 	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
 	struct stat ram_st;           /* a ramfile target: the file we mapped */
@@ -279,6 +281,7 @@ typedef struct Daemon {
 	bool last_reload_failed;
 	char last_reload[600];        /* what the last reload (or growth's failure) said, success or not */
 	uint64_t alerts_seen;
+	uint64_t drains;              /* d_drain's count: a target's kernel log is read at most once in each */
 	const char *wake;             /* how alerts reach the host: "gpu doorbell", "tick thread", "poll" */
 	Recorder *rec;                /* [engine] record: written by the tick thread (d_record) */
 	PxServer *px;                 /* [metrics] listen: /metrics, or NULL */

@@ -46,6 +46,8 @@ void d_close_target(DTarget *T)
 	T->e = NULL;
 	kl_close(T->klog);
 	T->klog = NULL;
+	free(T->klog_text);
+	T->klog_text = NULL;
 	kt_close(T->t);
 	T->t = NULL;
 	ms_close(T->src);
