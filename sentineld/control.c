@@ -239,16 +239,41 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 	return 0;
 }
 
-/* rules, or only the active ones (alerts): every target's, in order */
-static json_t *d_rules(Daemon *D, bool active_only, char *err, size_t n)
+/* rules, or only the active ones (alerts): every target's, in order, a
+ * slice of D_RULES_SLICE_NS at a time (at least one target); when done,
+ * the answer is queued and the client read again.  Whether one is left. */
+static bool d_rules_slice(Daemon *D, Client *c)
 {
-	json_t *a = json_array();
-	for (unsigned i = 0; i < D->ntg; i++)
-		if (d_target_rules(&D->tg[i], a, active_only, err, n)) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
+	if (c->rules_gen != D->tg_gen) {         /* targets came or went meanwhile: from the start */
+		json_array_clear(c->rules);
+		c->rules_next = 0;
+		c->rules_gen = D->tg_gen;
+	}
+	uint64_t t0 = d_now();
+	char err[1024] = "";
+	int r = 0;
+	while (c->rules_next < D->ntg && !r && (c->rules_next == 0 || d_now() - t0 < D_RULES_SLICE_NS))
+		r = d_target_rules(&D->tg[c->rules_next++], c->rules, c->rules_active, err, sizeof err);
+	if (!r && c->rules_next < D->ntg)
+		return true;
+	json_t *resp = r ? json_pack("{s:b, s:s}", "ok", 0, "error", err)
+			 : json_pack("{s:b, s:O}", "ok", 1, c->rules_active ? "alerts" : "rules", c->rules);
+	json_decref(c->rules);
+	c->rules = NULL;
+	c->waiting = false;
+	d_answer(D, c, resp);
+	json_decref(resp);
+	d_client_requests(D, c);                 /* what it sent meanwhile */
+	return false;
+}
+
+bool d_clients_work(Daemon *D)
+{
+	bool left = false;
+	for (int i = 0; i < D_MAX_CLIENTS; i++)
+		if (D->cl[i].fd >= 0 && D->cl[i].rules)
+			left |= d_rules_slice(D, &D->cl[i]);
+	return left;
 }
 
 static json_t *d_request(Daemon *D, Client *c, const char *line)
@@ -257,14 +282,21 @@ static json_t *d_request(Daemon *D, Client *c, const char *line)
 	json_t *req = json_loads(line, 0, &je);
 	const char *cmd = req ? json_string_value(json_object_get(req, "cmd")) : NULL;
 	json_t *resp;
-	char err[1024] = "";
 	if (!cmd) {
 		resp = json_pack("{s:b, s:s}", "ok", 0, "error", "a request is one JSON object with \"cmd\"");
 	} else if (!strcmp(cmd, "status")) {
 		resp = json_pack("{s:b, s:o}", "ok", 1, "status", d_status(D));
 	} else if (!strcmp(cmd, "rules") || !strcmp(cmd, "alerts")) {
-		json_t *a = d_rules(D, !strcmp(cmd, "alerts"), err, sizeof err);
-		resp = a ? json_pack("{s:b, s:o}", "ok", 1, cmd, a) : json_pack("{s:b, s:s}", "ok", 0, "error", err);
+		/* answered when built (d_clients_work), a slice at a time */
+		resp = NULL;
+		if (!(c->rules = json_array())) {
+			resp = json_pack("{s:b, s:s}", "ok", 0, "error", "out of memory");
+		} else {
+			c->rules_active = !strcmp(cmd, "alerts");
+			c->rules_next = 0;
+			c->rules_gen = D->tg_gen;
+			c->waiting = true;
+		}
 	} else if (!strcmp(cmd, "reload")) {
 		char msg[1024];
 		/* answered when done (d_reload_done) */
@@ -334,6 +366,8 @@ void d_client_close(Daemon *D, Client *c)
 	if (c->waiting && D->rl.client == c)
 		D->rl.client = NULL;          /* the reload goes on; nobody to answer */
 	c->waiting = false;
+	json_decref(c->rules);            /* its rules answer in progress */
+	c->rules = NULL;
 }
 
 /* Write what the client's queue holds, as far as its socket takes it. */

@@ -436,6 +436,7 @@ static void d_targets_apply_removed(Daemon *D, char *what, size_t n)
 			D->tg[k] = *T;
 		k++;
 	}
+	D->tg_gen += D->ntg != k;
 	D->ntg = k;
 }
 
@@ -457,6 +458,7 @@ static void d_targets_apply_added(Daemon *D, char *what, size_t n)
 			d_tchange(what, n, '+', T->cf.name);
 			nt_log(D->nt, 6, "target %s added", T->label);
 			D->ntg++;
+			D->tg_gen++;
 		}
 	}
 	for (unsigned i = 0; i < R->nadded; i++)

@@ -520,6 +520,7 @@ int main(int argc, char **argv)
 	 * (docs/benchmarks.md). */
 	d_phase_end(&D, DP_arm);               /* start the clock; the set-up is nobody's phase */
 	memset(D.loop.cpu_ns, 0, sizeof D.loop.cpu_ns);
+	bool rules_left = false;
 	while (!d_quit_flag) {
 		uint64_t now = d_now(), idle_at = d_clients_idle(&D, now);   /* first: no closed fd is polled */
 		struct pollfd pf[D_MAX_CLIENTS + 3];
@@ -537,6 +538,8 @@ int main(int argc, char **argv)
 			pf[np++] = (struct pollfd){.fd = c->fd, .events = ev};   /* POLLHUP comes anyway */
 		}
 		uint64_t wait_ns = idle_at != UINT64_MAX ? (idle_at > now ? idle_at - now : 0) : UINT64_MAX;
+		if (rules_left)                  /* a `rules` answer's next slice: at once, after what waits */
+			wait_ns = 0;
 		bool armed = true, running = false;
 		for (unsigned i = 0; i < D.ntg; i++) {
 			DTarget *T = &D.tg[i];
@@ -603,8 +606,11 @@ int main(int argc, char **argv)
 		d_phase_end(&D, DP_watch);
 		if (eng_gpu_lost())                /* a GPU fault: no CUDA call in this process works again */
 			break;
-		if (pr <= 0)
+		rules_left = d_clients_work(&D);
+		if (pr <= 0) {
+			d_phase_end(&D, DP_clients);
 			continue;
+		}
 		if (pf[0].revents & POLLIN)
 			d_client_accept(&D);
 		for (int k = 3; k < np; k++) {

@@ -45,7 +45,7 @@ SENTINELD = os.path.join(BUILD, "sentineld")
 SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
-MIN_CHECKS = 19
+MIN_CHECKS = 20
 reported = 0
 failures = 0
 
@@ -275,6 +275,15 @@ def main():
         # (both targets ran: their handovers ran on the handovers' thread)
         report("on 2 of 2 targets" in out and all(target(st, n).get("phase") == "running" for n in ("a", "b")),
                "the reload handed both targets over, and both run", out + err + json.dumps(st.get("targets"))[:1500])
+
+        # rules: built a slice of targets at a time between the loop's
+        # other work, then answered whole
+        rc, out, err, took = ctl(tmp, "--json", "rules", timeout=30)
+        rules = json.loads(out).get("rules", []) if rc == 0 else []
+        report(rc == 0 and len(rules) == 2 * st.get("rules", -1) and
+               sorted({r.get("target") for r in rules}) == ["a", "b"] and ctl(tmp, "status")[0] == 0,
+               "rules answers every rule of both targets (%d), and the client is read again after" % len(rules),
+               (out + err)[:1500])
 
         # b hostile again, and lost: a new search starts
         make_hostile(os.path.join(tmp, "b.ram"))
