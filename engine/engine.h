@@ -112,6 +112,10 @@ uint32_t eng_task_cap(const Engine *e);
 uint64_t eng_read_budget(const Engine *e);
 /* A copy of every rule's alert state (nrules entries). */
 int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
+/* Whether a reload to bundle b carries old rule o's alert state over (a
+ * rule of the same group and name about the same kind of entity): one it
+ * does not carry is removed, and its alerts end with the old engine. */
+bool eng_rule_carried(const Bundle *b, const Bundle *old, size_t o);
 
 /* Reload without a gap: e (opened, not started, same target and backend)
  * takes over from the running engine old after old's next tick.  Rules with

@@ -320,6 +320,26 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->from = NULL;
 }
 
+/* Whether new rule n carries old rule o's alert state over a reload: the
+ * same group and name, about the same kind of entity (Prometheus keeps a
+ * rule's alerts by group and name).  2: nothing that decides its state
+ * changed either; 1: its expression (or for, clear, M of N) did. */
+static int wd_carries(const BdRule *n, const BdRule *o)
+{
+	if (strcmp(n->name, o->name) || strcmp(n->group ? n->group : "", o->group ? o->group : "") ||
+	    n->entity != o->entity)
+		return 0;
+	return n->hash == o->hash ? 2 : 1;
+}
+
+bool wd_carried(const Bundle *b, const Bundle *old, size_t o)
+{
+	for (size_t r = 0; r < b->nrules; r++)
+		if (wd_carries(&b->rules[r], &old->rules[o]))
+			return true;
+	return false;
+}
+
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
 		 const WdParams *oldp, const WdParams *p, uint64_t from)
 {
@@ -329,12 +349,14 @@ unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base,
 	unsigned kept = 0;
 	for (size_t r = 0; r < b->nrules; r++) {
 		rf[r] = -1;
-		for (size_t o = 0; o < old->nrules; o++)
-			if (!strcmp(b->rules[r].name, old->rules[o].name) && b->rules[r].hash == old->rules[o].hash) {
-				rf[r] = (int32_t)o;
+		for (size_t o = 0; o < old->nrules; o++) {
+			int c = wd_carries(&b->rules[r], &old->rules[o]);
+			if (c) {
+				rf[r] = (int32_t)o | (c == 1 ? SN_FROM_CHANGED : 0);
 				kept++;
 				break;
 			}
+		}
 	}
 	for (size_t h = 0; h < b->nhist; h++) {
 		hf[h] = -1;

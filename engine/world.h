@@ -69,9 +69,13 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	      uint64_t base, uint64_t ring, uint64_t stats);
 /* Reload: make the block in stage (built by wd_build for base) take over
  * from the world at address `from` (as the code sees it) of bundle `old`:
- * rules with the same name and hash keep their state, histories of the
+ * rules with the same group and name (and kind of entity) keep their
+ * state (a changed one flagged SN_FROM_CHANGED), histories of the
  * same metric their samples, and the task table (same capacity) its slots.
  * Returns how many rules keep their state. */
+/* Whether some rule of b carries the alert state of old's rule o over a
+ * reload (the same group and name, about the same kind of entity). */
+bool wd_carried(const Bundle *b, const Bundle *old, size_t o);
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
 		 const WdParams *oldp, const WdParams *p, uint64_t from);
 

@@ -1097,9 +1097,21 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 	}
 	for (uint32_t r = warp; r < w->nrules; r += nwarps) {
 		int32_t f = w->rule_from[r];
+		bool changed = f >= 0 && (f & SN_FROM_CHANGED);
+		f &= ~SN_FROM_CHANGED;
 		if (lane == 0 && f >= 0 && (uint32_t)f < o->nrules && w->rstate[r].phase != SN_DISABLED &&
-		    o->rstate[f].phase != SN_DISABLED)
+		    o->rstate[f].phase != SN_DISABLED) {
+			/* a changed rule keeps its alert (Prometheus keeps it by
+			 * group and name) and resolves it when it no longer holds;
+			 * its M-of-N window counts the new expression's ticks only */
 			w->rstate[r] = o->rstate[f];
+			if (changed) {
+				w->rstate[r].mofn_count = 0;
+				w->rstate[r].mofn_pos = 0;
+				for (int i = 0; i < 16; i++)
+					w->rstate[r].mofn[i] = 0;
+			}
+		}
 	}
 	for (uint32_t h = warp; h < w->nhist; h += nwarps) {
 		int32_t f = w->hist_from[h];

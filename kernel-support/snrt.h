@@ -136,6 +136,9 @@ typedef struct sn_rstate {
 } sn_rstate;
 
 /* A rule's constants; rulec bakes them into the rule's code. */
+/* rule_from's flag: the same rule by group and name, changed (wd_link). */
+#define SN_FROM_CHANGED 0x40000000
+
 typedef struct sn_rdesc {
 	uint64_t for_ns;
 	uint64_t clear_for_ns;
@@ -273,7 +276,8 @@ typedef struct sn_world {
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
 	/* reload: the world this one takes over from, and what maps to what */
 	const struct sn_world *from;
-	int32_t *rule_from;        /* [nrules] the old rule whose state carries over, -1 none */
+	int32_t *rule_from;        /* [nrules] the old rule whose state carries over, -1 none;
+				    * | SN_FROM_CHANGED: its expression changed (its M-of-N ticks start over) */
 	int32_t *hist_from;        /* [nhist] the old history of the same metric, -1 none */
 	uint32_t tasks_from;       /* 1: take over the task table (same capacity) */
 	uint32_t _pad2;

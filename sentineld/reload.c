@@ -5,6 +5,8 @@
 
 /* ---- reload ------------------------------------------------------------------------------ */
 
+static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb);
+
 typedef struct DCompile {
 	Daemon *D;
 	Bundle **out;
@@ -278,6 +280,7 @@ void d_handover_swap(Daemon *D)
 		if (!drained)
 			d_drain(D);
 		drained = true;
+		d_alerts_end(T, T->e, eng_bundle(T->ne));   /* those of rules the reload removed */
 		eng_close(T->e);
 		T->e = T->ne;
 		T->ne = NULL;
@@ -372,6 +375,7 @@ static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats 
 			eng_stats(T->e, os, NULL);
 			eng_stats(T->ne, ns, NULL);
 		}
+		d_alerts_end(T, T->e, eng_bundle(T->ne));   /* those of rules the reload removed */
 		eng_close(T->e);
 		T->e = T->ne;
 		T->ne = NULL;
@@ -383,6 +387,42 @@ static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats 
 	return 0;
 }
 
+/* The alerts of engine e (T's) that end with it: its firing ones resolve
+ * and its pending ones are cancelled on every sink, those of all its
+ * rules, or with nb those no rule of nb carries over (eng_rule_carried:
+ * a reload removed their rule).  How many. */
+static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
+{
+	Daemon *D = T->D;
+	const Bundle *b = e ? eng_bundle(e) : NULL;
+	sn_rstate *st = b ? calloc(b->nrules + 1, sizeof *st) : NULL;
+	char err[256];
+	unsigned n = 0;
+	if (!st || eng_rule_states(e, st, err, sizeof err)) {
+		if (b)
+			nt_log(D->nt, 4, "%s: the alerts of rules that go cannot be resolved: %s", T->label,
+			       st ? err : "out of memory");
+		free(st);
+		return 0;
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; i < b->nrules; i++) {
+		if ((st[i].phase != SN_FIRING && st[i].phase != SN_PENDING) || (nb && eng_rule_carried(nb, b, i)))
+			continue;
+		NtEvent ev = {.rule = &b->rules[i], .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
+			      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm, .when = now,
+			      .target = T->cf.name, .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
+		nt_event(D->nt, &ev);
+		D->alerts_seen++;
+		n++;
+	}
+	if (n)
+		nt_flush(D->nt);
+	free(st);
+	return n;
+}
+
 /* A target that goes: its pending and firing alerts resolve (they are
  * about a machine no longer watched), its engine and memory are let go. */
 static void d_target_remove(DTarget *T)
@@ -392,24 +432,7 @@ static void d_target_remove(DTarget *T)
 	if (T->e && eng_stop(T->e, err, sizeof err))
 		nt_log(D->nt, 4, "%s: %s", T->label, err);
 	d_drain(D);                      /* its last ticks' alerts */
-	sn_rstate *st = d_rule_states(T, err, sizeof err);
-	if (st) {
-		struct timespec now;
-		clock_gettime(CLOCK_REALTIME, &now);
-		for (size_t i = 0; i < D->b->nrules; i++) {
-			if (st[i].phase != SN_FIRING && st[i].phase != SN_PENDING)
-				continue;
-			NtEvent ev = {.rule = &D->b->rules[i],
-				      .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
-				      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm,
-				      .when = now, .target = T->cf.name, .tlabels = T->cf.labels,
-				      .ntlabels = T->cf.nlabels};
-			nt_event(D->nt, &ev);
-			D->alerts_seen++;
-		}
-		nt_flush(D->nt);
-	}
-	free(st);
+	d_alerts_end(T, T->e, NULL);
 	d_finder_stop(T);
 	d_close_target(T);
 	nt_log(D->nt, 6, "target %s removed (no longer in the configuration)", T->label);

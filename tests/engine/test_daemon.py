@@ -21,7 +21,10 @@ RAM image (IMAGE: build/fuzz-guest.ram, tests/fuzz/guest_image.py), frozen:
   reload    a reload that fails (a broken rule file) is in status
             (last_reload_ok false, reload_failures 1) and in /metrics
             (sentinel_reload_failures_total 1, sentinel_last_reload_successful 0);
-            the next one hands both targets over (on the handovers' thread)
+            the next one hands both targets over (on the handovers' thread);
+            one that changes a firing rule so that it no longer holds, and
+            one that removes a firing rule: each alert resolves on every
+            sink (JSON lines, a webhook, the log)
 """
 import json
 import mmap
@@ -37,6 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import free_port, wait  # noqa: E402
+from test_notify import Receiver  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build"))
@@ -45,7 +49,7 @@ SENTINELD = os.path.join(BUILD, "sentineld")
 SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
-MIN_CHECKS = 20
+MIN_CHECKS = 22
 reported = 0
 failures = 0
 
@@ -108,6 +112,14 @@ def why_not(text):
     return "say 'OSRELEASE='" in text or "past the time allowed" in text
 
 
+def jsonl(tmp):
+    try:
+        with open(os.path.join(tmp, "alerts.jsonl")) as f:
+            return [json.loads(l) for l in f if l.strip()]
+    except OSError:
+        return []
+
+
 def restore(path):
     """The guest's memory as it was (in place: the same file, as a guest's
     memory is written)."""
@@ -147,19 +159,21 @@ def main():
     if not os.path.exists(IMAGE):
         sys.exit("test_daemon: no image %s (tests/fuzz/guest_image.py makes it)" % IMAGE)
     tmp = tempfile.mkdtemp(prefix="sentinel-daemon.", dir=os.environ.get("SENTINEL_TEST_TMP"))
-    proc = None
+    proc = hook = None
     try:
         for n in ("a", "b"):
             shutil.copyfile(IMAGE, os.path.join(tmp, n + ".ram"))
             os.chmod(os.path.join(tmp, n + ".ram"), 0o600)
         shutil.copytree(os.path.join(TOP, "rules"), os.path.join(tmp, "rules"))
         port = free_port()
+        hook = Receiver(free_port())
         conf = os.path.join(tmp, "sentinel.conf")
         with open(conf, "w") as f:
             f.write("[target a]\nsource = ramfile:%s/a.ram\n[target b]\nsource = ramfile:%s/b.ram\n"
                     "[rules]\ndirectory = %s/rules\n[engine]\nbackend = cpu\ntick = 100ms\nreload_trial = no\n"
-                    "[notify]\njsonl = %s/alerts.jsonl\n[metrics]\nlisten = 127.0.0.1:%d\n"
-                    "[control]\nsocket = %s/ctl.sock\n" % (tmp, tmp, tmp, tmp, port, tmp))
+                    "[notify]\njsonl = %s/alerts.jsonl\nwebhook = http://127.0.0.1:%d/hook\n"
+                    "[metrics]\nlisten = 127.0.0.1:%d\n"
+                    "[control]\nsocket = %s/ctl.sock\n" % (tmp, tmp, tmp, tmp, hook.port, port, tmp))
         log = open(os.path.join(tmp, "sentineld.log"), "w")
         proc = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
         up = wait(lambda: target(status(tmp), "b").get("state") == "ok" and target(status(tmp), "a").get("state") == "ok",
@@ -276,6 +290,46 @@ def main():
         report("on 2 of 2 targets" in out and all(target(st, n).get("phase") == "running" for n in ("a", "b")),
                "the reload handed both targets over, and both run", out + err + json.dumps(st.get("targets"))[:1500])
 
+        # a reload that changes a firing rule so that it no longer holds,
+        # and one that removes a firing rule: each alert resolves on every
+        # sink (Prometheus keeps a rule's alerts by group and name across
+        # a reload; before, they vanished without a word)
+        fire = os.path.join(tmp, "rules", "zz-fire.yaml")
+
+        def fire_rules(a_expr, with_b):
+            text = ("groups:\n  - name: zz\n    rules:\n      - alert: AlwaysA\n        expr: %s\n"
+                    "        severity: warning\n" % a_expr)
+            if with_b:
+                text += "      - alert: AlwaysB\n        expr: host.mem_total > 0\n        severity: warning\n"
+            with open(fire, "w") as f:
+                f.write(text)
+
+        def seen(state, since=0, hook_since=0):
+            lines = [e for e in jsonl(tmp)[since:] if e["alert"].startswith("Always") and e["state"] == state]
+            hooked = {(a["labels"]["alertname"], a["labels"].get("target")) for b in hook.payloads("/hook")[hook_since:]
+                      for a in b.get("alerts", []) if a.get("status") == state and
+                      a["labels"].get("alertname", "").startswith("Always")}
+            return {(e["alert"], e["target"]) for e in lines}, hooked
+
+        both = {(n, t) for n in ("AlwaysA", "AlwaysB") for t in ("a", "b")}
+        fire_rules("host.mem_total > 0", True)
+        rc, out, err, took = ctl(tmp, "reload", timeout=300)
+        firing = wait(lambda: seen("firing") == (both, both), 30)
+        report(rc == 0 and firing, "two rules a reload adds fire on both targets (JSON lines and webhook)",
+               out + err + repr(seen("firing")))
+        n0, h0 = len(jsonl(tmp)), len(hook.payloads("/hook"))
+        fire_rules("host.mem_total < 0", False)
+        rc, out, err, took = ctl(tmp, "reload", timeout=300)
+        resolved = wait(lambda: seen("resolved", n0, h0) == (both, both), 30)
+        logged = [l for l in open(log.name).read().splitlines() if "RESOLVED Always" in l]
+        report(rc == 0 and resolved and len(logged) >= 4,
+               "a reload that changes AlwaysA so it no longer holds and removes AlwaysB: each resolves on both targets "
+               "in the JSON lines, at the webhook and in the log (%d lines)" % len(logged),
+               out + err + repr(seen("resolved", n0, h0)) + "\n".join(logged))
+        os.unlink(fire)
+        ctl(tmp, "reload", timeout=300)
+        st = status(tmp)
+
         # rules: built a slice of targets at a time between the loop's
         # other work, then answered whole
         rc, out, err, took = ctl(tmp, "--json", "rules", timeout=30)
@@ -308,6 +362,8 @@ def main():
         if proc:
             proc.kill()
             proc.wait()
+        if hook:
+            hook.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
