@@ -70,8 +70,10 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
 # into rulec (rulec/libbc.c) and linked with every rule set it compiles.
-RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c kernel-support/snrt.c
-RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h kernel-support/snrt.h
+RT_SRC := kernel-support/kmetric_cpu.c kernel-support/kmetric_host.c kernel-support/kmetric_task.c \
+	kernel-support/kmetric_disk.c kernel-support/kmetric_cgroup.c kernel-support/kmetric_net.c kernel-support/kmetric_fs.c \
+	kernel-support/kx.c kernel-support/llview_rt.c kernel-support/snrt.c
+RT_HDR := kernel-support/kmetric_int.h kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h kernel-support/snrt.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
 	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g -Ikernel-support \
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm

@@ -298,7 +298,7 @@ void rules_task_derive(sn_world *w, uint32_t row);
  * warp-collective); after the jobs found the objects, the objects' rows
  * are spread over every warp (sn_obj_rows). */
 void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot);
-/* From the metric library (kernel-support/kmetric.c): the name of the task
+/* From the metric library (kernel-support/kmetric_*.c): the name of the task
  * at kernel address task, read now; < 0 on a read error. */
 int km_task_comm(uint64_t task, char *out16);
 /* The tasks: the PID tree (warp-collective; then one lane per slot), and
