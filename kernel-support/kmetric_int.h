@@ -54,7 +54,8 @@
 /* Unknown because the kernel has no such thing here (a cgroup without the
  * controller, a disk that is not an md array, an interface that is not a
  * bond, a module not loaded, a kernel built without the feature), not a
- * failed read: snrt.c counts NaNs as read errors, but not this one. */
+ * failed read: the runtime counts NaNs as read errors (sn_count_error,
+ * snrt_int.h), but not this one. */
 #define KM_ABSENT __builtin_nan("0x5e1")
 
 /* A warp-collective result: NaN on every lane if any lane failed. */

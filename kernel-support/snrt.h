@@ -269,7 +269,7 @@ typedef struct sn_world {
 	uint32_t *tq_ctr;          /* [2] km_pid_leaves' queue length and first leaf */
 	uint32_t tq_cap;
 	uint32_t has_tasks;        /* the bundle's task job runs: the task phases run */
-	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt.c) */
+	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt_int.h) */
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
 	/* reload: the world this one takes over from, and what maps to what */
 	const struct sn_world *from;

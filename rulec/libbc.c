@@ -2,7 +2,7 @@
  *
  * make builds build/lib/sentinel.{host,nvptx}.bc from the metric library
  * (kernel-support/kmetric_*.c), the translation runtime (kx.c, llview_rt.c)
- * and the evaluation runtime (kernel-support/snrt.c); the assembler pulls them in
+ * and the evaluation runtime (kernel-support/snrt*.c); the assembler pulls them in
  * here, so rulec needs no files beside itself.
  */
 #ifndef LVM_BC_HOST
