@@ -72,8 +72,12 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 # The runtime library: metric library, translation runtime, evaluation
 # runtime; compiled by clang to bitcode for the host and for NVPTX, built
 # into rulec (rulec/libbc.c) and linked with every rule set it compiles.
-RT_SRC := kernel-support/kmetric.c kernel-support/kx.c kernel-support/llview_rt.c kernel-support/snrt.c
-RT_HDR := kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h kernel-support/snrt.h
+RT_SRC := kernel-support/kmetric_cpu.c kernel-support/kmetric_host.c kernel-support/kmetric_task.c \
+	kernel-support/kmetric_disk.c kernel-support/kmetric_cgroup.c kernel-support/kmetric_net.c kernel-support/kmetric_fs.c \
+	kernel-support/kx.c kernel-support/llview_rt.c \
+	kernel-support/snrt.c kernel-support/snrt_hist.c kernel-support/snrt_obj.c kernel-support/snrt_rule.c
+RT_HDR := kernel-support/kmetric_int.h kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h \
+	kernel-support/snrt.h kernel-support/snrt_int.h
 RT_FLAGS = -ffreestanding -nostdlib -nostdinc -isystem $$($(CLANG) -print-resource-dir)/include \
 	-DKX_FREESTANDING -std=gnu11 $(WARN) -Wno-missing-prototypes -O2 -g -Ikernel-support \
 	-fno-vectorize -fno-slp-vectorize -ffp-contract=off -emit-llvm
@@ -215,9 +219,10 @@ $(B)/guest-helpers.cpio.gz: $(GUEST_HELPERS) kernel-support/module/sentinel_pmem
 	done
 	cd $(B)/guest-helpers && find . | cpio -o -H newc --quiet | gzip -9 > ../guest-helpers.cpio.gz
 
-# The runtime on the host (kernel-support/snrt.c as the CPU backend runs it, with the
+# The runtime on the host (kernel-support/snrt*.c as the CPU backend runs it, with the
 # host side of simt.h from llview_rt.c), laid out by engine/world.c.
-$(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(B)/san/obj/kernel-support/snrt.o $(B)/san/obj/kernel-support/llview_rt.o \
+SNRT_SRC := $(filter kernel-support/snrt%,$(RT_SRC))
+$(B)/san/test_snrt: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_snrt.o $(SNRT_SRC:%.c=$(B)/san/obj/%.o) $(B)/san/obj/kernel-support/llview_rt.o \
 		$(B)/san/obj/engine/world.o $(B)/san/obj/engine/reloc.o $(B)/san/librulec.a $(B)/san/libkernel.a
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LIBS) $(KS_LIBS) $(JANSSON_LIBS)
 

@@ -1,6 +1,6 @@
 /* kcore.h - write kernel-reading code the way kernel code is written.
  *
- * The metric library (kmetric.c) includes this header and reads the
+ * The metric library (kmetric_*.c) includes this header and reads the
  * monitored kernel's data as if it ran inside it: `p->tgid`, `init_task`,
  * `per_cpu_ptr(&runqueues, cpu)`.  Two compiler passes in rulec make that
  * true from outside the kernel:

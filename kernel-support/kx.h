@@ -141,7 +141,7 @@ bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
  * The read budget: every translated read of the tick in progress counts
  * in *reads (the world's counter, sn_world.reads: all the tick's readers
  * of that target count there).  Once the count has passed `budget`,
- * kx_spent() says so, and every walk of a list or tree (kmetric.c: the
+ * kx_spent() says so, and every walk of a list or tree (kmetric_*.c: the
  * task list, cgroups, mounts, block devices, interfaces, a process's
  * threads) stops at its next step with KX_EBUDGET: the tick ends near its
  * budget however long the guest made its lists, and a hostile or corrupt

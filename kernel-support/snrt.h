@@ -272,7 +272,7 @@ typedef struct sn_world {
 	uint32_t *tq_ctr;          /* [2] km_pid_leaves' queue length and first leaf */
 	uint32_t tq_cap;
 	uint32_t has_tasks;        /* the bundle's task job runs: the task phases run */
-	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt.c) */
+	uint64_t *sync;            /* [SN_SYNC_N] the grid barrier, stop, this tick's ring reservations (snrt_int.h) */
 	uint8_t *job_off;          /* [njobs] 1: the job's metric is unavailable here */
 	/* reload: the world this one takes over from, and what maps to what */
 	const struct sn_world *from;
@@ -302,7 +302,7 @@ void rules_task_derive(sn_world *w, uint32_t row);
  * warp-collective); after the jobs found the objects, the objects' rows
  * are spread over every warp (sn_obj_rows). */
 void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot);
-/* From the metric library (kernel-support/kmetric.c): the name of the task
+/* From the metric library (kernel-support/kmetric_*.c): the name of the task
  * at kernel address task, read now; < 0 on a read error. */
 int km_task_comm(uint64_t task, char *out16);
 /* The tasks: the PID tree (warp-collective; then one lane per slot), and

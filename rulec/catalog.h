@@ -67,7 +67,7 @@ const char *cat_suggest(const char *name);
 const char *cat_entity_name(Entity e);
 const char *cat_kind_name(MetricKind k);
 const char *cat_unit_name(MetricUnit u);
-/* The metric library's function for a metric (kernel-support/kmetric.c):
+/* The metric library's function for a metric (kernel-support/kmetric_*.c):
  * "km_host_forks" for host.forks */
 void cat_metric_fn(MetricId id, char *buf, size_t n);
 

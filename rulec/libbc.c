@@ -1,8 +1,8 @@
 /* libbc.c - the runtime library's bitcode, built into rulec.
  *
  * make builds build/lib/sentinel.{host,nvptx}.bc from the metric library
- * (kernel-support/kmetric.c), the translation runtime (kx.c, llview_rt.c)
- * and the evaluation runtime (kernel-support/snrt.c); the assembler pulls them in
+ * (kernel-support/kmetric_*.c), the translation runtime (kx.c, llview_rt.c)
+ * and the evaluation runtime (kernel-support/snrt*.c); the assembler pulls them in
  * here, so rulec needs no files beside itself.
  */
 #ifndef LVM_BC_HOST

@@ -1,0 +1,181 @@
+/* snrt_int.h - what the evaluation runtime's files share (private to them).
+ *
+ * The evaluation runtime (snrt.h) is freestanding: clang compiles each of
+ * its files for nvptx64 and for the host, and they are linked into every
+ * bundle with the metric library and the generated rule code.  By job:
+ *
+ *   snrt_hist.c   the value tables as the jobs fill them (sn_put_*), the
+ *                 histories (a sample per tick, or 64 buckets for long
+ *                 windows) and the windows over them (sn_window)
+ *   snrt_obj.c    the objects (disks, cgroups, interfaces, mounts): found by
+ *                 a walk, kept in stable slots, with their names
+ *   snrt_rule.c   what a rule's code reads (sn_host, sn_task, ...) and the
+ *                 alert state machine its verdict goes through (sn_step),
+ *                 with the records it writes on the alert ring
+ *   snrt.c        the read budget, the task table (the task job's walk,
+ *                 the tick's phases that give tasks rows and slots), the
+ *                 ticks (the host's, fed ticks), the reload, the persistent
+ *                 GPU kernels and the fleet's
+ *
+ * The library is optimised when it is built (rulec's own pipeline is short:
+ * rulec/lvm.c), so what a tick inlines stays visible where the tick is:
+ * the helpers below are static inline, and the task table is in snrt.c
+ * with the ticks whose phases it is.  A function one file defines for
+ * another's rare path is declared at the end.
+ */
+#ifndef SENTINEL_SNRT_INT_H
+#define SENTINEL_SNRT_INT_H
+
+#include "snrt.h"
+#include "simt.h"
+#include "kx.h"
+
+#define SN_NAN __builtin_nan("")
+#define sn_isnan(x) ((x) != (x))
+
+static inline uint64_t sn_load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
+static inline uint32_t sn_load_volatile32(const uint32_t *p) { return *(const volatile uint32_t *)p; }
+
+static inline void sn_fence_system(void)
+{
+#ifdef __NVPTX__
+	__nvvm_membar_sys();
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* ---- histories (snrt_hist.c; the reload copies them: snrt.c) ----------------------- */
+
+static inline sn_bucket sn_one(uint64_t t, double v)
+{
+	int known = !sn_isnan(v);
+	return (sn_bucket){t, t, v, v, v, v, known ? v : 0, (uint32_t)known, 0};
+}
+
+/* Append item b (a sample is a bucket of one) to entity e's history: into
+ * the newest bucket when it falls in the same stride, else as a new item.
+ * Items must come oldest first.  A C99 inline definition, its one external
+ * definition in snrt_hist.c: the reload (snrt.c) and the GPU inline it, the
+ * host's puts call it, as when it was one file's static function. */
+inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
+{
+	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
+	if (!H->stride_ns) {
+		sn_sample *ring = H->ring + (uint64_t)e * cap;
+		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
+			ring[p] = (sn_sample){b->t0, b->v0};
+			p = p + 1 == cap ? 0 : p + 1;
+			len += len < cap;
+		}
+		ring[p] = (sn_sample){b->t1, b->v1};
+		H->pos[e] = p + 1 == cap ? 0 : p + 1;
+		H->len[e] = len + (len < cap);
+		return;
+	}
+	sn_bucket *ring = H->bkt + (uint64_t)e * cap;
+	if (len) {
+		sn_bucket *l = &ring[p == 0 ? cap - 1 : p - 1];
+		if (b->t0 / H->stride_ns == l->t0 / H->stride_ns && b->t0 >= l->t1) {
+			l->changes += b->changes + (b->v0 != l->v1);
+			l->t1 = b->t1;
+			l->v1 = b->v1;
+			l->min = __builtin_fmin(l->min, b->min);
+			l->max = __builtin_fmax(l->max, b->max);
+			l->sum += b->sum;
+			l->n += b->n;
+			return;
+		}
+	}
+	ring[p] = *b;
+	H->pos[e] = p + 1 == cap ? 0 : p + 1;
+	H->len[e] = len + (len < cap);
+}
+
+static inline void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)
+{
+	if (h < 0 || (uint32_t)h >= w->nhist)
+		return;
+	sn_hist *H = &w->hist[h];
+	if (entity >= H->entities)
+		return;
+	sn_bucket one = sn_one(w->now, v);
+	sn_hist_add(H, entity, &one);
+}
+
+/* Item k (0: the oldest held) of entity e's history, as a bucket. */
+static inline sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
+{
+	uint32_t cap = H->cap, i = (H->pos[e] + cap - H->len[e] + k) % cap;
+	if (H->stride_ns)
+		return H->bkt[(uint64_t)e * cap + i];
+	sn_sample s = H->ring[(uint64_t)e * cap + i];
+	return sn_one(s.t, s.v);
+}
+
+/* The metric library's "not applicable here" (a cgroup without the
+ * controller: KM_ABSENT in kmetric_int.h): unknown, but not a read error. */
+#define SN_ABSENT_BITS 0x7ff80000000005e1ull
+
+static inline void sn_count_error(sn_world *w, double v)
+{
+	union { double d; uint64_t u; } x = {.d = v};
+	if (sn_isnan(v) && x.u != SN_ABSENT_BITS)
+		__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+}
+
+/* An object's value into its table and history (sn_put_objs; fed ticks: snrt.c) */
+static inline void sn_put_obj(sn_world *w, sn_objs *O, uint32_t col, uint32_t s, double v)
+{
+	int off = (int)(O->col_off >> (col & 63) & 1);
+	if (off)
+		v = SN_NAN;                          /* its rules are disabled; not a read error */
+	O->val[(uint64_t)col * O->cap + s] = v;
+	if (O->on[s] && !off)
+		sn_count_error(w, v);
+	sn_hist_push(w, O->hist[col], s, v);
+}
+
+/* ---- the alert ring's reservation (sn_emit: snrt_rule.c) ------------------------------- */
+
+/* A tick's alerts are reserved in the world's own memory, not on the ring:
+ * the ring lives in host memory, where every atomic is a bus round trip,
+ * and a CAS on its head from a thousand warps firing together took half a
+ * second (measured on an H100).  sn_emit_begin, before the tick's rules
+ * run, takes the head and the room left; each record then costs one
+ * device-memory fetch-add; sn_emit_end, after every rule ran, publishes the
+ * head and counts what did not fit.  The host reads records by their seq,
+ * so one written early is taken early; the head only rings the bell. */
+/* (the task phases' barrier among the first blocks has its own counter and
+ * generation: the other blocks meanwhile count in at the tick's last one) */
+enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM, SN_SYNC_PCOUNT, SN_SYNC_PGEN };
+_Static_assert(SN_SYNC_PGEN < SN_SYNC_N, "the world's sync words");
+
+static inline void sn_emit_begin(sn_world *w)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	uint64_t head = sn_load_volatile(&R->head), tail = sn_load_volatile(&R->tail);
+	w->sync[SN_SYNC_BASE] = head;
+	w->sync[SN_SYNC_ROOM] = head - tail >= R->cap ? 0 : R->cap - (head - tail);
+	*(volatile uint64_t *)&w->sync[SN_SYNC_EMIT] = 0;
+}
+
+static inline void sn_emit_end(sn_world *w)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	uint64_t n = sn_load_volatile(&w->sync[SN_SYNC_EMIT]), room = w->sync[SN_SYNC_ROOM];
+	if (n > room)
+		R->dropped += n - room;
+	*(volatile uint64_t *)&R->head = w->sync[SN_SYNC_BASE] + (n < room ? n : room);
+}
+
+/* ---- what one file defines for another -------------------------------------------------- */
+
+/* snrt_obj.c: this tick's walk of kind k into slots (fed ticks: snrt.c) */
+void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n);
+
+#endif

@@ -1,0 +1,188 @@
+/* snrt_rule.c - what a rule's code reads (the value tables: sn_host,
+ * sn_cpu, sn_task, ...) and the alert state machine its verdict goes
+ * through (sn_step), with the entity an alert names and its record on
+ * the alert ring.
+ *
+ * Part of the evaluation runtime (snrt.h): see snrt_int.h.
+ */
+#include "snrt_int.h"
+
+/* ---- reading the tables ------------------------------------------------------------ */
+
+double sn_host(const sn_world *w, uint32_t slot) { return slot < w->nhost ? w->host[slot] : SN_NAN; }
+
+double sn_cpu(const sn_world *w, uint32_t slot, uint32_t cpu)
+{
+	return slot < w->ncpuslots && cpu < w->max_cpus ? w->cpu[(uint64_t)slot * w->max_cpus + cpu] : SN_NAN;
+}
+
+double sn_task(const sn_world *w, uint32_t slot, uint32_t row)
+{
+	return slot < w->ntaskslots && row < w->tasks.n ? w->tasks.val[(uint64_t)slot * w->tasks.cap + row] : SN_NAN;
+}
+
+const double *sn_task_col(const sn_world *w, uint32_t slot)
+{
+	return slot < w->ntaskslots ? w->tasks.val + (uint64_t)slot * w->tasks.cap : 0;
+}
+
+int sn_cpu_on(const sn_world *w, uint32_t cpu) { return cpu < w->ncpus && w->cpu_on[cpu]; }
+uint32_t sn_ncpus(const sn_world *w) { return w->ncpus; }
+uint32_t sn_ntasks(const sn_world *w) { return w->tasks.n; }
+
+int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot)
+{
+	double p = sn_task(w, pid_slot, row);
+	return sn_isnan(p) ? -1 : (int64_t)p;
+}
+
+int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len)
+{
+	if (row >= w->tasks.n || len > 15)
+		return 0;
+	const char *c = w->tasks.comm[row];
+	for (uint32_t i = 0; i < len; i++)
+		if (c[i] != s[i])
+			return 0;
+	return c[len] == 0;
+}
+/* ---- alerts ---------------------------------------------------------------------------- */
+
+static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, const sn_rstate *st)
+{
+	sn_ring *R = w->ring;
+	if (!R)
+		return;
+	/* volatile: another SM wrote them, after this one last cached the line */
+	uint64_t k = __atomic_fetch_add(&w->sync[SN_SYNC_EMIT], 1, __ATOMIC_RELAXED);
+	if (k >= sn_load_volatile(&w->sync[SN_SYNC_ROOM]))
+		return;                              /* full: counted by sn_emit_end */
+	uint64_t h = sn_load_volatile(&w->sync[SN_SYNC_BASE]) + k;
+	sn_alert *a = &R->rec[h & (R->cap - 1)];
+	a->time_ns = w->now;
+	a->rule = rule;
+	a->kind = kind;
+	a->value = value;
+	a->entity = st->ev_entity;
+	for (uint32_t i = 0; i < SN_OBJ_NAME; i++)
+		a->comm[i] = st->ev_comm[i];
+	a->tick = w->tick;
+	sn_fence_system();
+	*(volatile uint64_t *)&a->seq = h + 1;
+}
+
+static int sn_mofn(sn_rstate *st, const sn_rdesc *d, int c)
+{
+	uint32_t n = d->n_of > 1024 ? 1024 : d->n_of, p = st->mofn_pos;
+	uint64_t bit = 1ull << (p % 64);
+	if (st->mofn[p / 64] & bit)
+		st->mofn_count--;
+	if (c) {
+		st->mofn[p / 64] |= bit;
+		st->mofn_count++;
+	} else {
+		st->mofn[p / 64] &= ~bit;
+	}
+	st->mofn_pos = p + 1 >= n ? 0 : p + 1;
+	return st->mofn_count >= d->m_of;
+}
+
+/* A new pending or firing alert is about this entity (its PID and name for
+ * a task row), and stays so until it resolves or is cancelled. */
+static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32_t row, int64_t entity)
+{
+	st->ev_entity = entity;
+	for (uint32_t i = 0; i < SN_OBJ_NAME; i++)
+		st->ev_comm[i] = 0;
+	if (d->obj && entity >= 0) {             /* an object: its name */
+		uint32_t k = d->obj - 1;
+		if (k < SN_OBJ_KINDS && (uint64_t)entity < w->objs[k].cap)
+			for (uint32_t i = 0; i + 1 < SN_OBJ_NAME && w->objs[k].name[entity][i]; i++)
+				st->ev_comm[i] = w->objs[k].name[entity][i];
+		return;
+	}
+	if (d->pid_slot < 0 || entity < 0)
+		return;
+	if (w->tasks.comm[row][0]) {            /* this tick read it already (task.comm rules, feeds) */
+		for (int i = 0; i < 15; i++)
+			st->ev_comm[i] = w->tasks.comm[row][i];
+	} else if (km_task_comm(w->tasks.ptr[row], st->ev_comm) < 0) {
+		st->ev_comm[0] = 0;
+	}
+	st->ev_comm[15] = 0;
+}
+
+void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
+	     int64_t entity)
+{
+	if (simt_lane() != 0 || rule >= w->nrules)
+		return;
+	sn_rstate *st = &w->rstate[rule];
+	uint64_t now = w->now;
+	if (st->phase == SN_DISABLED)
+		return;
+	st->evals++;
+	if (sn_isnan(cond)) {            /* unknown: hold every timer and the phase */
+		st->unknown++;
+		st->cond = cond;
+		return;
+	}
+	int c = cond != 0;
+	uint32_t row = (uint32_t)entity;
+	if (d->pid_slot >= 0)             /* a task row: its PID */
+		entity = entity >= 0 && row < w->tasks.n ? sn_task_pid(w, row, (uint32_t)d->pid_slot) : -1;
+	st->cond = c;
+	st->value = value;
+	st->entity = entity;
+	int sat;
+	if (d->n_of) {
+		sat = sn_mofn(st, d, c);
+	} else {
+		if (c && !st->true_since)
+			st->true_since = now;
+		if (!c)
+			st->true_since = 0;
+		sat = c && now - st->true_since >= d->for_ns;
+	}
+	switch (st->phase) {
+	case SN_INACTIVE:
+	case SN_PENDING:
+		if (sat) {
+			st->phase = SN_FIRING;
+			st->fired_at = now;
+			st->clear_since = 0;
+			sn_name_entity(w, st, d, row, entity);
+			sn_emit(w, rule, SN_EV_FIRING, value, st);
+		} else if (st->phase == SN_INACTIVE && c) {
+			st->phase = SN_PENDING;
+			sn_name_entity(w, st, d, row, entity);
+			sn_emit(w, rule, SN_EV_PENDING, value, st);
+		} else if (st->phase == SN_PENDING && (d->n_of ? st->mofn_count == 0 : !c)) {
+			st->phase = SN_INACTIVE;
+			sn_emit(w, rule, SN_EV_CANCELLED, value, st);
+		}
+		break;
+	case SN_FIRING: {
+		/* with clear: resolved when clear held for clear_for; without:
+		 * when the firing criterion stopped holding for clear_for */
+		double cl = d->has_clear ? clear : (sat ? 0.0 : 1.0);
+		if (sn_isnan(cl))
+			break;
+		if (cl != 0) {
+			if (!st->clear_since)
+				st->clear_since = now;
+			if (now - st->clear_since >= d->clear_for_ns) {
+				st->phase = SN_INACTIVE;
+				st->clear_since = 0;
+				st->true_since = c ? now : 0;
+				sn_emit(w, rule, SN_EV_RESOLVED, value, st);
+			}
+		} else {
+			st->clear_since = 0;
+		}
+		break;
+	}
+	default:
+		st->phase = SN_INACTIVE;
+	}
+}
