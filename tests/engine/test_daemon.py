@@ -175,7 +175,13 @@ def main():
                     "[metrics]\nlisten = 127.0.0.1:%d\n"
                     "[control]\nsocket = %s/ctl.sock\n" % (tmp, tmp, tmp, tmp, hook.port, port, tmp))
         log = open(os.path.join(tmp, "sentineld.log"), "w")
-        proc = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+        # a backed-off search waits at most 8 s here, not a minute (the
+        # fault tests' hook: the test is in make check-quick)
+        faults = os.path.join(tmp, "faults")
+        with open(faults, "w") as f:
+            f.write("search-backoff-8s\n")
+        proc = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, SENTINEL_TEST_FAULTS=faults))
         up = wait(lambda: target(status(tmp), "b").get("state") == "ok" and target(status(tmp), "a").get("state") == "ok",
                   300, 1)
         report(up, "both targets run", open(log.name).read()[-3000:])
