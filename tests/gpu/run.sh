@@ -124,7 +124,7 @@ if [ "$what" = hostile ]; then
 	# image captured here, as the fuzz run does
 	img=$work/fuzz-guest.ram
 	PYTHONUNBUFFERED=1 python3 tests/fuzz/guest_image.py "$img" &&
-		BENCH_IMAGE=$img BENCH_BACKEND=cuda ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
+		BENCH_IMAGE=$img BENCH_BACKEND=${BENCH_BACKEND:-cuda} ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
 		python3 bench/hostile.py "$work/bin" "${2:-3}" || rc=1
 fi
 if [ "$what" = latency ]; then
