@@ -552,6 +552,13 @@ int main(int argc, char **argv)
 				running = true;
 				if (D.fleet)           /* one bell for all of them, below */
 					continue;
+				/* one being handed over: its old engine is the
+				 * handovers' thread's to stop (and resume); it is
+				 * polled meanwhile, never armed from here */
+				if (D.ho.on && T->ne) {
+					armed = false;
+					continue;
+				}
 				armed &= eng_arm(T->e);
 				if (!D.wake || strcmp(D.wake, "poll"))
 					D.wake = eng_backend(T->e) == ENG_CUDA ? "gpu doorbell" : "tick thread";

@@ -15,11 +15,23 @@
 # pays; the device tool carries at most 64 MiB with the working tree, so
 # GPU_PACK_KERNELS=debian-6.12 packs one kernel (engine, scale and taskbench
 # boot only 6.12; metrics boots both and reports the missing one).
+#
+#     sh tests/gpu/pack.sh --overlay    # after a change: the binaries alone,
+#                                       # in .device/overlay (over the pack's)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 out=.device
 B=build
+if [ "${1:-}" = --overlay ]; then
+	make -s $B/portable/sentineld $B/portable/sentinelctl $B/portable/sentinel-inspect
+	rm -rf "$out/overlay"
+	mkdir -p "$out/overlay/bin"
+	cp $B/portable/sentineld $B/portable/sentinelctl $B/portable/sentinel-inspect "$out/overlay/bin/"
+	strip "$out/overlay/bin/"*
+	echo "gpu-pack: overlay $(du -sh "$out/overlay" | cut -f1) (sentineld, sentinelctl, sentinel-inspect)"
+	exit 0
+fi
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/qemu/lib" "$out/qemu/modules" "$out/qemu/firmware" "$out/guest"
 

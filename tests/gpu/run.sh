@@ -19,6 +19,10 @@ work=${TMPDIR:-/tmp}/sentinel-gpu
 rm -rf "$work"
 mkdir -p "$work"
 xz -dc "$d/pack.tar.xz" | tar xf - -C "$work"
+# binaries rebuilt since the pack (tests/gpu/pack.sh --overlay): over its own
+if [ -d "$d/overlay" ]; then
+	cp -a "$d/overlay/." "$work/"
+fi
 # QEMU's own libraries for QEMU alone: never for programs that load libcuda
 export SENTINEL_QEMU="$work/qemu/qemu-system-x86_64"
 export SENTINEL_QEMU_LIBS="$work/qemu/lib"
