@@ -24,12 +24,13 @@ cd "$top"
 out=.device
 B=build
 if [ "${1:-}" = --overlay ]; then
-	make -s $B/portable/sentineld $B/portable/sentinelctl $B/portable/sentinel-inspect
-	rm -rf "$out/overlay"
+	make -s $B/portable/sentineld $B/portable/sentinelctl
+	rm -rf "$out/overlay" "$out/overlay.tar.xz"
 	mkdir -p "$out/overlay/bin"
-	cp $B/portable/sentineld $B/portable/sentinelctl $B/portable/sentinel-inspect "$out/overlay/bin/"
+	cp $B/portable/sentineld $B/portable/sentinelctl "$out/overlay/bin/"
 	strip "$out/overlay/bin/"*
-	echo "gpu-pack: overlay $(du -sh "$out/overlay" | cut -f1) (sentineld, sentinelctl, sentinel-inspect)"
+	(cd "$out/overlay" && tar cf - bin | xz -T2 -6 > ../overlay.tar.xz) && rm -rf "$out/overlay"
+	echo "gpu-pack: overlay $(du -sh "$out/overlay.tar.xz" | cut -f1) (sentineld, sentinelctl)"
 	exit 0
 fi
 rm -rf "$out"

@@ -20,8 +20,8 @@ rm -rf "$work"
 mkdir -p "$work"
 xz -dc "$d/pack.tar.xz" | tar xf - -C "$work"
 # binaries rebuilt since the pack (tests/gpu/pack.sh --overlay): over its own
-if [ -d "$d/overlay" ]; then
-	cp -a "$d/overlay/." "$work/"
+if [ -f "$d/overlay.tar.xz" ]; then
+	xz -dc "$d/overlay.tar.xz" | tar xf - -C "$work"
 fi
 # QEMU's own libraries for QEMU alone: never for programs that load libcuda
 export SENTINEL_QEMU="$work/qemu/qemu-system-x86_64"
