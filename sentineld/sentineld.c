@@ -554,9 +554,10 @@ int main(int argc, char **argv)
 					continue;
 				/* one being handed over: its old engine is the
 				 * handovers' thread's to stop (and resume); it is
-				 * polled meanwhile, never armed from here */
+				 * polled every tick meanwhile, never armed from here */
 				if (D.ho.on && T->ne) {
-					armed = false;
+					if (wait_ns > D.eo.tick_ns)
+						wait_ns = D.eo.tick_ns;
 					continue;
 				}
 				armed &= eng_arm(T->e);
