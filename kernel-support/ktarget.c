@@ -244,7 +244,7 @@ static int kt_setup_paging(KTarget *t, char *err, size_t n)
 
 /* ---- the rest of the layout ---- */
 
-static int kt_setup_direct_map(KTarget *t, char *err, size_t n)
+int kt_setup_direct_map(KTarget *t, char *err, size_t n)
 {
 	uint64_t sym, pob, pa;
 	if (!kt_sym(t, "page_offset_base", &sym)) {
@@ -262,7 +262,7 @@ static int kt_setup_direct_map(KTarget *t, char *err, size_t n)
 	return 0;
 }
 
-static int kt_setup_cpus(KTarget *t, char *err, size_t n)
+int kt_setup_cpus(KTarget *t, char *err, size_t n)
 {
 	uint64_t a_nr, a_off, a_on, a_pos;
 	uint32_t nr;
@@ -284,7 +284,7 @@ static int kt_setup_cpus(KTarget *t, char *err, size_t n)
 	return 0;
 }
 
-static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
+int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
 {
 	if (file) {
 		t->btf = btf__parse(file, NULL);
@@ -320,7 +320,7 @@ static int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n)
 /* KASLR as the kernel itself decides it (kaslr_enabled()): the boot
  * loader's KASLR_FLAG in boot_params.hdr.loadflags.  A zero KERNELOFFSET
  * does not mean KASLR is off: the random slot can be the first one. */
-static void kt_setup_kaslr(KTarget *t)
+void kt_setup_kaslr(KTarget *t)
 {
 	uint64_t bp;
 	uint32_t off;
@@ -361,7 +361,7 @@ static struct btf *kt_btf_split(const void *data, uint32_t size, struct btf *bas
 	return b;
 }
 
-static int kt_setup_module_btf(KTarget *t, const KtOptions *opt)
+int kt_setup_module_btf(KTarget *t, const KtOptions *opt)
 {
 	uint64_t head, node;
 	uint32_t o_list, o_btf, o_data, o_size, o_name, sz_size, sz_name;
@@ -412,6 +412,38 @@ static int kt_setup_module_btf(KTarget *t, const KtOptions *opt)
 	return e;
 }
 
+/* VMCOREINFO: where the kernel said it is (this host's
+ * /sys/kernel/vmcoreinfo), else the first candidate of a scan of all RAM
+ * that survives validation; the paging it gives, proved.  kt_open's
+ * first step (ktarget_int.h: the fuzzer runs it alone). */
+int kt_vmcoreinfo(KTarget *t, const KtOptions *o, char *err, size_t n)
+{
+	const MemSource *src = t->src;
+	uint64_t pa = 0;
+	int e = -ENOENT;
+	if (src->vmcoreinfo_pa && !kt_hinted_vmcoreinfo(t, &pa) && !(e = kt_load_vmcoreinfo(t, pa)))
+		e = kt_setup_paging(t, err, n);
+	KtScan sc = {0};
+	int s = 0;
+	while (e && (s = kt_find_vmcoreinfo(t, o, &sc, &pa)) == 0)
+		if (!(e = kt_load_vmcoreinfo(t, pa)))
+			e = kt_setup_paging(t, err, n);
+	if (e && s == -E2BIG) {
+		char last[256];
+		snprintf(last, sizeof last, "%s", err);
+		return ks_fail(err, n, -E2BIG, "no Linux kernel found: %u places in its RAM say 'OSRELEASE=' and none "
+			       "is a kernel's VMCOREINFO (the last: %.200s); a corrupt or hostile image", sc.tried - 1,
+			       last);
+	}
+	if (e && s && s != -ENOENT)
+		return kt_stopped(err, n, s, "scanning RAM for VMCOREINFO", &sc);
+	if (e == -ENOENT && !t->vmcoreinfo)
+		return ks_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
+			       "for 'OSRELEASE='). Is this the RAM of a running x86-64 Linux >= 6.0?",
+			       ms_total(src) >> 20);
+	return e;
+}
+
 int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, size_t n)
 {
 	KtOptions none = {0};
@@ -423,36 +455,7 @@ int kt_open(const MemSource *src, const KtOptions *o, KTarget **out, char *err, 
 		o = &none;
 	t->src = src;
 	ms_fill(src, &t->mem);
-	/* VMCOREINFO: where the kernel said it is (this host's
-	 * /sys/kernel/vmcoreinfo), else the first candidate of a scan of all
-	 * RAM that survives validation */
-	uint64_t pa = 0;
-	e = -ENOENT;
-	if (src->vmcoreinfo_pa && !kt_hinted_vmcoreinfo(t, &pa) && !(e = kt_load_vmcoreinfo(t, pa)))
-		e = kt_setup_paging(t, err, n);
-	KtScan sc = {0};
-	int s = 0;
-	while (e && (s = kt_find_vmcoreinfo(t, o, &sc, &pa)) == 0)
-		if (!(e = kt_load_vmcoreinfo(t, pa)))
-			e = kt_setup_paging(t, err, n);
-	if (e && s == -E2BIG) {
-		char last[256];
-		snprintf(last, sizeof last, "%s", err);
-		e = ks_fail(err, n, -E2BIG, "no Linux kernel found: %u places in its RAM say 'OSRELEASE=' and none "
-			    "is a kernel's VMCOREINFO (the last: %.200s); a corrupt or hostile image", sc.tried - 1, last);
-		goto fail;
-	}
-	if (e && s && s != -ENOENT) {
-		e = kt_stopped(err, n, s, "scanning RAM for VMCOREINFO", &sc);
-		goto fail;
-	}
-	if (e == -ENOENT && !t->vmcoreinfo) {
-		e = ks_fail(err, n, -ENOENT, "no Linux kernel found: the image has no VMCOREINFO (searched %llu MiB "
-			    "for 'OSRELEASE='). Is this the RAM of a running x86-64 Linux >= 6.0?",
-			    ms_total(src) >> 20);
-		goto fail;
-	}
-	if (e)
+	if ((e = kt_vmcoreinfo(t, o, err, n)))
 		goto fail;
 	if ((e = o->kallsyms_file ? kt_kallsyms_file(t, o->kallsyms_file, err, n) : kt_kallsyms_memory(t, o, err, n)))
 		goto fail;

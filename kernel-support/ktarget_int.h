@@ -1,5 +1,7 @@
 /* ktarget_int.h - what discovery's two files (ktarget.c, ksyms.c) share;
- * private to them: nothing outside kernel-support/ includes it. */
+ * private to them: nothing outside kernel-support/ includes it but the
+ * discovery fuzzer (tests/fuzz/fuzz_discover.c), which runs kt_open's
+ * steps one at a time. */
 #ifndef SENTINEL_KTARGET_INT_H
 #define SENTINEL_KTARGET_INT_H
 
@@ -27,5 +29,16 @@ int kt_stopped(char *err, size_t n, int e, const char *what, const KtScan *sc);
 int kt_kallsyms_memory(KTarget *t, const KtOptions *o, char *err, size_t n);
 int kt_kallsyms_file(KTarget *t, const char *path, char *err, size_t n);
 int kt_setup_module_syms(KTarget *t, const KtOptions *opt);
+
+/* ktarget.c: kt_open's steps, in its order.  VMCOREINFO found, loaded and
+ * proved (t->src and t->mem set: ms_fill); then, after the symbols, the
+ * direct map, the CPUs, the kernel's BTF, the modules' BTF (their
+ * symbols: kt_setup_module_syms) and KASLR. */
+int kt_vmcoreinfo(KTarget *t, const KtOptions *o, char *err, size_t n);
+int kt_setup_direct_map(KTarget *t, char *err, size_t n);
+int kt_setup_cpus(KTarget *t, char *err, size_t n);
+int kt_setup_btf(KTarget *t, const char *file, char *err, size_t n);
+int kt_setup_module_btf(KTarget *t, const KtOptions *opt);
+void kt_setup_kaslr(KTarget *t);
 
 #endif

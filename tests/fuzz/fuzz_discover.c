@@ -2,24 +2,61 @@
  * guest memory, on a real guest's RAM that a hostile guest has written.
  *
  * fuzz_guest.c discovers its kernel once, on the clean image, and fuzzes
- * ticks.  Here discovery itself runs on every input: kt_open (the scan for
- * VMCOREINFO and its parse, kallsyms decoded from memory, the direct map
- * and CPU layout, the kernel's BTF, the modules' BTF and symbol tables),
- * then, when it succeeds, the printk ring (kl_open, kl_tail of 20 lines,
- * kl_read of every record with dmesg's and /dev/kmsg's formatting), symbol
- * lookups (the kernel's and the modules'), typed reads through the BTF
- * (kb_resolve, kb_print, as sentinel-inspect does) and kt_unchanged.
+ * ticks.  Here discovery itself is fuzzed, in stages: an input's first
+ * byte (modulo 9) says which of these it runs, the byte's rest (divided by
+ * 9) is the stage's variant, and the records after it are written:
+ *
+ *   0 whole       kt_open (the scan for VMCOREINFO and its parse, kallsyms
+ *                 decoded from memory, the direct map and CPU layout, the
+ *                 kernel's BTF, the modules' BTF and symbol tables), then,
+ *                 when it succeeds, the printk ring (kl_open, kl_tail of 20
+ *                 lines, kl_read of every record with dmesg's and
+ *                 /dev/kmsg's formatting), symbol lookups (the kernel's and
+ *                 the modules'), typed reads through the BTF (kb_resolve,
+ *                 kb_print, as sentinel-inspect does) and kt_unchanged
+ *   1 vmcoreinfo  kt_open's first step alone (kt_vmcoreinfo): the scan of
+ *                 RAM for candidates, each loaded, parsed and proved by the
+ *                 paging it gives; with variant & 1 VMCOREINFO's place given
+ *                 (as this host's kernel gives it, pmem:), the scan only
+ *                 when that fails; then kt_unchanged
+ *   2 kallsyms    kt_kallsyms_memory: the tables decoded, indexed and
+ *                 checked against VMCOREINFO's _stext; lookups
+ *   3 layout      the direct map, the CPUs, KASLR; typed reads of memory
+ *                 through the clean BTF (kb_print of init_task, per-CPU
+ *                 runqueues)
+ *   4 btf         the kernel's BTF read and parsed (libbpf), and what reads
+ *                 through it: KASLR's field, the typed reads, the printk
+ *                 ring's layout and kl_open, kl_tail, kl_read
+ *   5 modbtf      the btf_modules list and each module's split BTF
+ *   6 modsyms     the modules list and each module's symtab, strtab and
+ *                 typetab; lookups
+ *   7 printk      kl_open, kl_tail, kl_read (as whole does)
+ *   8 libvirt     the bytes after the first as libvirt's status of a domain
+ *                 (DOMAIN.xml in SENTINEL_LIBVIRT_RUNDIR, a directory of
+ *                 the fuzzer's own): ms_vm_state
+ *
+ * Every stage but whole (and vmcoreinfo, which starts from nothing) runs on
+ * what kt_open had found by then, taken from the clean image's discovery
+ * done once at start (fd_clean; fd_before): an input pays for the parser
+ * it aims at, a millisecond or two for the cheap ones under ASan, where
+ * the whole discovery takes a sixth of a second (docs/benchmarks.md).
+ * SENTINEL_FUZZ_STAGE=NAME runs every input as that stage (the first byte
+ * its variant alone): tests/fuzz/run.sh's long run gives each stage its
+ * own run; SENTINEL_FUZZ_PROFILE=N times each stage N times on the clean
+ * image and exits.  Large blocks come from fuzz_alloc.c (why, and what
+ * ASan still checks: fuzz_alloc.h).
  *
  * The image (SENTINEL_FUZZ_IMAGE, raw) is discovered once cleanly at start;
- * then once more with the pages of the image unreadable (fuzz_image.h),
- * VMCOREINFO's place given as a hint so that the scan of the RAM before it
- * is not traced: every page that discovery and the readers above read is
- * recorded (VMCOREINFO, kallsyms' tables, the BTF, the module list, the
+ * then each stage runs once more with the pages of the image unreadable
+ * (fuzz_image.h), VMCOREINFO's place given as a hint so that the scan of
+ * the RAM before it is not traced: every page the stage reads is recorded
+ * (whole: VMCOREINFO, kallsyms' tables, the BTF, the module list, the
  * modules and their kallsyms, symtab and strtab, the btf_modules list and
- * the modules' BTF, the printk ring's header, descriptors, infos and text),
- * and so is every place kx.c's readers are called at (the wrappers below):
- * the fields among those pages.  Every input is a list of records, written into a private copy of the
- * image and undone after the run:
+ * the modules' BTF, the printk ring's header, descriptors, infos and
+ * text; each other stage its own part), and so is every place kx.c's
+ * readers are called at (the wrappers below): the fields among those
+ * pages.  The records of an input are written into a private copy of the
+ * image, at its stage's pages and places, and undone after the run:
  *
  *   op & 0xc0 != 0xc0: a write (fuzz_image.h: bytes, a pointer to another
  *                      place, a nudged word, a wild value): with op & 8
@@ -43,25 +80,30 @@
  *                      name "VMCOREINFO" with F & 1; T % (length + 1)
  *                      bytes of it, a NUL after them with F & 2
  *
- * Discovery runs with a deadline (5 s: a slow input is bounded, as
- * sentineld bounds it).  Nothing may crash, read outside the image (it sits
- * between guard regions), leak (LeakSanitizer), hang (-timeout) or allocate
- * a buffer the guest's size could not justify (-malloc_limit_mb); and a
- * target discovered on memory that has not changed since must be
- * kt_unchanged.
+ * (VMCOREINFO's records are written in every stage; only whole and
+ * vmcoreinfo read that text.)  Discovery runs with a deadline (5 s: a slow
+ * input is bounded, as sentineld bounds it).  Nothing may crash, read
+ * outside the image (it sits between guard regions), leak (LeakSanitizer;
+ * fuzz_alloc.c's blocks counted), hang (-timeout) or allocate a buffer the
+ * guest's size could not justify (-malloc_limit_mb); and a target
+ * discovered on memory that has not changed since must be kt_unchanged.
  */
 #define _GNU_SOURCE 1   /* memmem */
+#include "fuzz_alloc.h"
 #include "fuzz_image.h"
 #include "kbtf.h"
 #include "klog.h"
 #include "ktarget.h"
+#include "ktarget_int.h"
 #include "msrc.h"
 
+#include <bpf/btf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FD_MAX_WRITES 64
 #define FD_DEADLINE_NS 5000000000ull
@@ -111,36 +153,30 @@ static const char *const fd_places[] = {"init_uts_ns.name.release", "init_task.c
 static const char *const fd_names[] = {"_stext", "init_task", "prb", "page_offset_base", "__per_cpu_offset",
 				       "modules", "btf_modules", "nf_conntrack_max", "virtnet_poll", "", "no such symbol"};
 
-/* Discovery, and when it succeeds everything the host reads with it. */
-static void fd_run(const KtOptions *o)
+static void fd_log(const KTarget *t)
 {
-	KTarget *t;
 	KlLog *l;
 	char err[512];
-	uint64_t a;
-	if (kt_open(fi_src, o, &t, err, sizeof err)) {
-		if (fd_verbose)
-			fprintf(stderr, "fuzz_discover: not discovered: %s\n", err);
-		return;
-	}
-	fd_found++;
 	int lr = kl_open(t, &l, err, sizeof err);
 	if (fd_verbose)
-		fprintf(stderr, "fuzz_discover: discovered Linux %.64s (VMCOREINFO at %#llx, %zu symbols, %zu modules' "
-			"symbols, %zu modules' BTF); the log: %s\n", t->release, (unsigned long long)t->vmcoreinfo_pa,
-			t->nsyms, t->nmsyms, t->nmod, lr ? err : "found");
-	if (!lr) {
-		uint64_t next = 0;
-		unsigned long n = 0;
-		fd_logs++;
-		free(kl_tail(l, 20, err, sizeof err));
-		if (kl_read(l, 0, fd_on_record, &n, &next, err, sizeof err) >= 0)
-			kl_read(l, next > 8 ? next - 8 : 0, fd_on_record, &n, NULL, err, sizeof err);
-		fd_records += n;
-		if (fd_verbose)
-			fprintf(stderr, "fuzz_discover: %lu log records read\n", n);
-		kl_close(l);
-	}
+		fprintf(stderr, "fuzz_discover: the log: %s\n", lr ? err : "found");
+	if (lr)
+		return;
+	uint64_t next = 0;
+	unsigned long n = 0;
+	fd_logs++;
+	free(kl_tail(l, 20, err, sizeof err));
+	if (kl_read(l, 0, fd_on_record, &n, &next, err, sizeof err) >= 0)
+		kl_read(l, next > 8 ? next - 8 : 0, fd_on_record, &n, NULL, err, sizeof err);
+	fd_records += n;
+	if (fd_verbose)
+		fprintf(stderr, "fuzz_discover: %lu log records read\n", n);
+	kl_close(l);
+}
+
+static void fd_lookups(const KTarget *t)
+{
+	uint64_t a;
 	for (size_t i = 0; i < sizeof fd_names / sizeof *fd_names; i++)
 		kt_sym(t, fd_names[i], &a);
 	for (size_t i = 0; i < 4; i++) {
@@ -150,6 +186,11 @@ static void fd_run(const KtOptions *o)
 		if (t->nmsyms)
 			kt_sym(t, t->msyms[i * t->nmsyms / 4].name, &a);
 	}
+}
+
+static void fd_typed(const KTarget *t)
+{
+	char err[512];
 	for (size_t i = 0; i < sizeof fd_places / sizeof *fd_places; i++) {
 		KbPlace p;
 		if (!kb_resolve(t, fd_places[i], &p, err, sizeof err)) {
@@ -160,15 +201,174 @@ static void fd_run(const KtOptions *o)
 			}
 		}
 	}
-	kt_info(t, "OSRELEASE", NULL);
-	kt_online_cpus(t);
-	if (!kt_unchanged(t)) {           /* nothing wrote memory since kt_open */
+}
+
+static void fd_check_unchanged(const KTarget *t)
+{
+	if (!kt_unchanged(t)) {           /* nothing wrote memory since the target was discovered */
 		fprintf(stderr, "fuzz_discover: kt_unchanged is false on the memory the target was just discovered on "
 			"(VMCOREINFO at %#llx, %zu bytes of head)\n", (unsigned long long)t->vmcoreinfo_pa,
 			t->vmcoreinfo_head);
 		abort();
 	}
+}
+
+/* The whole discovery, and when it succeeds everything the host reads
+ * with it.  True when it discovered a kernel. */
+static bool fd_run(const KtOptions *o)
+{
+	KTarget *t;
+	char err[512];
+	if (kt_open(fi_src, o, &t, err, sizeof err)) {
+		if (fd_verbose)
+			fprintf(stderr, "fuzz_discover: not discovered: %s\n", err);
+		return false;
+	}
+	fd_found++;
+	if (fd_verbose)
+		fprintf(stderr, "fuzz_discover: discovered Linux %.64s (VMCOREINFO at %#llx, %zu symbols, %zu modules' "
+			"symbols, %zu modules' BTF)\n", t->release, (unsigned long long)t->vmcoreinfo_pa, t->nsyms,
+			t->nmsyms, t->nmod);
+	fd_log(t);
+	fd_lookups(t);
+	fd_typed(t);
+	kt_info(t, "OSRELEASE", NULL);
+	kt_online_cpus(t);
+	fd_check_unchanged(t);
 	kt_close(t);
+	return true;
+}
+
+/* ---- the stages ---- */
+
+/* What an input's first byte (modulo their number) runs.  whole: kt_open
+ * and its readers, as above.  The others run one step of kt_open (or one
+ * reader) alone, on the written image, with what the steps before it found
+ * taken from the clean image's discovery (fd_clean, done once at start):
+ * each pays for its own parser only. */
+enum { FD_WHOLE, FD_VMCOREINFO, FD_KALLSYMS, FD_LAYOUT, FD_BTF, FD_MODBTF, FD_MODSYMS, FD_PRINTK, FD_LIBVIRT,
+       FD_NSTAGES };
+static const char *const fd_stage_names[FD_NSTAGES] = {"whole", "vmcoreinfo", "kallsyms", "layout", "btf",
+						       "modbtf", "modsyms", "printk", "libvirt"};
+typedef struct FdStage {
+	size_t page0, npages;      /* the pages its traced run read: fi_pages[page0, page0 + npages) */
+	size_t read0, nreads;      /* the places its reads began at: fd_reads[read0, read0 + nreads) */
+	unsigned long runs, ok;    /* inputs it ran; those its parser took */
+	uint64_t ns;               /* their time */
+} FdStage;
+static FdStage fd_st[FD_NSTAGES];
+static int fd_only = -1;           /* SENTINEL_FUZZ_STAGE: the stage every input runs */
+static KTarget *fd_clean;          /* the clean image's discovery */
+static KTarget fd_w;               /* what a stage runs on: fd_clean as kt_open had it before that step */
+static char fd_virt_dir[64], fd_virt_xml[128];
+
+/* fd_w: the clean target as it was when kt_open came to step s (what the
+ * steps from s on set, unset; their allocations, fd_clean's still). */
+static void fd_before(int s)
+{
+	fd_w = *fd_clean;
+	if (s <= FD_KALLSYMS) {
+		fd_w.syms = NULL, fd_w.nsyms = 0, fd_w.sym_hash = NULL, fd_w.sym_hash_cap = 0, fd_w.sym_pool = NULL;
+		fd_w.sym_origin = NULL;
+	}
+	if (s <= FD_LAYOUT) {
+		fd_w.mem.page_offset_base = UINT64_MAX;
+		memset(&fd_w.cpus, 0, sizeof fd_w.cpus);
+	}
+	if (s <= FD_BTF)
+		fd_w.btf = NULL, fd_w.btf_size = 0, fd_w.btf_origin = NULL;
+	if (s <= FD_MODBTF)
+		fd_w.mod_btf = NULL, fd_w.mod_name = NULL, fd_w.nmod = 0;
+	if (s <= FD_MODSYMS)
+		fd_w.msyms = NULL, fd_w.nmsyms = 0, fd_w.msym_hash = NULL, fd_w.msym_hash_cap = 0, fd_w.msym_pool = NULL;
+	if (s <= FD_LAYOUT)
+		fd_w.kaslr = -1;
+}
+
+/* Stage s on the image as it is now (v: the first byte's rest, the
+ * stage's variant).  True when its parser took it. */
+static bool fd_stage(int s, unsigned v, const KtOptions *o, const uint8_t *data, size_t size)
+{
+	char err[512], state[64];
+	bool ok = false;
+	switch (s) {
+	case FD_WHOLE:
+		return fd_run(o);
+	case FD_VMCOREINFO:             /* the scan, VMCOREINFO's parse, the paging it gives, proved */
+		memset(&fd_w, 0, sizeof fd_w);
+		fd_w.src = fi_src;
+		ms_fill(fi_src, &fd_w.mem);
+		if (v & 1) {            /* VMCOREINFO's place given, as this host's kernel gives it (pmem:) */
+			fi_src->vmcoreinfo_pa = fd_clean->vmcoreinfo_pa;
+			fi_src->vmcoreinfo_size = strlen(fd_clean->vmcoreinfo);
+		}
+		ok = !kt_vmcoreinfo(&fd_w, o, err, sizeof err);
+		if (v & 1 && !fd_tracing)
+			fi_src->vmcoreinfo_pa = fi_src->vmcoreinfo_size = 0;
+		if (ok) {
+			kt_info(&fd_w, "OSRELEASE", NULL);
+			fd_check_unchanged(&fd_w);
+		}
+		free(fd_w.vmcoreinfo);
+		break;
+	case FD_KALLSYMS:               /* kallsyms decoded from memory, indexed, checked against _stext */
+		fd_before(s);
+		if ((ok = !kt_kallsyms_memory(&fd_w, o, err, sizeof err)))
+			fd_lookups(&fd_w);
+		free(fd_w.syms);
+		free(fd_w.sym_hash);
+		free(fd_w.sym_pool);
+		break;
+	case FD_LAYOUT:                 /* the direct map, the CPUs, KASLR; typed reads of memory */
+		fd_before(s);
+		if ((ok = !kt_setup_direct_map(&fd_w, err, sizeof err) && !kt_setup_cpus(&fd_w, err, sizeof err))) {
+			fd_w.btf = fd_clean->btf;   /* KASLR and the typed reads: kt_open has it by then */
+			kt_setup_kaslr(&fd_w);
+			kt_online_cpus(&fd_w);
+			fd_typed(&fd_w);
+		}
+		break;
+	case FD_BTF:                    /* the kernel's BTF parsed; what reads through it */
+		fd_before(s);
+		if ((ok = !kt_setup_btf(&fd_w, NULL, err, sizeof err))) {
+			kt_setup_kaslr(&fd_w);
+			fd_typed(&fd_w);
+			fd_log(&fd_w);
+		}
+		btf__free(fd_w.btf);
+		break;
+	case FD_MODBTF:                 /* the btf_modules list and each module's split BTF */
+		fd_before(s);
+		ok = !kt_setup_module_btf(&fd_w, o) && fd_w.nmod;
+		for (size_t i = 0; i < fd_w.nmod; i++)
+			btf__free(fd_w.mod_btf[i]);
+		free(fd_w.mod_btf);
+		free(fd_w.mod_name);
+		break;
+	case FD_MODSYMS:                /* the modules list and each module's symtab, strtab, typetab */
+		fd_before(s);
+		if ((ok = !kt_setup_module_syms(&fd_w, o) && fd_w.nmsyms))
+			fd_lookups(&fd_w);
+		free(fd_w.msyms);
+		free(fd_w.msym_hash);
+		free(fd_w.msym_pool);
+		break;
+	case FD_PRINTK: {               /* the printk ring: kl_open, kl_tail, kl_read */
+		unsigned long logs = fd_logs;
+		fd_log(fd_clean);
+		ok = fd_logs != logs;
+		break;
+	}
+	case FD_LIBVIRT: {              /* libvirt's status of a domain (the bytes after the first) */
+		FILE *f = fopen(fd_virt_xml, "we");
+		if (!f || fwrite(data, 1, size, f) != size || fclose(f))
+			fd_die(fd_virt_xml, "cannot write");
+		ok = !ms_vm_state("libvirt:fuzz", state, sizeof state);
+		ms_vm_state("libvirt:fuzz,split=auto", state, sizeof state);
+		break;
+	}
+	}
+	return ok;
 }
 
 /* The byte of the image where physical address pa is, and the bytes of
@@ -283,65 +483,144 @@ static void fd_find_notes(const char *text, size_t len)
 		fd_die("VMCOREINFO", "the text discovered is nowhere in the image");
 }
 
+/* Sort the places fd_reads[from, fd_nreads) and drop their repeats. */
+static void fd_places_done(size_t from)
+{
+	FiSpan *r = fd_reads + from;
+	size_t n = fd_nreads - from, u = 0;
+	qsort(r, n, sizeof *r, fd_span_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!u || fd_span_cmp(&r[i], &r[u - 1]))
+			r[u++] = r[i];
+	fd_nreads = from + u;
+}
+
+/* Stage s traced on the clean image: the pages and places it reads are
+ * where its inputs write.  VMCOREINFO's place given, so that the scan of
+ * the RAM before it is not traced. */
+static void fd_trace(int s)
+{
+	FdStage *st = &fd_st[s];
+	st->page0 = fi_npages;
+	st->read0 = fd_nreads;
+	unsigned long logs = fd_logs;
+	fi_src->vmcoreinfo_pa = fd_clean->vmcoreinfo_pa;
+	fi_src->vmcoreinfo_size = strlen(fd_clean->vmcoreinfo);
+	fi_trace_begin();
+	fd_tracing = true;
+	bool ok = fd_stage(s, 0, &(KtOptions){0}, (const uint8_t *)"", 0);
+	fd_tracing = false;
+	fi_trace_end("fuzz_discover", "discovery read no page of the image");
+	fi_src->vmcoreinfo_pa = fi_src->vmcoreinfo_size = 0;
+	fd_places_done(st->read0);
+	st->npages = fi_npages - st->page0;
+	st->nreads = fd_nreads - st->read0;
+	if (!ok || !st->npages || !st->nreads || ((s == FD_WHOLE || s == FD_BTF) && fd_logs == logs))
+		fd_die(fd_stage_names[s], "the stage failed on the clean image, or read nothing of it through kx.c (the "
+		       "Makefile links with -Wl,--wrap=kx_read...)");
+}
+
+static uint64_t fd_start_ns;
+
+static void fd_report(void)
+{
+	double all = (double)(fd_now_ns() - fd_start_ns) / 1e9;
+	for (int s = 0; s < FD_NSTAGES; s++)
+		if (fd_st[s].runs)
+			fprintf(stderr, "fuzz_discover: stage %-10s %9lu runs (%lu taken), %8.3f ms each, %7.0f/s of its "
+				"own time\n", fd_stage_names[s], fd_st[s].runs, fd_st[s].ok,
+				(double)fd_st[s].ns / 1e6 / (double)fd_st[s].runs,
+				(double)fd_st[s].runs * 1e9 / (double)(fd_st[s].ns ? fd_st[s].ns : 1));
+	fprintf(stderr, "fuzz_discover: %lu inputs in %.0f s since the start; %lu discovered, %lu logs read (%lu "
+		"records)\n", fd_runs, all, fd_found, fd_logs, fd_records);
+}
+
+static void fd_cleanup(void)
+{
+	if (fd_virt_xml[0])
+		unlink(fd_virt_xml);
+	if (fd_virt_dir[0])
+		rmdir(fd_virt_dir);
+}
+
+/* SENTINEL_FUZZ_PROFILE=N: each stage N times on the clean image, timed;
+ * then exit. */
+static void fd_profile(unsigned n)
+{
+	static const uint8_t status[] = "<domstatus state='running' reason='booted' pid='4242'>\n"
+		"  <domain type='kvm' id='1'/>\n</domstatus>\n";
+	for (int s = 0; s < FD_NSTAGES; s++) {
+		if (fd_only >= 0 && s != fd_only)
+			continue;
+		uint64_t t0 = fd_now_ns();
+		for (unsigned i = 0; i < n; i++)
+			fd_stage(s, i, &(KtOptions){0}, status, sizeof status - 1);
+		fprintf(stderr, "fuzz_discover: profile: stage %-10s %10.3f ms\n", fd_stage_names[s],
+			(double)(fd_now_ns() - t0) / 1e6 / n);
+	}
+	exit(0);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
 	char err[1024];
-	const char *img = getenv("SENTINEL_FUZZ_IMAGE");
+	const char *img = getenv("SENTINEL_FUZZ_IMAGE"), *only = getenv("SENTINEL_FUZZ_STAGE");
+	fd_start_ns = fd_now_ns();
 	if (!img)
 		fd_die("usage", "set SENTINEL_FUZZ_IMAGE (a guest's raw RAM image); tests/fuzz/run.sh discover makes it");
+	for (int s = 0; only && *only && s < FD_NSTAGES; s++)
+		if (!strcmp(only, fd_stage_names[s]))
+			fd_only = s;
+	if (only && *only && fd_only < 0)
+		fd_die("SENTINEL_FUZZ_STAGE", "not a stage: whole vmcoreinfo kallsyms layout btf modbtf modsyms printk "
+		       "libvirt");
 	fi_open("fuzz_discover", img);
 	fd_verbose = getenv("SENTINEL_FUZZ_VERBOSE") ? atoi(getenv("SENTINEL_FUZZ_VERBOSE")) : 0;
 	fd_img_pages = fi_src->map_len >> 12;
 	if (!(fd_null = fopen("/dev/null", "we")))
 		fd_die("/dev/null", "cannot open");
-	KTarget *t;
+	/* libvirt's run directory, for the libvirt stage's status file */
+	snprintf(fd_virt_dir, sizeof fd_virt_dir, "%s/sentinel-fuzz-XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
+	if (!mkdtemp(fd_virt_dir))
+		fd_die(fd_virt_dir, "cannot make a directory");
+	snprintf(fd_virt_xml, sizeof fd_virt_xml, "%s/fuzz.xml", fd_virt_dir);
+	setenv("SENTINEL_LIBVIRT_RUNDIR", fd_virt_dir, 1);
+	atexit(fd_cleanup);
 	KlLog *l;
 	uint64_t t0 = fd_now_ns();
-	if (kt_open(fi_src, &(KtOptions){0}, &t, err, sizeof err))
+	if (kt_open(fi_src, &(KtOptions){0}, &fd_clean, err, sizeof err))   /* kept to the end: the stages' base */
 		fd_die("discovery", err);
 	double clean_ms = (double)(fd_now_ns() - t0) / 1e6;
-	fd_pob = t->mem.page_offset_base;
-	size_t note_len = strlen(t->vmcoreinfo);
-	fd_find_notes(t->vmcoreinfo, note_len);
-	if (kl_open(t, &l, err, sizeof err))
+	fd_pob = fd_clean->mem.page_offset_base;
+	size_t note_len = strlen(fd_clean->vmcoreinfo);
+	fd_find_notes(fd_clean->vmcoreinfo, note_len);
+	if (kl_open(fd_clean, &l, err, sizeof err))
 		fd_die("kl_open", err);
 	unsigned long recs = 0;
 	if (kl_read(l, 0, fd_on_record, &recs, NULL, err, sizeof err) < 0)
 		fd_die("kl_read", err);
 	kl_close(l);
 	fprintf(stderr, "fuzz_discover: Linux %s: VMCOREINFO at %#llx (%zu bytes, %u copies), %zu symbols, %zu modules' "
-		"symbols, %zu modules' BTF, BTF %u bytes, %lu log records; a clean discovery %.1f ms\n", t->release,
-		(unsigned long long)t->vmcoreinfo_pa, note_len, fd_nnotes, t->nsyms, t->nmsyms, t->nmod, t->btf_size, recs,
-		clean_ms);
-	/* traced: VMCOREINFO where it is (no scan of the RAM before it), then
-	 * everything an input's run reads */
-	fi_src->vmcoreinfo_pa = t->vmcoreinfo_pa;
-	fi_src->vmcoreinfo_size = note_len;
-	kt_close(t);
-	fi_trace_begin();
-	fd_tracing = true;
-	fd_run(&(KtOptions){0});
-	fd_tracing = false;
-	fi_trace_end("fuzz_discover", "discovery read no page of the image");
-	qsort(fd_reads, fd_nreads, sizeof *fd_reads, fd_span_cmp);
-	size_t u = 0;
-	for (size_t i = 0; i < fd_nreads; i++)
-		if (!u || fd_span_cmp(&fd_reads[i], &fd_reads[u - 1]))
-			fd_reads[u++] = fd_reads[i];
-	fd_nreads = u;
-	if (!fd_nreads)
-		fd_die("tracing", "no read of kx.c's callers was seen (the Makefile links with -Wl,--wrap=kx_read...)");
-	fi_src->vmcoreinfo_pa = fi_src->vmcoreinfo_size = 0;
-	if (fd_found != 1 || fd_logs != 1)
-		fd_die("tracing", "discovery or the log failed in the traced run");
+		"symbols, %zu modules' BTF, BTF %u bytes, %lu log records; a clean discovery %.1f ms\n", fd_clean->release,
+		(unsigned long long)fd_clean->vmcoreinfo_pa, note_len, fd_nnotes, fd_clean->nsyms, fd_clean->nmsyms,
+		fd_clean->nmod, fd_clean->btf_size, recs, clean_ms);
+	if (getenv("SENTINEL_FUZZ_PROFILE"))
+		fd_profile((unsigned)atoi(getenv("SENTINEL_FUZZ_PROFILE")) ?: 1);
+	/* traced: every stage (but libvirt's, which reads a file), each on its own */
+	for (int s = 0; s < FD_LIBVIRT; s++) {
+		if (fd_only >= 0 && s != fd_only)
+			continue;
+		fd_trace(s);
+		fprintf(stderr, "fuzz_discover: stage %-10s reads %5zu pages (%6zu KiB) in %5zu places\n", fd_stage_names[s],
+			fd_st[s].npages, fd_st[s].npages * 4, fd_st[s].nreads);
+		for (size_t i = 0; fd_verbose > 1 && i < fd_st[s].nreads; i++)
+			fprintf(stderr, "fuzz_discover: %s place %zu: image offset %#zx, %zu bytes\n", fd_stage_names[s], i,
+				fd_reads[fd_st[s].read0 + i].off, fd_reads[fd_st[s].read0 + i].len);
+	}
 	fd_found = fd_logs = fd_records = 0;
-	fprintf(stderr, "fuzz_discover: discovery and its readers read %zu pages (%zu KiB) of %zu MiB, in %zu places\n",
-		fi_npages, fi_npages * 4, fi_src->map_len >> 20, fd_nreads);
-	for (size_t i = 0; fd_verbose > 1 && i < fd_nreads; i++)
-		fprintf(stderr, "fuzz_discover: place %zu: image offset %#zx, %zu bytes\n", i, fd_reads[i].off,
-			fd_reads[i].len);
+	atexit(fd_report);
 	return 0;
 }
 
@@ -489,19 +768,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	FiUndo undo[FD_MAX_WRITES + FD_NOTES];
 	unsigned nu = 0;
-	for (size_t i = 0, used; nu < FD_MAX_WRITES && i < size; i += used) {
+	if (!size)
+		return -1;
+	int s = fd_only >= 0 ? fd_only : data[0] % FD_NSTAGES;   /* one stage: the byte's variant alone */
+	FdStage *st = &fd_st[s];
+	data++, size--;
+	for (size_t i = 0, used; s != FD_LIBVIRT && nu < FD_MAX_WRITES && i < size; i += used) {
 		if ((data[i] & 0xc0) == 0xc0)
 			used = fd_notes_op(data + i, size - i, undo, &nu);
-		else if ((used = data[i] & 8 ? fi_write(data + i, size - i, fd_pob, fd_reads, fd_nreads, &undo[nu])
-					     : fi_write(data + i, size - i, fd_pob, fi_pages, fi_npages, &undo[nu])))
+		else if ((used = data[i] & 8 ? fi_write(data + i, size - i, fd_pob, fd_reads + st->read0, st->nreads,
+							&undo[nu])
+					     : fi_write(data + i, size - i, fd_pob, fi_pages + st->page0, st->npages,
+							&undo[nu])))
 			nu++;
 		if (!used)
 			break;
 	}
-	fd_run(&(KtOptions){.deadline_ns = fd_now_ns() + FD_DEADLINE_NS});
+	uint64_t t0 = fd_now_ns();
+	unsigned long live = fa_live();
+	st->ok += fd_stage(s, data[-1] / FD_NSTAGES, &(KtOptions){.deadline_ns = t0 + FD_DEADLINE_NS}, data, size);
+	st->ns += fd_now_ns() - t0;
+	if (fa_live() != live) {          /* LeakSanitizer does not see fuzz_alloc.c's blocks */
+		fprintf(stderr, "fuzz_discover: stage %s left %ld large blocks allocated (a leak)\n", fd_stage_names[s],
+			(long)(fa_live() - live));
+		abort();
+	}
+	st->runs++;
 	fi_undo(undo, nu);
-	if (++fd_runs % 1000 == 0)
-		fprintf(stderr, "fuzz_discover: %lu inputs: %lu discovered, %lu with their log (%lu records)\n", fd_runs,
-			fd_found, fd_logs, fd_records);
+	if (++fd_runs % 10000 == 0 || (fd_runs < 10000 && fd_runs % 1000 == 0))
+		fd_report();
 	return 0;
 }
