@@ -297,7 +297,8 @@ def live(tmp):
                "the alert carries b's labels (labels = role=db, rack = r12) beside the rule's: %s" % labels, labels)
         rc, out, _ = ctl(tmp, "alerts")
         report(rc == 0 and any(line.split()[:2] == ["b", "NoContextSwitches"] for line in out.splitlines()),
-               "sentinelctl alerts names the target", out)
+               "sentinelctl alerts names the target",
+               out + "\n" + "\n".join(json.dumps(e) for e in events(tmp)[n0:] if e["alert"] == "NoContextSwitches"))
         # ---- c is killed -----------------------------------------------------------------------------
         gs["c"].stop()
         lost = wait(lambda: (lambda t: t if t.get("state") == "lost" else None)(targets(tmp).get("c", {})), 15)
