@@ -26,7 +26,7 @@ LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
 	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
-	rulec/ruletest.c
+	rulec/ruletest.c rulec/rx.c
 RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) kernel-support/snrt.h kernel-support/kstate.h
 
 LIB_OBJ := $(RULEC_LIB_SRC:%.c=$(B)/obj/%.o)

@@ -369,6 +369,10 @@ uint32_t sn_ntasks(const sn_world *w);
 int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot);
 /* task.comm == s (len bytes) */
 int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len);
+/* task.comm =~ a pattern, as a DFA (rulec/rx.h: cls[256], next[states *
+ * nclass] with 0xffff for no match, accept[states]); 0 for no such row */
+int sn_task_comm_match(const sn_world *w, uint32_t row, const uint8_t *cls, const uint16_t *next,
+		       uint32_t nclass, const uint8_t *accept);
 
 /* Objects: slots 0..sn_nobjs-1 may be present (sn_obj_on); metric `slot`
  * of object slot s; its name == str (len bytes). */
@@ -376,6 +380,9 @@ uint32_t sn_nobjs(const sn_world *w, uint32_t k);
 int sn_obj_on(const sn_world *w, uint32_t k, uint32_t s);
 double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s);
 int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len);
+/* its name =~ a pattern's DFA (as sn_task_comm_match); 0 for a slot not present */
+int sn_obj_name_match(const sn_world *w, uint32_t k, uint32_t s, const uint8_t *cls, const uint16_t *next,
+		      uint32_t nclass, const uint8_t *accept);
 
 /* Windowed functions over the history of (hist, entity).  Entity: 0 for
  * host metrics, the CPU number, the task row, or the object slot.  NaN when the window holds

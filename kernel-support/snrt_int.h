@@ -33,6 +33,22 @@
 #define SN_NAN __builtin_nan("")
 #define sn_isnan(x) ((x) != (x))
 
+/* A pattern's DFA (rulec/rx.h) over the NUL-terminated s of at most
+ * cap bytes: state 0 first, next[state * nclass + cls[byte]], 0xffff no
+ * match; 1 when the whole string leaves it in an accepting state. */
+static inline int sn_dfa_match(const char *s, uint32_t cap, const uint8_t *cls, const uint16_t *next,
+			       uint32_t nclass, const uint8_t *accept)
+{
+	uint32_t st = 0;
+	for (uint32_t i = 0; i < cap && s[i]; i++) {
+		uint32_t t = next[st * nclass + cls[(uint8_t)s[i]]];
+		if (t == 0xffffu)
+			return 0;
+		st = t;
+	}
+	return accept[st];
+}
+
 static inline uint64_t sn_load_volatile(const uint64_t *p) { return *(const volatile uint64_t *)p; }
 static inline uint32_t sn_load_volatile32(const uint32_t *p) { return *(const volatile uint32_t *)p; }
 

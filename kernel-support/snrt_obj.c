@@ -132,6 +132,14 @@ double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s)
 	return slot < O->nslots && s < O->cap && O->on[s] ? O->val[(uint64_t)slot * O->cap + s] : SN_NAN;
 }
 
+int sn_obj_name_match(const sn_world *w, uint32_t k, uint32_t s, const uint8_t *cls, const uint16_t *next,
+		      uint32_t nclass, const uint8_t *accept)
+{
+	if (!sn_obj_on(w, k, s))
+		return 0;
+	return sn_dfa_match(w->objs[k].name[s], SN_OBJ_NAME, cls, next, nclass, accept);
+}
+
 int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len)
 {
 	if (!sn_obj_on(w, k, s) || len >= SN_OBJ_NAME)

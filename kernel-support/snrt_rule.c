@@ -36,6 +36,14 @@ int64_t sn_task_pid(const sn_world *w, uint32_t row, uint32_t pid_slot)
 	return sn_isnan(p) ? -1 : (int64_t)p;
 }
 
+int sn_task_comm_match(const sn_world *w, uint32_t row, const uint8_t *cls, const uint16_t *next,
+		       uint32_t nclass, const uint8_t *accept)
+{
+	if (row >= w->tasks.n)
+		return 0;
+	return sn_dfa_match(w->tasks.comm[row], 16, cls, next, nclass, accept);
+}
+
 int sn_task_comm_eq(const sn_world *w, uint32_t row, const char *s, uint32_t len)
 {
 	if (row >= w->tasks.n || len > 15)

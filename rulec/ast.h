@@ -59,7 +59,10 @@ struct Expr {
 			Dim dim;
 			bool has_unit, percent;
 		} num;
-		struct { char *s; size_t len; } str;
+		struct {
+			char *s; size_t len;       /* the string, escapes processed */
+			char *raw; size_t rawlen;  /* as written between the quotes: a pattern */
+		} str;
 		struct {
 			MetricId id;
 			double window;    /* seconds */

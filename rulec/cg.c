@@ -7,6 +7,8 @@
  * (one).
  */
 #include "cg.h"
+#include "kstate.h"
+#include "rx.h"
 #include "snrt.h"
 
 #include <llvm-c/Core.h>
@@ -359,6 +361,73 @@ static LLVMValueRef cg_string_compare(Cg *C, const Expr *e, Ent ent)
 	return eq;
 }
 
+/* A constant table of n bytes (b8) or 16-bit words (b16), private to the module. */
+static LLVMValueRef cg_table(Cg *C, const uint8_t *b8, const uint16_t *b16, unsigned n, const char *name)
+{
+	LLVMTypeRef et = b8 ? C->i8 : LLVMInt16TypeInContext(C->ctx);
+	LLVMValueRef *v = malloc((n ? n : 1) * sizeof *v);
+	if (!v) {
+		if (!C->nerr++)
+			snprintf(C->err, C->errlen, "out of memory");
+		return LLVMConstNull(C->ptr);
+	}
+	for (unsigned i = 0; i < n; i++)
+		v[i] = LLVMConstInt(et, b8 ? b8[i] : b16[i], 0);
+	LLVMValueRef init = LLVMConstArray2(et, v, n);
+	free(v);
+	LLVMValueRef g = LLVMAddGlobal(C->m, LLVMTypeOf(init), name);
+	LLVMSetInitializer(g, init);
+	LLVMSetGlobalConstant(g, 1);
+	LLVMSetLinkage(g, LLVMPrivateLinkage);
+	LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+	return g;
+}
+
+/* name =~ "pattern" / name !~ "pattern": the pattern's DFA (rx.h) as
+ * constant tables the runtime walks over the name (sn_obj_name_match,
+ * sn_task_comm_match); task.state: the letters the pattern matches,
+ * compared here.  1, 0, or NaN for an unknown state; !~ negates, NaN
+ * kept. */
+static LLVMValueRef cg_string_match(Cg *C, const Expr *e, Ent ent)
+{
+	const Expr *met = e->a, *lit = e->b;
+	Rx rx;
+	RxErr err;
+	if (rx_compile(lit->u.str.raw, lit->u.str.rawlen, &rx, &err) < 0) {   /* the checker reported it */
+		if (!C->nerr++)
+			snprintf(C->err, C->errlen, "pattern \"%s\": %s", lit->u.str.raw, err.msg);
+		return cg_nan(C);
+	}
+	LLVMValueRef r;
+	MetricId id = met->u.metric.id;
+	if (cat_metrics[id].type == MT_STATE) {
+		LLVMValueRef v = cg_metric(C, met, ent);
+		r = cg_real(C, 0);
+		for (const char *p = KSTATE_LETTERS; *p; p++)
+			if (rx_match(&rx, p, 1))
+				r = cg_sel(C, LLVMBuildFCmp(C->b, LLVMRealOEQ, v, cg_real(C, (unsigned char)*p), ""),
+					   cg_real(C, 1), r);
+		r = cg_sel(C, cg_isnan(C, v), cg_nan(C), r);
+	} else {
+		LLVMValueRef cls = cg_table(C, rx.cls, NULL, 256, "rx.class");
+		LLVMValueRef next = cg_table(C, NULL, rx.next, rx.nstates * rx.nclass, "rx.next");
+		LLVMValueRef acc = cg_table(C, rx.accept, NULL, rx.nstates, "rx.accept");
+		if (ent_is_obj(cat_metrics[id].entity)) {          /* disk.name =~ "vd.*" */
+			LLVMValueRef a[7] = {C->w, cg_u32(C, cat_metrics[id].entity - ENT_FIRST_OBJ), ent.idx,
+					     cls, next, cg_u32(C, rx.nclass), acc};
+			r = cg_call(C, "sn_obj_name_match", a, 7);
+		} else {                                           /* task.comm */
+			LLVMValueRef a[6] = {C->w, ent.idx, cls, next, cg_u32(C, rx.nclass), acc};
+			r = cg_call(C, "sn_task_comm_match", a, 6);
+		}
+		r = LLVMBuildSIToFP(C->b, r, C->dbl, "");
+	}
+	rx_free(&rx);
+	if (e->kind == N_NMATCH)
+		r = cg_sel(C, cg_isnan(C, r), r, LLVMBuildFSub(C->b, cg_real(C, 1), r, ""));
+	return r;
+}
+
 /* Three-valued logic on 1 / 0 / NaN */
 static LLVMValueRef cg_logic(Cg *C, const Expr *e, Ent ent)
 {
@@ -633,6 +702,8 @@ static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
 		if (cg_is_string(e->a) || cg_is_string(e->b))
 			return cg_string_compare(C, e, ent);
 		return cg_compare(C, e->kind, cg_expr(C, e->a, ent), cg_expr(C, e->b, ent));
+	case N_MATCH: case N_NMATCH:
+		return cg_string_match(C, e, ent);
 	case N_AND: case N_OR: case N_NOT:
 		return cg_logic(C, e, ent);
 	default:

@@ -7,6 +7,7 @@
  * against a quantity bounded by 100%.
  */
 #include "kstate.h"
+#include "rx.h"
 #include "rules.h"
 #include "units.h"
 
@@ -224,6 +225,40 @@ static Ty c_compare(Chk *C, const Expr *e)
 	}
 	return r;
 #undef oploc
+}
+
+/* name =~ "pattern", name !~ "pattern": a string field on the left, a
+ * string literal on the right, whose text (as written: no escapes are
+ * processed before the pattern's own) compiles (rx.h).  A pattern's
+ * error points into the literal. */
+static Ty c_match(Chk *C, const Expr *e)
+{
+	Ty a = c_expr(C, e->a), b = c_expr(C, e->b);
+	if (a.k == TY_ERR || b.k == TY_ERR)
+		return ty_err;
+	const char *op = ast_node_spelling[e->kind];
+	char t[64];
+	if (e->a->kind != N_METRIC || (a.k != TY_STR && a.k != TY_STATE)) {
+		c_error(C, c_loc(C, e->a), DIAG_STRING_OP,
+			"'%s' matches a string field (net.name, disk.name, fs.mountpoint, cgroup.name, task.comm, "
+			"task.state) against a pattern; %s is %s", op, c_text(C, e->a, t, sizeof t),
+			e->a->kind == N_STR ? "a literal" : a.k == TY_NUM ? "a number" : a.k == TY_BOOL ? "a condition" : "not a field");
+		return ty_err;
+	}
+	if (e->b->kind != N_STR) {
+		c_error(C, c_loc(C, e->b), DIAG_STRING_OP,
+			"the right side of '%s' is a pattern in quotes, such as \"veth.*\"; %s is not one", op,
+			c_text(C, e->b, t, sizeof t));
+		return ty_err;
+	}
+	Rx rx;
+	RxErr err;
+	if (rx_compile(e->b->u.str.raw, e->b->u.str.rawlen, &rx, &err) < 0) {
+		c_error(C, expr_loc(C->src, e->b->off + 1 + (unsigned)err.off, 1), DIAG_BAD_PATTERN, "%s", err.msg);
+		return ty_err;
+	}
+	rx_free(&rx);
+	return (Ty){.k = TY_BOOL};
 }
 
 static Ty c_arith(Chk *C, const Expr *e)
@@ -580,6 +615,8 @@ static Ty c_expr(Chk *C, const Expr *e)
 		return c_arith(C, e);
 	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
 		return c_compare(C, e);
+	case N_MATCH: case N_NMATCH:
+		return c_match(C, e);
 	case N_AND: case N_OR: case N_NOT:
 		return c_logic(C, e);
 	default:

@@ -29,7 +29,7 @@ const char *const ast_node_spelling[N__COUNT] = {
 typedef enum {
 	T_EOF, T_NUM, T_IDENT, T_STR, T_LP, T_RP, T_LB, T_RB, T_COMMA,
 	T_PLUS, T_MINUS, T_STAR, T_SLASH,
-	T_LT, T_LE, T_GT, T_GE, T_EQ, T_NE,
+	T_LT, T_LE, T_GT, T_GE, T_EQ, T_NE, T_MATCH, T_NMATCH,
 	T_AND, T_OR, T_NOT, T_WHERE, T_ERR
 } TokKind;
 
@@ -226,11 +226,13 @@ static void lex_next(Parser *P)
 	case '>': if (c1 == '=') { P->pos++; t->k = T_GE; t->len = 2; } else t->k = T_GT; return;
 	case '=':
 		if (c1 == '=') { P->pos++; t->k = T_EQ; t->len = 2; return; }
+		if (c1 == '~') { P->pos++; t->k = T_MATCH; t->len = 2; return; }
 		p_error(P, t->off, 1, DIAG_EXPR_SYNTAX, "'=' is not an operator; compare with '=='");
 		t->k = T_ERR;
 		return;
 	case '!':
 		if (c1 == '=') { P->pos++; t->k = T_NE; t->len = 2; return; }
+		if (c1 == '~') { P->pos++; t->k = T_NMATCH; t->len = 2; return; }
 		p_error(P, t->off, 1, DIAG_EXPR_SYNTAX, "'!' is not an operator; negate with 'not'");
 		t->k = T_ERR;
 		return;
@@ -423,6 +425,8 @@ static Expr *parse_primary(Parser *P)
 		}
 		e->u.str.s = arena_strndup(P->a, b.s ? b.s : "", b.len);
 		e->u.str.len = b.len;
+		e->u.str.raw = arena_strndup(P->a, s + t.off + 1, t.len - 2);
+		e->u.str.rawlen = t.len - 2;
 		sb_free(&b);
 		lex_next(P);
 		return e;
@@ -533,11 +537,13 @@ static int p_cmpop(TokKind k)
 	case T_GE: return N_GE;
 	case T_EQ: return N_EQ;
 	case T_NE: return N_NE;
+	case T_MATCH: return N_MATCH;
+	case T_NMATCH: return N_NMATCH;
 	default: return -1;
 	}
 }
 
-/* cmpexp -> sumexp [ ('<'|'<='|'>'|'>='|'=='|'!=') sumexp ] */
+/* cmpexp -> sumexp [ ('<'|'<='|'>'|'>='|'=='|'!='|'=~'|'!~') sumexp ] */
 static Expr *parse_cmp(Parser *P)
 {
 	Expr *e = parse_sum(P);

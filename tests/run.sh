@@ -59,13 +59,13 @@ S() {
 
 S quick "layers: includes through -I, never by path" 3 sh tests/layers.sh
 S quick "test runner: a suite that dies, exits badly or runs short fails make check" 8 sh tests/selftest/run.sh
-S quick "unit tests (ASan/UBSan)" 55 c_tests "$B/san/test_unit"
-S quick "runtime: windows on a simulated clock (ASan/UBSan)" 300 c_tests "$B/san/test_snrt"
+S quick "unit tests (ASan/UBSan)" 190 c_tests "$B/san/test_unit"
+S quick "runtime: windows on a simulated clock (ASan/UBSan)" 309 c_tests "$B/san/test_snrt"
 S quick "notifier: HTTP delivery against a local server (ASan/UBSan)" 40 c_tests "$B/san/test_http"
 S quick "notifier: HTTP delivery against a local server (TSan)" 40 c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$B/tsan/test_http"
-S quick "rulec diagnostics (tests/check, ASan/UBSan)" 35 sh tests/check/run.sh "$B/san/rulec"
+S quick "rulec diagnostics (tests/check, ASan/UBSan)" 38 sh tests/check/run.sh "$B/san/rulec"
 S quick "shipped rules and command line" 55 sh tests/cli.sh "$B/san/rulec"
-S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 9 sh tests/ruletest/run.sh "$B/san/rulec"
+S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 10 sh tests/ruletest/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 28 sh tests/image.sh "$B"

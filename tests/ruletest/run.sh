@@ -94,3 +94,11 @@ if out=$("$rulec" test tests/ruletest/objects-test.yaml 2>&1); then
 else
 	fail "ruletest/aggregations-over-objects" "$out"
 fi
+
+# =~ and !~ over every kind of name (interfaces, disks, mounts, cgroups,
+# tasks) and task states: the pattern's DFA in the compiled code
+if out=$("$rulec" test tests/ruletest/match-test.yaml 2>&1); then
+	pass "ruletest/patterns-over-names: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/patterns-over-names" "$out"
+fi

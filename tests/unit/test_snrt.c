@@ -19,6 +19,7 @@
  *  - the alert state machine (sn_step): `for`, M of N, `clear` with
  *    `clear_for`, and unknown (NaN) values that hold every timer.
  */
+#include "rx.h"
 #include "snrt.h"
 #include "world.h"
 
@@ -622,6 +623,36 @@ static void test_objects(void)
 		dk_tick(&t, (uint64_t)(k + 1) * sec, ab, 2);
 	int sa = dk_slot(&t, 0xa0), sb = dk_slot(&t, 0xb0);
 	CHECK("objects: two disks in slots %d and %d, named", sa == 0 && sb == 1 && !strcmp(O->name[1], "diskb0"), sa, sb);
+	/* =~ over the names: a pattern's DFA (rx.h) walked by the runtime */
+	static const struct { const char *pat; int slot, want; } pm[] = {
+		{"disk[a-f]0", 1, 1}, {"disk[a-f]0", 0, 1}, {"diska.", 1, 0}, {"disk", 1, 0}, {".*b0", 1, 1},
+		{"(?i)DISKB0", 1, 1}, {"x*", 1, 0}, {"disk[a-f]0", 5, 0},
+	};
+	for (size_t i = 0; i < sizeof pm / sizeof *pm; i++) {
+		Rx rx;
+		RxErr re;
+		int got = -1;
+		if (rx_compile(pm[i].pat, strlen(pm[i].pat), &rx, &re) == 0) {
+			got = sn_obj_name_match(t.w, SN_OBJ_DISK, (uint32_t)pm[i].slot, rx.cls, rx.next, rx.nclass, rx.accept);
+			rx_free(&rx);
+		}
+		CHECK("objects: slot %d's name =~ \"%s\" is %d (wanted %d)", got == pm[i].want, pm[i].slot, pm[i].pat, got,
+		      pm[i].want);
+	}
+	/* a name that fills its buffer without a NUL: read to its end, not into the next */
+	char keep[2][SN_OBJ_NAME];
+	memcpy(keep, O->name[1], sizeof keep);
+	memset(O->name[1], 'x', SN_OBJ_NAME);
+	O->name[2][0] = 'y';
+	Rx xs;
+	RxErr xe;
+	int full = rx_compile("x*", 2, &xs, &xe) == 0 ?
+		sn_obj_name_match(t.w, SN_OBJ_DISK, 1, xs.cls, xs.next, xs.nclass, xs.accept) : -1;
+	int comm = sn_task_comm_match(t.w, 0, xs.cls, xs.next, xs.nclass, xs.accept);
+	rx_free(&xs);
+	memcpy(O->name[1], keep, sizeof keep);
+	CHECK("objects: a name of %u bytes without a NUL matches within its buffer (%d); no task row matches (%d)",
+	      full == 1 && comm == 0, SN_OBJ_NAME, full, comm);
 	double d = sn_window(t.w, 0, (uint32_t)sb, SN_W_DELTA, 4);
 	CHECK("objects: a disk's own history (delta over 4 s = %g)", d == 4, d);
 	dk_tick(&t, 6 * sec, b, 1);

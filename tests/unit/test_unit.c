@@ -5,6 +5,7 @@
 #include "cg.h"
 #include "diag.h"
 #include "rules.h"
+#include "rx.h"
 #include "units.h"
 #include "util.h"
 #include "yamlt.h"
@@ -304,6 +305,126 @@ static void test_ptx_parts(void)
 	CHECK("ptx-parts-empty", !bd_ptx_part(&x, NULL, &len));
 }
 
+/* rx_compile: patterns of =~ (RE2 syntax, fully anchored) against strings,
+ * each case through the DFA the runtime walks; then the errors, each at
+ * its offset in the pattern. */
+static void test_regex(void)
+{
+	static const struct { const char *pat, *str; bool want; } m[] = {
+		/* anchoring: the whole string */
+		{"abc", "abc", true}, {"abc", "xabc", false}, {"abc", "abcx", false}, {"abc", "ab", false},
+		{"", "", true}, {"", "a", false}, {"^abc$", "abc", true}, {"^abc", "abcd", false},
+		{"abc$", "zabc", false}, {"a$b", "ab", false}, {"a^b", "ab", false}, {"^$", "", true},
+		{"\\Aab\\z", "ab", true},
+		/* . is any byte, newline too */
+		{".", "a", true}, {".", "", false}, {".", "ab", false}, {".*", "", true}, {".*", "any\nthing", true},
+		{".*@.*", "veth1@4026532201", true}, {".*@.*", "eth0", false}, {".*@.*", "@", true},
+		{"@", "a@b", false}, {"a.c", "a\xc3\xa9" "c", false},
+		/* classes */
+		{"[a-z]+", "abc", true}, {"[a-z]+", "aBc", false}, {"[a-z0-9_]+", "sda_1", true},
+		{"[^0-9]+", "abc", true}, {"[^0-9]+", "ab1", false}, {"[]a]", "]", true}, {"[a-]", "-", true},
+		{"[-a]", "-", true}, {"[\\d.]+", "1.5", true}, {"[\\]]", "]", true}, {"[[:digit:]]+", "42", true},
+		{"[[:alpha:]]", "7", false}, {"[[:^digit:]]", "x", true}, {"[\\x41-\\x43]", "B", true},
+		/* escapes */
+		{"\\d+", "0123", true}, {"\\d+", "12a", false}, {"\\D", "a", true}, {"\\w+", "a_Z9", true},
+		{"\\W", "-", true}, {"\\s", " ", true}, {"\\s", "\v", false}, {"\\S", "x", true},
+		{"a\\.b", "a.b", true}, {"a\\.b", "axb", false}, {"\\\\", "\\", true}, {"\\*\\+\\?\\(\\)", "*+?()", true},
+		{"\\t\\n", "\t\n", true}, {"\\x41\\x{42}", "AB", true}, {"\\\"", "\"", true},
+		/* alternation and groups */
+		{"a|b", "a", true}, {"a|b", "b", true}, {"a|b", "ab", false}, {"ab|cd", "cd", true},
+		{"^(fuse.*|tmpfs|nsfs)$", "fuse.sshfs", true}, {"^(fuse.*|tmpfs|nsfs)$", "tmpfs", true},
+		{"^(fuse.*|tmpfs|nsfs)$", "ext4", false}, {"^(fuse.*|tmpfs|nsfs)$", "tmpfs2", false},
+		{"(?:ab)+", "ababab", true}, {"(?:ab)+", "aba", false}, {"(?P<x>a)b", "ab", true},
+		{"a|", "", true}, {"()", "", true}, {"(a|b)*c", "abbac", true},
+		/* repeats */
+		{"a*", "", true}, {"a*", "aaaa", true}, {"a+", "", false}, {"a?", "", true}, {"a?", "aa", false},
+		{"a{3}", "aaa", true}, {"a{3}", "aa", false}, {"a{3}", "aaaa", false}, {"a{2,}", "aaaaa", true},
+		{"a{2,}", "a", false}, {"a{1,3}", "aaa", true}, {"a{1,3}", "aaaa", false}, {"a{0}", "", true},
+		{"(ab){2}", "abab", true}, {"a*?", "aa", true}, {"a{,3}", "a{,3}", true}, {"a{", "a{", true},
+		/* flags: (?i), scoped */
+		{"(?i)eth", "ETH", true}, {"(?i:a)b", "Ab", true}, {"(?i:a)b", "AB", false}, {"(?i)[a-c]", "B", true},
+		{"(?i)[^a]", "A", false}, {"(?s).", "\n", true},
+		/* bytes: UTF-8 literals are their bytes, repeated whole */
+		{"caf\xc3\xa9", "caf\xc3\xa9", true}, {"\xc3\xa9+", "\xc3\xa9\xc3\xa9", true}, {"\xc3\xa9+", "\xc3\xa9\xa9", false},
+		/* names as the rules use them */
+		{"veth.*|docker[0-9]+|br-[0-9a-f]{12}", "br-0123456789ab", true},
+		{"veth.*|docker[0-9]+|br-[0-9a-f]{12}", "br-0123", false}, {"(sd|vd|nvme)[a-z0-9]*", "nvme0n1", true},
+		{"/(run|dev)(/.*)?", "/run/user/1000", true}, {"/(run|dev)(/.*)?", "/var", false},
+		{"kworker/.*", "kworker/0:1H", true}, {"k.*d", "kthreadd", true},
+	};
+	int bad = 0, n = 0;
+	for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+		Rx rx;
+		RxErr err;
+		char name[64];
+		snprintf(name, sizeof name, "regex-match-%zu", i);
+		int rc = rx_compile(m[i].pat, strlen(m[i].pat), &rx, &err);
+		bool ok = rc == 0 && rx_match(&rx, m[i].str, strlen(m[i].str)) == m[i].want;
+		if (!ok) {
+			bad++;
+			printf("  /%s/ on \"%s\": want %d (%s)\n", m[i].pat, m[i].str, m[i].want, rc ? err.msg : "");
+		}
+		n++;
+		CHECK(name, ok);
+		if (rc == 0)
+			rx_free(&rx);
+	}
+	CHECK("regex-match-table", bad == 0 && n >= 60);
+
+	/* byte classes: bytes nothing tells apart share one */
+	Rx rx;
+	RxErr err;
+	CHECK("regex-classes-few", rx_compile("[a-z]+[0-9]", 11, &rx, &err) == 0 && rx.nclass == 3 &&
+	      rx.cls['a'] == rx.cls['q'] && rx.cls['0'] != rx.cls['a'] && rx.cls['-'] != rx.cls['a'] && rx.nstates == 3);
+	rx_free(&rx);
+	CHECK("regex-classes-dot", rx_compile(".*", 2, &rx, &err) == 0 && rx.nclass == 1 && rx.nstates == 1 && rx.accept[0]);
+	rx_free(&rx);
+	CHECK("regex-dead", rx_compile("ab", 2, &rx, &err) == 0 && rx.next[0 * rx.nclass + rx.cls['x']] == RX_DEAD);
+	rx_free(&rx);
+
+	/* the errors, each where it is */
+	static const struct { const char *pat; size_t off; const char *msg; } e[] = {
+		{"(ab", 0, "'(' is not closed"}, {"ab)", 2, "')' has no '('"}, {"*a", 0, "nothing to repeat"},
+		{"a**", 2, "repeats a repeat"}, {"a{101}", 1, "repeat count above 100"}, {"a{3,2}", 1, "below the minimum"},
+		{"[abc", 0, "'[' is not closed"}, {"[z-a]", 1, "runs backwards"}, {"(a)\\1", 3, "backreferences"},
+		{"a(?=b)", 1, "lookaround"}, {"(?<!a)b", 0, "lookaround"}, {"\\bx", 0, "word boundary"},
+		{"ab\\", 2, "lone '\\'"}, {"\\q", 0, "unknown escape"}, {"(?m)^a", 2, "multi-line"},
+		{"(?z)", 2, "unknown flag"}, {"(?)", 0, "names no flag"}, {"[[:nope:]]", 1, "unknown class"}, {"\\pL", 0, "Unicode"},
+		{"x{2}{3}", 4, "repeats a repeat"}, {"{2}", 0, "nothing to repeat"}, {"^*", 1, "anchor"},
+		{"[\xc3\xa9]", 1, "more than one byte"}, {"\\x4", 0, "hex digits"}, {"\\x{100}", 0, "above ff"},
+		/* a DFA over the cap: the 20th byte from the end is an 'a' (2^20 states) */
+		{"[ab]*a[ab]{20}", 0, "more than 512 DFA states"},
+		/* an NFA over its cap: at the outer repeat */
+		{"x(a{100}){100}", 9, "too large"},
+	};
+	for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "regex-error-%zu", i);
+		int rc = rx_compile(e[i].pat, strlen(e[i].pat), &rx, &err);
+		bool ok = rc < 0 && err.off == e[i].off && strstr(err.msg, e[i].msg);
+		if (!ok)
+			printf("  /%s/: want error at %zu \"%s\", got rc %d at %zu \"%s\"\n", e[i].pat, e[i].off, e[i].msg,
+			       rc, err.off, err.msg);
+		CHECK(name, ok);
+		if (rc == 0)
+			rx_free(&rx);
+	}
+	char hundred[101];
+	memset(hundred, 'x', 100);
+	CHECK("regex-repeat-100", rx_compile("x{100}", 6, &rx, &err) == 0 && rx_match(&rx, hundred, 100) &&
+	      !rx_match(&rx, hundred, 99));
+	rx_free(&rx);
+	/* deep nesting is bounded */
+	char deep[200];
+	memset(deep, '(', 100);
+	memset(deep + 100, ')', 100);
+	CHECK("regex-error-depth", rx_compile(deep, 200, &rx, &err) < 0 && strstr(err.msg, "nested"));
+	/* a state count just under the cap compiles */
+	CHECK("regex-cap-under", rx_compile("[ab]*a[ab]{7}", 13, &rx, &err) == 0 && rx.nstates <= RX_MAX_STATES &&
+	      rx_match(&rx, "bbabbbbbbb", 10) && !rx_match(&rx, "bbbbbbbbbb", 10));
+	rx_free(&rx);
+}
+
 int main(void)
 {
 	test_durations();
@@ -319,6 +440,7 @@ int main(void)
 	test_max_errors();
 	test_arena();
 	test_ptx_parts();
+	test_regex();
 	printf("unit: %d passed, %d failed\n", passes, failures);
 	return failures ? 1 : 0;
 }
