@@ -329,7 +329,7 @@ $(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
 $(B)/static/sentinel-inspect: $(B)/static/obj/tools/sentinel-inspect.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 
-$(B)/static/sentineld: $(SD_SRC:%.c=$(B)/static/obj/%.o) $(B)/static/obj/notifier/notify.o \
+$(B)/static/sentineld: $(SD_SRC:%.c=$(B)/static/obj/%.o) $(B)/static/obj/notifier/notify.o $(B)/static/obj/notifier/jsonl.o \
 		$(B)/static/obj/notifier/static.o $(STATIC_OBJ)
 	$(CC) -static -o $@ $^ $(STATIC_LIBS)
 
