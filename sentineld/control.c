@@ -31,6 +31,9 @@ static json_t *d_target_status(DTarget *T)
 	if (T->ts != TS_OK) {            /* looked for on a thread of its own (DFinder) */
 		json_object_set_new(o, "searching", json_boolean(T->finder != NULL));
 		json_object_set_new(o, "searches", json_integer((json_int_t)T->searches));
+		/* the wait between its searches: ten times the last one's length, 2 s to 60 s */
+		json_object_set_new(o, "search_backoff_s", json_real((double)T->retry_ns / 1e9));
+		json_object_set_new(o, "last_search_s", json_real((double)T->last_search_ns / 1e9));
 		json_object_set_new(o, "next_search_s", json_real(T->finder ? 0 : T->next_check_ns > d_now() ?
 						(double)(T->next_check_ns - d_now()) / 1e9 : 0));
 	}

@@ -249,6 +249,7 @@ int d_finder_take(DTarget *T, char *err, size_t n)
 		uint64_t max = getenv("SENTINEL_TEST_FAULTS") && eng_test_fault("search-backoff-8s") ? 8000000000ull
 			: D_TARGET_RETRY_MAX_NS;
 		T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > max ? max : wait;
+		T->last_search_ns = F->took_ns;
 	}
 	if (rc == -ESTALE && !d_finder_run(T, F->src, F->t, &F->ram_st)) {
 		F->src = NULL;                   /* the new worker's */

@@ -189,6 +189,7 @@ typedef struct DTarget {
 	DFinder *finder;              /* a lost one: its search in progress, or NULL */
 	uint64_t retry_ns;            /* a lost one: the wait before the next search (backs off) */
 	uint64_t searches;            /* searches started for it (status) */
+	uint64_t last_search_ns;      /* how long the last one took */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out

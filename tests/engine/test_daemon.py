@@ -213,8 +213,14 @@ def main():
         report(tb.get("searches", 0) >= 1 and why_not(tb.get("retry_error", "")),
                "b was looked for on its thread and why it was not found is in status (%s searches)" % tb.get("searches"),
                json.dumps(tb)[:1500])
-        report(1 <= (tb.get("searches") or 0) <= 8 and tb.get("next_search_s", 0) >= 2,
-               "b's searches back off: %s in 12 s, the next in %.1f s" % (tb.get("searches"), tb.get("next_search_s", 0)),
+        # the wait (not what is left of it, which falls to 0 as the test
+        # reads it): ten times the last search, 2 s at least, 8 s at most
+        # here (search-backoff-8s)
+        want = min(8.0, max(2.0, 10 * tb.get("last_search_s", -1)))
+        report(1 <= (tb.get("searches") or 0) <= 8 and tb.get("last_search_s", 0) > 0 and
+               abs(tb.get("search_backoff_s", 0) - want) < 0.01,
+               "b's searches back off: %s in 12 s, the last took %.2f s, %.1f s between them" % (
+                   tb.get("searches"), tb.get("last_search_s", 0), tb.get("search_backoff_s", 0)),
                json.dumps(tb)[:1500])
         text = metrics(port)
         report(tb.get("phase") == "lost" and target(st, "a").get("phase") == "running" and
