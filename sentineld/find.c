@@ -246,8 +246,7 @@ int d_finder_take(DTarget *T, char *err, size_t n)
 		uint64_t wait = 10 * F->took_ns;
 		/* the fault tests' "search-backoff-8s": a test of a minute's wait
 		 * waits 8 s (still backed off: past the 2 s floor) */
-		uint64_t max = getenv("SENTINEL_TEST_FAULTS") && eng_test_fault("search-backoff-8s") ? 8000000000ull
-			: D_TARGET_RETRY_MAX_NS;
+		uint64_t max = eng_test_fault("search-backoff-8s") ? 8000000000ull : D_TARGET_RETRY_MAX_NS;
 		T->retry_ns = wait < D_TARGET_RETRY_NS ? D_TARGET_RETRY_NS : wait > max ? max : wait;
 		T->last_search_ns = F->took_ns;
 	}

@@ -39,7 +39,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_engine import free_port, wait  # noqa: E402
+from test_engine import events, free_port, wait  # noqa: E402
 from test_notify import Receiver  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -110,14 +110,6 @@ def why_not(text):
     ThreadSanitizer, where a scan is tens of times slower) the deadline:
     either bound is the point."""
     return "say 'OSRELEASE='" in text or "past the time allowed" in text
-
-
-def jsonl(tmp):
-    try:
-        with open(os.path.join(tmp, "alerts.jsonl")) as f:
-            return [json.loads(l) for l in f if l.strip()]
-    except OSError:
-        return []
 
 
 def restore(path):
@@ -317,7 +309,7 @@ def main():
                 f.write(text)
 
         def seen(state, since=0, hook_since=0):
-            lines = [e for e in jsonl(tmp)[since:] if e["alert"].startswith("Always") and e["state"] == state]
+            lines = [e for e in events(tmp)[since:] if e["alert"].startswith("Always") and e["state"] == state]
             hooked = {(a["labels"]["alertname"], a["labels"].get("target")) for b in hook.payloads("/hook")[hook_since:]
                       for a in b.get("alerts", []) if a.get("status") == state and
                       a["labels"].get("alertname", "").startswith("Always")}
@@ -329,7 +321,7 @@ def main():
         firing = wait(lambda: seen("firing") == (both, both), 30)
         report(rc == 0 and firing, "two rules a reload adds fire on both targets (JSON lines and webhook)",
                out + err + repr(seen("firing")))
-        n0, h0 = len(jsonl(tmp)), len(hook.payloads("/hook"))
+        n0, h0 = len(events(tmp)), len(hook.payloads("/hook"))
         fire_rules("host.mem_total < 0", False)
         rc, out, err, took = ctl(tmp, "reload", timeout=300)
         resolved = wait(lambda: seen("resolved", n0, h0) == (both, both), 30)
