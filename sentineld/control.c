@@ -194,7 +194,7 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 	sn_rstate *st = NULL;
 	sn_stats S = {0};
 	if (T->e) {
-		if (!(st = d_rule_states(T, err, n)))
+		if (!(st = d_rule_states(T->e, err, n)))
 			return -EIO;
 		eng_stats(T->e, &S, NULL);
 	}

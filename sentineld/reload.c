@@ -394,17 +394,15 @@ static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats 
 static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
 {
 	Daemon *D = T->D;
-	const Bundle *b = e ? eng_bundle(e) : NULL;
-	sn_rstate *st = b ? calloc(b->nrules + 1, sizeof *st) : NULL;
 	char err[256];
 	unsigned n = 0;
-	if (!st || eng_rule_states(e, st, err, sizeof err)) {
-		if (b)
-			nt_log(D->nt, 4, "%s: the alerts of rules that go cannot be resolved: %s", T->label,
-			       st ? err : "out of memory");
-		free(st);
+	sn_rstate *st = d_rule_states(e, err, sizeof err);
+	if (!st) {
+		if (e)
+			nt_log(D->nt, 4, "%s: the alerts of rules that go cannot be resolved: %s", T->label, err);
 		return 0;
 	}
+	const Bundle *b = eng_bundle(e);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (size_t i = 0; i < b->nrules; i++) {

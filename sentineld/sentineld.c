@@ -121,17 +121,17 @@ static void d_alert(void *ctx, const sn_alert *a)
 	D->alerts_seen++;
 }
 
-/* A copy of every rule's alert state on T's engine (malloc'd, one entry
+/* A copy of every rule's alert state on engine e (NULL: none) (malloc'd, one entry
  * spare), or NULL with err set: no engine, out of memory, or the copy failed. */
-sn_rstate *d_rule_states(DTarget *T, char *err, size_t n)
+sn_rstate *d_rule_states(Engine *e, char *err, size_t n)
 {
-	/* (its engine's rules: during a reload's handovers some targets run the new ones) */
-	sn_rstate *st = T->e ? calloc(eng_bundle(T->e)->nrules + 1, sizeof *st) : NULL;
+	/* (its own rules: during a reload's handovers some targets run the new ones) */
+	sn_rstate *st = e ? calloc(eng_bundle(e)->nrules + 1, sizeof *st) : NULL;
 	if (!st) {
-		snprintf(err, n, "%s", T->e ? "out of memory" : "no engine runs");
+		snprintf(err, n, "%s", e ? "out of memory" : "no engine runs");
 		return NULL;
 	}
-	if (eng_rule_states(T->e, st, err, n)) {
+	if (eng_rule_states(e, st, err, n)) {
 		free(st);
 		return NULL;
 	}
@@ -163,7 +163,7 @@ static void d_metrics(Daemon *D)
 		/* eng_values' copy lives until the engine's next call: one per engine */
 		if (!(pt[i].w = eng_values(T->e, err, sizeof err)))
 			nt_log(D->nt, 4, "/metrics: %s: %s", T->label, err);
-		pt[i].rstate = d_rule_states(T, err, sizeof err);
+		pt[i].rstate = d_rule_states(T->e, err, sizeof err);
 	}
 	NhStats ds;
 	nt_delivery(D->nt, &ds);

@@ -307,7 +307,7 @@ typedef struct Daemon {
 
 
 /* sentineld.c: the main loop, signals, alerts into the notifier */
-sn_rstate *d_rule_states(DTarget *T, char *err, size_t n);
+sn_rstate *d_rule_states(Engine *e, char *err, size_t n);
 uint64_t d_now(void);
 void d_exit_gpu_lost(void);
 void d_drain(Daemon *D);
