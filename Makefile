@@ -55,7 +55,7 @@ HTTP_SRC := notifier/http.c notifier/hqueue.c notifier/spool.c notifier/payload.
 SINK_SRC := notifier/notify.c notifier/jsonl.c $(HTTP_SRC) notifier/prom.c notifier/journal.c
 # sentineld (its folder): the main loop, its targets, finding their kernels, their watch, the
 # reload and its trial, the control socket (sentineld/sentineld.h)
-SD_SRC := sentineld/sentineld.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
+SD_SRC := sentineld/sentineld.c sentineld/klog.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
 	sentineld/trial.c sentineld/control.c sentineld/crash.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)

@@ -43,6 +43,11 @@ static json_t *d_target_status(DTarget *T)
 			json_object_set_new(l, T->cf.labels[2 * i], json_string(T->cf.labels[2 * i + 1]));
 		json_object_set_new(o, "labels", l);
 	}
+	if (T->klog) {                   /* alerts' kernel log reads (klog.c), and events waiting for one */
+		json_t *k = json_pack("{s:I, s:i, s:b, s:I}", "reads", (json_int_t)T->klog_reads, "waiting",
+				      (int)T->kq_n, "reading", T->kjob != NULL, "overflows", (json_int_t)T->klog_skipped);
+		json_object_set_new(o, "kernel_log", k);
+	}
 	if (T->t) {
 		json_object_set_new(o, "kernel", json_string(T->t->release));
 		json_object_set_new(o, "kaslr_offset", json_integer((json_int_t)T->t->kaslr_offset));

@@ -523,7 +523,7 @@ static int d_reload_begin(Daemon *D, char *msg, size_t n)
 				 eng_task_cap(G->e));
 		else
 			snprintf(msg, n, "the new rules cannot run: %.900s; the running rules are unchanged", err);
-		bd_free(nb);
+		d_bundle_retire(D, nb);
 		return r;
 	}
 	R->hb = nb;
@@ -539,7 +539,7 @@ static int d_reload_begin(Daemon *D, char *msg, size_t n)
 			D->tg[i].next_check_ns = 0;
 		d_reload_discard(D);
 		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
-		bd_free(nb);
+		d_bundle_retire(D, nb);
 		R->hb = NULL;
 		return r;
 	}
@@ -550,7 +550,7 @@ static int d_reload_begin(Daemon *D, char *msg, size_t n)
 	if ((r = d_handover_start(D))) {
 		d_reload_discard(D);
 		snprintf(msg, n, "out of memory for the handover; the running rules are unchanged");
-		bd_free(nb);
+		d_bundle_retire(D, nb);
 		R->hb = NULL;
 	}
 	return r;
@@ -615,7 +615,7 @@ static int d_reload_finish(Daemon *D, char *msg, size_t n)
 	if (r) {
 		d_reload_discard(D);
 		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
-		bd_free(nb);
+		d_bundle_retire(D, nb);
 		return r;
 	}
 	/* the targets the configuration no longer has go (their alerts resolve:
@@ -628,11 +628,11 @@ static int d_reload_finish(Daemon *D, char *msg, size_t n)
 	if (R->grow) {
 		G->task_cap = R->grow;         /* and later reloads keep it */
 	} else if (R->same) {              /* the fleet's kernel runs the rules it has */
-		bd_free(nb);
+		d_bundle_retire(D, nb);
 		D->reloads++;
 		d_targets_apply_added(D, tchange, sizeof tchange);
 	} else {
-		bd_free(D->b);
+		d_bundle_retire(D, D->b);
 		D->b = nb;
 		D->reloads++;
 		d_targets_apply_added(D, tchange, sizeof tchange);

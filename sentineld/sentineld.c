@@ -103,21 +103,13 @@ static void d_alert(void *ctx, const sn_alert *a)
 		      .entity = a->entity, .comm = a->comm, .tick = a->tick,
 		      .when = {(time_t)(ns / 1000000000ll), (long)(ns % 1000000000ll)}, .target = T->cf.name,
 		      .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
-	/* the kernel's last words, read from its RAM now: a panic's message is
-	 * in the ring within microseconds of panic_cpu being set.  Once a
-	 * drain for all of the target's alerts (a guest whose rules flap
-	 * makes many at once; each read is bounded, klog.h) */
-	if (T->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule)) {
-		if (T->klog_drain != D->drains) {
-			char why[256];
-			free(T->klog_text);
-			T->klog_drain = D->drains;
-			if (!(T->klog_text = kl_tail(T->klog, D->cf.kernel_log_lines, why, sizeof why)))
-				nt_log(D->nt, 4, "%s: the kernel log could not be read: %s", T->label, why);
-		}
-		ev.kernel_log = T->klog_text;
-	}
-	nt_event(D->nt, &ev);
+	/* the kernel's last words, read from its RAM: a panic's message is
+	 * in the ring within microseconds of panic_cpu being set.  Read on
+	 * the reader's thread (klog.c), once a drain for all of the target's
+	 * alerts (a guest whose rules flap makes many at once; each read is
+	 * bounded, klog.h) */
+	bool wants = T->klog && (ev.kind == SN_EV_FIRING || ev.kind == SN_EV_RESOLVED) && nt_wants_kernel_log(ev.rule);
+	d_kl_event(T, &ev, wants);
 	D->alerts_seen++;
 }
 
@@ -184,12 +176,15 @@ static void d_metrics(Daemon *D)
 
 void d_drain(Daemon *D)
 {
-	unsigned n = 0;
 	D->drains++;                     /* (a kernel log read in the last one is stale now) */
+	unsigned n = d_kl_poll(D);       /* the events that waited for a kernel log read that ended */
 	/* the fleet's bell, before the rings: a record after it rings again;
 	 * unmoved, no ring has a record to give (500 rings: 0.14 ms) */
-	if (D->fleet && !eng_fleet_seen(D->fleet))
+	if (D->fleet && !eng_fleet_seen(D->fleet)) {
+		if (n)
+			nt_flush(D->nt);
 		return;
+	}
 	for (unsigned i = 0; i < D->ntg; i++)
 		n += D->tg[i].e ? eng_drain(D->tg[i].e, d_alert, &D->tg[i]) : 0;
 	if (n)
@@ -479,6 +474,8 @@ int main(int argc, char **argv)
 		}
 		nt_log(D.nt, 6, "serving /metrics on %s (port %u)", D.cf.metrics_listen, px_port(D.px));
 	}
+	if (d_kl_start(&D))
+		nt_log(D.nt, 4, "no thread for the kernel log's reads: they are made on the main loop");
 	D.started_ns = d_now();
 	/* the GPU fleet's kernel starts once, over all the targets opened */
 	if (D.fleet)
@@ -654,6 +651,7 @@ int main(int argc, char **argv)
 		if (D.tg[i].e && eng_stop(D.tg[i].e, err, sizeof err))
 			nt_log(D.nt, 4, "%s: %s", D.tg[i].label, err);
 	d_drain(&D);
+	d_kl_flush_all(&D);                /* the last events, with their kernel log */
 	d_record_end(&D, "sentineld stopped");
 	rc = 0;
 	if (eng_gpu_lost()) {
@@ -688,6 +686,7 @@ out:
 		d_close_target(&D.tg[i]);
 		cf_target_free(&D.tg[i].cf);
 	}
+	d_kl_stop(&D);
 	free(D.tg);
 	eng_fleet_close(D.fleet);
 	rec_close(D.rec);

@@ -161,8 +161,15 @@ typedef struct DTarget {
 	MemSource *src;
 	KTarget *t;
 	KlLog *klog;                  /* the target's printk ring, or NULL (kernel_log_lines = 0, unreadable) */
-	char *klog_text;              /* its tail as read in drain klog_drain (owned; NULL: unread, or it failed) */
+	char *klog_text;              /* its tail as read for drain klog_drain (owned; NULL: unread, or it failed) */
 	uint64_t klog_drain;
+	/* klog.c: its events waiting for a kernel log read, in order (owned),
+	 * and that read, on the reader's thread (owned once done) */
+	struct DKlEv *kq, *kq_last;
+	unsigned kq_n;
+	struct DKlJob *kjob;
+	uint64_t klog_reads;          /* reads of its kernel log (status) */
+	uint64_t klog_skipped;        /* times its queue overflowed: events sent without the log */
 	Engine *e;
 	uint32_t task_cap;            /* its task table's rows (grows: d_watch_tasks) */
 	struct stat ram_st;           /* a ramfile target: the file we mapped */
@@ -275,6 +282,20 @@ typedef struct DLoop {
 	uint64_t mark;                /* the thread's CPU clock at the last phase's end */
 } DLoop;
 
+/* The kernel log's reader (klog.c): one thread for every target's reads,
+ * a queue of jobs under mu; done_cv tells d_kl_flush a job ended. */
+typedef struct DKlJob DKlJob;
+typedef struct DKlWorker {
+	pthread_t th;
+	bool on, stop;
+	int wake_fd;                  /* the loop's (Daemon.eo.wake_fd): rung when a read ends */
+	pthread_mutex_t mu;
+	pthread_cond_t cv, done_cv;
+	DKlJob *head;
+	Bundle **retired;             /* [nretired] (owned): rules a reload replaced, kept while events wait */
+	unsigned nretired;
+} DKlWorker;
+
 typedef struct Daemon {
 	Config cf;
 	Notifier *nt;
@@ -303,6 +324,7 @@ typedef struct Daemon {
 	DHandover ho;
 	DGate gate;
 	DLoop loop;
+	DKlWorker kw;
 } Daemon;
 
 
@@ -312,6 +334,19 @@ uint64_t d_now(void);
 void d_exit_gpu_lost(void);
 void d_drain(Daemon *D);
 void d_sd_notify(const char *state);
+
+/* klog.c: alerts that carry the kernel log wait for it on the reader's
+ * thread, the target's later events behind them (the loop: start before
+ * the first drain, stop after the last; d_kl_poll after each wakeup; the
+ * flushes wait for the reads: before a target closes, and at the end) */
+int d_kl_start(Daemon *D);
+void d_kl_stop(Daemon *D);
+void d_kl_event(DTarget *T, NtEvent *ev, bool wants);
+unsigned d_kl_poll(Daemon *D);
+void d_kl_flush(DTarget *T);
+void d_kl_flush_all(Daemon *D);
+/* A reload is done with b: freed now, or once no event waits (NULL: nothing). */
+void d_bundle_retire(Daemon *D, Bundle *b);
 
 /* target.c: a target: its section, its engine, whether its VM is there; find.c: finding its kernel; watch.c: the watch */
 bool d_all_lost(const Daemon *D);

@@ -41,6 +41,7 @@ int d_target_init(Daemon *D, DTarget *T, const CfTarget *cf)
 
 void d_close_target(DTarget *T)
 {
+	d_kl_flush(T);                   /* its events waiting for its kernel log: sent */
 	T->dropping = false;             /* a new engine's alerts are news again */
 	eng_close(T->e);
 	T->e = NULL;
@@ -48,6 +49,7 @@ void d_close_target(DTarget *T)
 	T->klog = NULL;
 	free(T->klog_text);
 	T->klog_text = NULL;
+	T->klog_drain = 0;
 	kt_close(T->t);
 	T->t = NULL;
 	ms_close(T->src);
