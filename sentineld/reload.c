@@ -311,6 +311,8 @@ static int d_handover_start(Daemon *D)
 	if (d_thread(&H->th, d_handover_thread, D)) {
 		d_handover_thread(D);
 		H->on = false;
+	} else {
+		H->threaded = true;
 	}
 	return 0;
 }
@@ -322,15 +324,26 @@ static int d_handover_start(Daemon *D)
  * sn_gpu_fleet); once every new engine has ticked, the old engines and
  * fleet go (its context stays idle in the pool, for the next reload).
  * Until then a failure stops the new kernel and starts the old one again.
- * *os, *ns: the first target's old last and new first tick. */
-static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats *os, sn_stats *ns, char *err,
-			    size_t n)
+ * In three parts: d_fleet_start on the loop (the old kernel paused and
+ * drained, the new one launched), the wait for every new engine's first
+ * tick on the handovers' thread (d_fleet_wait: up to 10 s and 4 ticks,
+ * while the loop answers), d_fleet_end on the loop. */
+static void d_fleet_undo(Daemon *D, char *err, size_t n)
+{
+	char e2[512];
+	eng_fleet_pause(D->rl.nfleet, e2, sizeof e2);   /* the new engines are closed by the discard */
+	if (!eng_gpu_lost() && eng_fleet_batch(D->fleet, false, e2, sizeof e2))
+		snprintf(err + strlen(err), n > strlen(err) ? n - strlen(err) : 0,
+			 "; and the old kernel did not start again: %.200s", e2);
+}
+
+static int d_fleet_start(Daemon *D, unsigned *kept, char *err, size_t n)
 {
 	DReload *R = &D->rl;
 	EngFleet *old = D->fleet, *nf = R->nfleet;
 	char e2[512];
 	int r = 0;
-	*kept = *done = 0;
+	*kept = 0;
 	for (unsigned i = 0; i < D->ntg && !r; i++) {
 		DTarget *T = &D->tg[i];
 		unsigned k = 0;
@@ -345,27 +358,58 @@ static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats 
 		if (D->tg[i].ne)
 			r = eng_start(D->tg[i].ne, err, n);
 	int r2 = eng_fleet_batch(nf, false, r ? e2 : err, r ? sizeof e2 : n);
-	r = r ? r : r2;
-	/* every new engine's first tick: the proof that the new kernel runs */
+	if ((r = r ? r : r2))
+		d_fleet_undo(D, err, n);
+	for (unsigned i = 0; i < D->ntg && !r; i++)
+		if (D->tg[i].ne)
+			d_phase_set(&D->tg[i], DT_handing_over);
+	return r;
+}
+
+/* Every new engine's first tick: the proof that the new kernel runs (the
+ * handovers' thread; it reads the engines' stats alone). */
+static void d_fleet_wait(Daemon *D)
+{
+	DHandover *H = &D->ho;
 	uint64_t t0 = d_now(), limit = 10000000000ull + 4 * D->eo.tick_ns;
-	for (unsigned i = 0; i < D->ntg && !r; i++) {
+	for (unsigned i = 0; i < D->ntg && !H->rc; i++) {
 		sn_stats S = {0};
-		while (D->tg[i].ne && (eng_stats(D->tg[i].ne, &S, NULL), !S.first_tick) && !r) {
+		while (D->tg[i].ne && (eng_stats(D->tg[i].ne, &S, NULL), !S.first_tick) && !H->rc) {
 			if (d_now() - t0 > limit || eng_gpu_lost()) {
-				snprintf(err, n, "the new kernel %s", eng_gpu_lost() ? "faulted (the log says why)" :
-					 "did not tick within its time");
-				r = -ETIMEDOUT;
+				snprintf(H->err, sizeof H->err, "the new kernel %s",
+					 eng_gpu_lost() ? "faulted (the log says why)" : "did not tick within its time");
+				H->rc = -ETIMEDOUT;
 			}
 			struct timespec ms = {0, 1000000};
 			nanosleep(&ms, NULL);
 		}
 	}
-	if (r) {                         /* the new engines are closed by the discard */
-		eng_fleet_pause(nf, e2, sizeof e2);
-		if (!eng_gpu_lost() && eng_fleet_batch(old, false, e2, sizeof e2))
-			snprintf(err + strlen(err), n > strlen(err) ? n - strlen(err) : 0,
-				 "; and the old kernel did not start again: %.200s", e2);
-		return r;
+}
+
+static void *d_fleet_wait_thread(void *arg)
+{
+	Daemon *D = arg;
+	d_fleet_wait(D);
+	__atomic_store_n(&D->ho.done, 1, __ATOMIC_RELEASE);
+	d_wake(D->eo.wake_fd);
+	return NULL;
+}
+
+/* The wait's outcome: every target on its new engine in the new fleet, or
+ * (H->rc) the old kernel started again.  *done, *os, *ns: the first
+ * target's old last and new first tick. */
+static int d_fleet_end(Daemon *D, unsigned *done, sn_stats *os, sn_stats *ns, char *err, size_t n)
+{
+	DReload *R = &D->rl;
+	DHandover *H = &D->ho;
+	*done = 0;
+	if (H->rc) {
+		snprintf(err, n, "%s", H->err);
+		d_fleet_undo(D, err, n);
+		for (unsigned i = 0; i < D->ntg; i++)
+			if (D->tg[i].ne)
+				d_phase_set(&D->tg[i], DT_running);
+		return H->rc;
 	}
 	for (unsigned i = 0; i < D->ntg; i++) {
 		DTarget *T = &D->tg[i];
@@ -379,12 +423,25 @@ static int d_fleet_handover(Daemon *D, unsigned *kept, unsigned *done, sn_stats 
 		eng_close(T->e);
 		T->e = T->ne;
 		T->ne = NULL;
+		d_phase_set(T, DT_running);
 	}
-	eng_fleet_close(old);
-	D->fleet = nf;
-	D->eo.fleet = nf;
+	eng_fleet_close(D->fleet);
+	D->fleet = R->nfleet;
+	D->eo.fleet = R->nfleet;
 	R->nfleet = NULL;
 	return 0;
+}
+
+/* A fleet handover that failed: the old rules run on (checked at once). */
+static int d_fleet_failed(Daemon *D, int r, const char *err, char *msg, size_t n)
+{
+	for (unsigned i = 0; i < D->ntg; i++)
+		D->tg[i].next_check_ns = 0;
+	d_reload_discard(D);
+	snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
+	d_bundle_retire(D, D->rl.hb);
+	D->rl.hb = NULL;
+	return r;
 }
 
 /* The alerts of engine e (T's) that end with it: its firing ones resolve
@@ -532,21 +589,20 @@ static int d_reload_begin(Daemon *D, char *msg, size_t n)
 	 * the gate is closed), before the old rules and fleet can go */
 	d_gate_stale(D);
 	d_drain(D);
-	unsigned kept = 0, done = 0;
-	sn_stats os = {0}, ns = {0};
-	if (R->nfleet && (r = d_fleet_handover(D, &kept, &done, &os, &ns, err, sizeof err))) {
-		for (unsigned i = 0; i < D->ntg; i++)   /* checked at once, as below */
-			D->tg[i].next_check_ns = 0;
-		d_reload_discard(D);
-		snprintf(msg, n, "the handover failed: %.900s; the running rules are unchanged", err);
-		d_bundle_retire(D, nb);
-		R->hb = NULL;
-		return r;
+	R->fleet_kept = R->fleet_done = 0;
+	if (R->nfleet) {                   /* the GPU fleet: all at once, its wait on the handovers' thread */
+		DHandover *H = &D->ho;
+		if ((r = d_fleet_start(D, &R->fleet_kept, err, sizeof err)))
+			return d_fleet_failed(D, r, err, msg, n);
+		*H = (DHandover){.D = D, .fleet = true, .on = true};
+		if (!d_thread(&H->th, d_fleet_wait_thread, D)) {
+			H->threaded = true;
+			return 0;
+		}
+		d_fleet_wait(D);                 /* (no thread: here) */
+		H->done = 1;
+		return 0;
 	}
-	R->fleet_kept = kept;
-	R->fleet_done = done;
-	R->fleet_os = os;
-	R->fleet_ns = ns;
 	if ((r = d_handover_start(D))) {
 		d_reload_discard(D);
 		snprintf(msg, n, "out of memory for the handover; the running rules are unchanged");
@@ -731,11 +787,24 @@ void d_reload_done(Daemon *D)
 
 void d_handover_done(Daemon *D)
 {
-	pthread_join(D->ho.th, NULL);
-	D->ho.on = false;
-	d_handover_swap(D);
-	char msg[1024] = "";
-	int r = d_reload_finish(D, msg, sizeof msg);
+	DHandover *H = &D->ho;
+	char msg[1024] = "", err[1024] = "";
+	int r;
+	if (H->threaded)
+		pthread_join(H->th, NULL);
+	H->on = false;
+	if (H->fleet) {
+		DReload *R = &D->rl;
+		r = d_fleet_end(D, &R->fleet_done, &R->fleet_os, &R->fleet_ns, err, sizeof err);
+		*H = (DHandover){0};
+		if (r) {
+			d_reload_end(D, d_fleet_failed(D, r, err, msg, sizeof msg), msg);
+			return;
+		}
+	} else {
+		d_handover_swap(D);
+	}
+	r = d_reload_finish(D, msg, sizeof msg);
 	d_reload_end(D, r, msg);
 }
 

@@ -562,7 +562,13 @@ int main(int argc, char **argv)
 					D.wake = eng_backend(T->e) == ENG_CUDA ? "gpu doorbell" : "tick thread";
 			}
 		}
-		if (D.fleet && running) {
+		if (D.fleet && running && D.ho.on && D.ho.fleet) {
+			/* its handover: the old kernel paused, the new one's
+			 * first ticks awaited on the handovers' thread */
+			armed = false;
+			if (wait_ns > D.eo.tick_ns)
+				wait_ns = D.eo.tick_ns;
+		} else if (D.fleet && running) {
 			armed = eng_fleet_arm(D.fleet, D.eo.wake_fd);
 			D.wake = armed ? "gpu doorbell" : "poll";
 		}

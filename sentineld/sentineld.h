@@ -125,13 +125,16 @@ typedef struct DFinder {
 	uint64_t load_ns;
 } DFinder;
 
-/* A reload's handovers of the targets on their own engines (not the GPU
- * fleet's, which moves all at once): eng_takeover and the new engine's
- * first tick, waited for on a thread while the loop drains alerts and
- * answers.  The loop moves each target handed over to its new engine
- * (d_handover_swap: the old one closes) as the thread goes on.  Owns
- * it[]; the engines stay the targets' (DTarget.e, .ne): the thread uses
- * item i's until it publishes its st, the loop after. */
+/* A reload's handovers, waited for on a thread while the loop drains
+ * alerts and answers.  The targets on their own engines: eng_takeover and
+ * the new engine's first tick, one after the other; the loop moves each
+ * target handed over to its new engine (d_handover_swap: the old one
+ * closes) as the thread goes on.  Owns it[]; the engines stay the
+ * targets' (DTarget.e, .ne): the thread uses item i's until it publishes
+ * its st, the loop after.  The GPU fleet's (fleet): the loop pauses the
+ * old kernel and launches the new one, the thread waits for every new
+ * engine's first tick (it reads their stats alone) and publishes rc, the
+ * loop then moves them all or starts the old kernel again. */
 enum { HO_WAIT, HO_OK, HO_FAILED, HO_SKIPPED, HO_SWAPPED };
 typedef struct DHoItem {
 	unsigned idx;                 /* the target's index in D->tg (which does not change meanwhile) */
@@ -144,6 +147,11 @@ typedef struct DHoItem {
 typedef struct DHandover {
 	pthread_t th;
 	bool on;
+	bool threaded;                /* th runs (else it ran on the loop: nothing to join) */
+	bool fleet;                   /* the GPU fleet's: the thread waits for the new kernel's first ticks
+				       * (d_fleet_wait), the loop arms nothing meanwhile */
+	int rc;                       /* ... and its outcome */
+	char err[512];
 	int done;                     /* atomic: the thread has finished */
 	struct Daemon *D;
 	unsigned n;
