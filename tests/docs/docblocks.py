@@ -21,9 +21,9 @@ Finds every rule in the Markdown files:
     named after the row's first cell;
   - `shipped: Name` anywhere in a doc (a CamelCase name): a rule in rules/.
 
-`<!-- rulec: expect-error [CODE]... -->` on the last non-blank line before
-a block's opening fence: the block must fail (exit 1), with every CODE
-named among the diagnostics.  Every other rule must be clean, warnings
+`<!-- rulec: expect-error [CODE]... WHY -->` on the last non-blank line
+before a block's opening fence: the block must fail (exit 1), with every
+[CODE] among the diagnostics; the other words say why.  Every other rule must be clean, warnings
 included (--Werror).
 
 Writes one verdict a line on stdout, tab-separated, for run.sh to count:
@@ -71,7 +71,7 @@ def blocks(lines):
         while k >= 0 and not lines[k].strip():
             k -= 1
         mm = MARK.match(lines[k]) if k >= 0 else None
-        marker = mm.group(1).split() if mm else None
+        marker = re.findall(r'\[([a-z0-9-]+)\]', mm.group(1)) if mm else None   # the codes; the rest says why
         yield i + 1, lang, lines[i + 1:j], marker
         i = j + 1
 
@@ -259,9 +259,9 @@ def run(rulec, outdir, case, seq, rules_copy):
         ok = p.returncode == 0
         why = f'rulec exited {p.returncode}:\n{out}'
     else:
-        missing = [c.strip('[]') for c in case.expect if c.strip('[]') not in codes]
+        missing = [c for c in case.expect if c not in codes]
         ok = p.returncode == 1 and not missing
-        why = (f'marked expect-error{" " + " ".join(case.expect) if case.expect else ""}, '
+        why = (f'marked expect-error{"".join(" [" + c + "]" for c in case.expect)}, '
                f'but rulec exited {p.returncode}' + (f' without {", ".join(missing)}' if missing else '') +
                f':\n{out}' + (f'\nthe generated file:\n{case.text.lstrip()}' if p.returncode == 0 else ''))
     return ok, why

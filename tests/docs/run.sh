@@ -2,7 +2,7 @@
 # The rules the docs show are rules rulec accepts (issue 33): every rule
 # block and every rule of a `today` table's "yes" rows in docs/*.md and
 # README.md is checked by rulec; a block marked
-# <!-- rulec: expect-error [CODE]... --> must fail, with those codes.
+# <!-- rulec: expect-error [CODE]... WHY --> must fail, with those codes.
 # The conventions: docs/testing.md, "Rules in the docs".
 #   sh tests/docs/run.sh RULEC [FILE.md...]
 set -u
