@@ -223,7 +223,7 @@ def shipped_check(doc, lines, rules_dir):
     if not refs:
         return None
     bad = [f'{doc}:{n}: {m} is no rule in rules/' for n, m in refs if m not in names]
-    return f'{doc}: its {len(refs)} rules named after "shipped:" are in rules/', '\n'.join(bad)
+    return f'{doc}: every rule named after "shipped:" ({len(refs)}) is in rules/', '\n'.join(bad)
 
 
 def remap(out, path, case):
