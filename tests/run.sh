@@ -66,6 +66,7 @@ S quick "notifier: HTTP delivery against a local server (TSan)" 40 c_tests env T
 S quick "rulec diagnostics (tests/check, ASan/UBSan)" 38 sh tests/check/run.sh "$B/san/rulec"
 S quick "shipped rules and command line" 55 sh tests/cli.sh "$B/san/rulec"
 S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 10 sh tests/ruletest/run.sh "$B/san/rulec"
+S quick "rules in the docs: rule blocks and table rows that rulec checks (tests/docs, ASan/UBSan)" 50 sh tests/docs/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 30 sh tests/image.sh "$B"
