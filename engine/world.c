@@ -16,6 +16,24 @@ static size_t wd_take(size_t *at, size_t bytes)
 	return o;
 }
 
+/* A per-entity rule's slots: those of the kind its alerts are about. */
+static uint32_t wd_ent_slots(const Bundle *b, const WdParams *p, const WdLayout *L, size_t r)
+{
+	int e = b->rules[r].entity;
+	return e == ENT_CPU ? p->max_cpus : e == ENT_TASK ? p->task_cap : ent_is_obj(e) ? L->ocap[e - ENT_FIRST_OBJ] : 0;
+}
+
+/* Its states, slot map and free list (0: not a per-entity rule). */
+static size_t wd_ent_bytes(const Bundle *b, const WdParams *p, const WdLayout *L, size_t r)
+{
+	const BdRule *x = b->rules ? &b->rules[r] : NULL;
+	if (!x || !x->per_entity || !x->max_alerts)
+		return 0;
+	size_t cap = x->max_alerts;
+	return ((cap * sizeof(sn_estate) + 63) & ~(size_t)63) + (((size_t)wd_ent_slots(b, p, L, r) * 4 + 63) & ~(size_t)63) +
+	       ((cap * 4 + 63) & ~(size_t)63);
+}
+
 int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t n)
 {
 	memset(L, 0, sizeof *L);
@@ -91,6 +109,11 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		return -E2BIG;
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
+	L->o_etab = wd_take(&at, b->nrules * sizeof(sn_etab));
+	L->ent_bytes = 0;
+	for (size_t r = 0; r < b->nrules; r++)
+		L->ent_bytes += wd_ent_bytes(b, p, L, r);
+	L->o_ent = wd_take(&at, L->ent_bytes);
 	L->o_scratch = wd_take(&at, cap * 8);
 	L->o_tq = wd_take(&at, ((size_t)cap + WD_TQ_SPARE) * 16);
 	L->o_tqctr = wd_take(&at, 8);
@@ -219,6 +242,29 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		if (res && rl_rule_blocked(b, res, r, NULL))
 			rs[r].phase = SN_DISABLED;
 	}
+	w->etab = (sn_etab *)(uintptr_t)AT(L->o_etab);
+	sn_etab *et = (sn_etab *)(s + L->o_etab);
+	for (size_t r = 0, at = L->o_ent; r < b->nrules; r++) {
+		size_t bytes = wd_ent_bytes(b, p, L, r);
+		if (!bytes)
+			continue;
+		sn_etab *E = &et[r];
+		E->cap = b->rules[r].max_alerts;
+		E->nslots = wd_ent_slots(b, p, L, r);
+		E->nfree = E->cap;
+		size_t o_e = at, o_map = o_e + ((E->cap * sizeof(sn_estate) + 63) & ~(size_t)63);
+		size_t o_free = o_map + (((size_t)E->nslots * 4 + 63) & ~(size_t)63);
+		E->e = (sn_estate *)(uintptr_t)AT(o_e);
+		E->emap = (int32_t *)(uintptr_t)AT(o_map);
+		E->free = (uint32_t *)(uintptr_t)AT(o_free);
+		int32_t *map = (int32_t *)(s + o_map);
+		for (uint32_t i = 0; i < E->nslots; i++)
+			map[i] = -1;
+		uint32_t *fr = (uint32_t *)(s + o_free);
+		for (uint32_t i = 0; i < E->cap; i++)
+			fr[i] = E->cap - 1 - i;         /* state 0 is taken first */
+		at += bytes;
+	}
 	w->ring = (sn_ring *)(uintptr_t)ring;
 	w->stats = (sn_stats *)(uintptr_t)stats;
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
@@ -287,6 +333,14 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 		MOVE(H[h].len);
 	}
 	MOVE(w->rstate);
+	sn_etab *et = (sn_etab *)((char *)block + L->o_etab);
+	for (size_t r = 0; r < b->nrules; r++)
+		if (et[r].cap) {
+			MOVE(et[r].e);
+			MOVE(et[r].emap);
+			MOVE(et[r].free);
+		}
+	MOVE(w->etab);
 	MOVE(w->scratch);
 	MOVE(w->tq);
 	MOVE(w->tq_ctr);
@@ -308,6 +362,7 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->tasks.free_slots = NULL;
 	w->hist = NULL;
 	w->rstate = NULL;
+	w->etab = NULL;
 	w->scratch = NULL;
 	w->tq = NULL;
 	w->tq_ctr = NULL;

@@ -56,6 +56,8 @@ typedef struct WdLayout {
 	size_t o_hring[64], o_hpos[64], o_hlen[64];
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];
+	size_t o_etab, o_ent;     /* the per-entity rules' tables, then their states, maps and free lists */
+	size_t ent_bytes;
 	size_t hist_bytes;        /* all histories together */
 	uint32_t map_cap;
 } WdLayout;

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 11u
+#define SN_ABI_VERSION 12u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -148,8 +148,48 @@ typedef struct sn_rdesc {
 				    * sn_step gets is then a task row; -1 otherwise */
 	uint32_t obj;              /* rules over objects: 1 + the kind (SN_OBJ_*); the entity
 				    * sn_step gets is then an object slot; 0 otherwise */
-	uint32_t _pad;
+	uint32_t vec;              /* a per-entity rule: 1 + the SnEntity its alerts are about
+				    * (sn_ent_put, sn_ent_end); 0: one alert (sn_step) */
 } sn_rdesc;
+
+/* ---- per-entity alerts ---------------------------------------------------------
+ *
+ * A rule whose expression is a vector over one kind of entity (every CPU,
+ * task, disk, interface, filesystem or cgroup; no any() or all() around
+ * it) raises one alert per entity, as Prometheus raises one per series:
+ * each entity has its own pending, firing and `for:` timers.  An entity
+ * takes a state (an sn_estate of its rule's table) when its condition
+ * first holds, keeps it while it is pending, firing or counting M of N,
+ * and gives it back when its alert ends, or when the entity is gone (a
+ * task that exited, a disk removed: its alert resolves).  The table has
+ * max_alerts states; an entity that holds when none is left has no alert
+ * of its own, and the rule's own state (sn_rstate) is then its overflow
+ * alert: entity SN_ENT_OVERFLOW, value the number of such entities.
+ * Memory per rule: max_alerts x sizeof(sn_estate) + 4 bytes per slot of
+ * the kind (CPUs, task table rows, object slots) + 4 x max_alerts. */
+#define SN_ENT_OVERFLOW (-2)
+
+typedef struct sn_estate {
+	uint64_t key;              /* the entity: its task_struct or object address, or CPU + 1; 0: free */
+	uint64_t seen;             /* the tick (+ 1) it was last evaluated */
+	double cond, clear, value; /* that tick's */
+	uint32_t slot;             /* its stable slot (CPU, task slot, object slot): etab.emap's index */
+	uint32_t row;              /* that tick's row (a task's), or its slot */
+	sn_rstate st;
+} sn_estate;
+
+typedef struct sn_etab {
+	uint32_t cap;              /* states (the rule's max_alerts); 0: not a per-entity rule */
+	uint32_t nslots;           /* emap's entries */
+	uint32_t nfree;            /* free[0..nfree-1] */
+	uint32_t nclaim;           /* this tick's claims on free[] (atomic) */
+	uint32_t overflow;         /* this tick's entities that held with no state left (atomic) */
+	uint32_t last_overflow;    /* the last tick's */
+	uint32_t npending, nfiring; /* the last tick's */
+	sn_estate *e;              /* [cap] */
+	int32_t *emap;             /* [nslots] the state of the entity in slot s, -1 none */
+	uint32_t *free;            /* [cap] */
+} sn_etab;
 
 /* ---- history rings for windowed functions ------------------------------------ */
 
@@ -286,6 +326,7 @@ typedef struct sn_world {
 	uint64_t reads;
 	uint64_t read_budget;
 	sn_objs objs[SN_OBJ_KINDS];
+	sn_etab *etab;             /* [nrules]: the per-entity rules' states (cap 0: another rule) */
 } sn_world;
 
 /* ---- what rulec generates (declared here, defined per bundle) ------------------- */
@@ -400,6 +441,15 @@ double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn,
  * the CPU, or (d->pid_slot >= 0) the task row, that gave the value; -1. */
 void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
 	     int64_t entity);
+
+/* A per-entity rule (d->vec): entity ent's verdict this tick, from the
+ * lane that evaluated it (ent: the CPU, the task row or the object slot);
+ * then, from every lane of the warp, the tick's end: each state steps
+ * (its events on the ring), the gone entities' alerts end, the overflow
+ * alert steps. */
+void sn_ent_put(sn_world *w, uint32_t rule, const sn_rdesc *d, uint32_t ent, double cond, double clear,
+		double value);
+void sn_ent_end(sn_world *w, uint32_t rule, const sn_rdesc *d);
 
 /* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);

@@ -194,4 +194,13 @@ static inline void sn_emit_end(sn_world *w)
 /* snrt_obj.c: this tick's walk of kind k into slots (fed ticks: snrt.c) */
 void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n);
 
+/* ---- alerts (snrt_rule.c; per-entity rules' states: snrt_ent.c) ---------------------- */
+
+/* One alert's state machine, st: the rule's own (sn_step) or an
+ * entity's; entity as sn_step takes it (a task row, made its PID). */
+void sn_machine(sn_world *w, uint32_t rule, const sn_rdesc *d, sn_rstate *st, double cond, double clear,
+		double value, int64_t entity);
+/* Its alert ends outside the machine (an entity gone): the event, its last value. */
+void sn_machine_end(sn_world *w, uint32_t rule, sn_rstate *st, SnEventKind kind);
+
 #endif

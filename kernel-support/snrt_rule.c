@@ -79,6 +79,12 @@ static void sn_emit(sn_world *w, uint32_t rule, SnEventKind kind, double value, 
 	*(volatile uint64_t *)&a->seq = h + 1;
 }
 
+void sn_machine_end(sn_world *w, uint32_t rule, sn_rstate *st, SnEventKind kind)
+{
+	st->true_since = st->clear_since = 0;
+	sn_emit(w, rule, kind, st->value, st);
+}
+
 static int sn_mofn(sn_rstate *st, const sn_rdesc *d, int c)
 {
 	uint32_t n = d->n_of > 1024 ? 1024 : d->n_of, p = st->mofn_pos;
@@ -123,12 +129,17 @@ static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32
 void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double clear, double value,
 	     int64_t entity)
 {
-	if (simt_lane() != 0 || rule >= w->nrules)
+	if (simt_lane() != 0 || rule >= w->nrules || w->rstate[rule].phase == SN_DISABLED)
 		return;
-	sn_rstate *st = &w->rstate[rule];
+	sn_machine(w, rule, d, &w->rstate[rule], cond, clear, value, entity);
+}
+
+/* One alert's state machine (a rule's, or one entity's of a per-entity
+ * rule), from any lane. */
+void sn_machine(sn_world *w, uint32_t rule, const sn_rdesc *d, sn_rstate *st, double cond, double clear,
+		double value, int64_t entity)
+{
 	uint64_t now = w->now;
-	if (st->phase == SN_DISABLED)
-		return;
 	st->evals++;
 	if (sn_isnan(cond)) {            /* unknown: hold every timer and the phase */
 		st->unknown++;

@@ -22,6 +22,13 @@ const char *nt_kind_name(SnEventKind k)
 
 int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_MAX])
 {
+	if (e->entity == SN_ENT_OVERFLOW && e->rule->per_entity) {
+		/* a per-entity rule's overflow alert: $value entities hold with
+		 * no alert of their own (max_alerts); one alert, whatever $value */
+		key[0] = "overflow";
+		snprintf(val[0], NT_LABEL_MAX, "true");
+		return 1;
+	}
 	if (e->entity < 0 || e->rule->entity < 0)
 		return 0;
 	if (ent_is_obj(e->rule->entity)) {       /* an object (a disk): its name */

@@ -176,6 +176,8 @@ static json_t *bd_manifest(const Bundle *b)
 				json_array_append_new(ms, json_string(cat_metrics[k].name));
 		json_object_set_new(o, "metrics", ms);
 		json_object_set_new(o, "entity", json_string(x->entity >= 0 ? cat_entities[x->entity].prefix : "host"));
+		if (x->per_entity)              /* one alert per entity, at most max_alerts */
+			json_object_set_new(o, "max_alerts", json_integer(x->max_alerts));
 		char hash[17];
 		snprintf(hash, sizeof hash, "%016llx", (unsigned long long)x->hash);
 		json_object_set_new(o, "hash", json_string(hash));
@@ -475,6 +477,13 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 		for (int e = ENT_CPU; e < ENT__COUNT && ent; e++)
 			if (!strcmp(ent, cat_entities[e].prefix))
 				x->entity = e;
+		json_t *ma = json_object_get(v, "max_alerts");
+		if (ma && (!json_is_integer(ma) || json_integer_value(ma) < 1 || json_integer_value(ma) > BD_MAX_ALERTS ||
+			   x->entity < ENT_CPU))
+			BAD("rule %s: max_alerts is not a number from 1 to %u (of a rule about an entity)", x->name,
+			    BD_MAX_ALERTS);
+		x->per_entity = ma != NULL;
+		x->max_alerts = ma ? (unsigned)json_integer_value(ma) : 0;
 		const char *hs = json_string_value(json_object_get(v, "hash"));
 		x->hash = hs ? strtoull(hs, NULL, 16) : 0;
 	}

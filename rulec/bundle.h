@@ -33,6 +33,9 @@ typedef struct BdKV {
 	char *key, *value;
 } BdKV;
 
+/* A per-entity rule's most alerts (rulec's max_alerts: limit, rules.h). */
+#define BD_MAX_ALERTS 10000u
+
 typedef struct BdRule {
 	char *name, *group, *severity, *file;
 	unsigned line, col;
@@ -45,6 +48,8 @@ typedef struct BdRule {
 	size_t ntargets;
 	MetSet metrics;           /* the catalog metrics it reads */
 	int entity;               /* what its alerts are about: ENT_CPU, ENT_TASK, an object entity, -1 none */
+	bool per_entity;          /* one alert per entity (a vector over entity), not one for the rule */
+	unsigned max_alerts;      /* ... at most this many (snrt.h, sn_etab) */
 	uint64_t hash;            /* of everything that decides its alert state */
 } BdRule;
 

@@ -26,7 +26,7 @@
 _Static_assert(sizeof(sn_rdesc) == 40, "sn_rdesc: rulec/cg.c builds it as {i64, i64, i32 x 6}");
 _Static_assert(offsetof(sn_rdesc, for_ns) == 0 && offsetof(sn_rdesc, clear_for_ns) == 8 &&
 	       offsetof(sn_rdesc, m_of) == 16 && offsetof(sn_rdesc, n_of) == 20 && offsetof(sn_rdesc, has_clear) == 24 &&
-	       offsetof(sn_rdesc, pid_slot) == 28 && offsetof(sn_rdesc, obj) == 32 && offsetof(sn_rdesc, _pad) == 36,
+	       offsetof(sn_rdesc, pid_slot) == 28 && offsetof(sn_rdesc, obj) == 32 && offsetof(sn_rdesc, vec) == 36,
 	       "sn_rdesc: the field order rulec/cg.c's constant follows");
 
 /* ---- IR building ---------------------------------------------------------------- */
@@ -741,6 +741,45 @@ static LLVMValueRef cg_begin(Cg *C, const char *name, LLVMTypeRef *params, unsig
 	return C->fn;
 }
 
+/* The rule's constants: an sn_rdesc, field for field (the asserts in
+ * snrt.h's users hold this struct type to it). */
+static LLVMValueRef cg_rdesc(Cg *C, const Rule *r, int vent, int vec)
+{
+	LLVMTypeRef ft[8] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32, C->i32, C->i32};
+	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 8, 0);
+	unsigned sv = vec < 0 ? 0 : 1 + (vec == ENT_CPU ? SN_ENT_CPU : vec == ENT_TASK ? SN_ENT_TASK :
+					 SN_ENT_OBJ + (unsigned)(vec - ENT_FIRST_OBJ));
+	LLVMValueRef fv[8] = {
+		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
+		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
+		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
+		cg_s32(C, vent == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1),
+		cg_u32(C, ent_is_obj(vent) ? (unsigned)(vent - ENT_FIRST_OBJ + 1) : 0), cg_u32(C, sv)};
+	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
+	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 8, 0));
+	LLVMSetGlobalConstant(desc, 1);
+	LLVMSetLinkage(desc, LLVMPrivateLinkage);
+	return desc;
+}
+
+/* A per-entity rule: every entity's verdict, lanes striding, then the
+ * states step (snrt_ent.c). */
+static void cg_rule_vector(Cg *C, const Rule *r, size_t i, int vec)
+{
+	LLVMValueRef desc = cg_rdesc(C, r, vec, vec);
+	Ent ent;
+	Loop L = cg_entity_loop(C, vec, NULL, &ent);
+	LLVMValueRef cond = cg_expr(C, r->expr, ent);
+	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, ent) : cg_real(C, 0);
+	const Expr *v = cg_value_node(r->expr);
+	LLVMValueRef value = v && v->kind != N_CALL ? cg_expr(C, v->a, ent) : cg_nan(C);
+	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, ent.idx, cond, clear, value};
+	cg_call(C, "sn_ent_put", a, 7);
+	cg_loop_end(C, &L);
+	LLVMValueRef e[3] = {C->w, cg_u32(C, (unsigned)i), desc};
+	cg_call(C, "sn_ent_end", e, 3);
+}
+
 static LLVMValueRef cg_rule(Cg *C, size_t i)
 {
 	const Rule *r = &C->p->rs->v[i];
@@ -749,6 +788,13 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	LLVMValueRef fn = cg_begin(C, name, &C->ptr, 1);
 	Ent none = {-1, NULL};
 	C->in_rule = true;
+	int vec = cg_vector_entity(r->expr);
+	if (vec >= 0) {
+		cg_rule_vector(C, r, i, vec);
+		C->in_rule = false;
+		LLVMBuildRetVoid(C->b);
+		return fn;
+	}
 	const Expr *vn = cg_value_node(r->expr);
 	C->track = vn && vn->kind == N_CALL ? vn : NULL;
 	C->value = C->entity = NULL;
@@ -756,21 +802,8 @@ static LLVMValueRef cg_rule(Cg *C, size_t i)
 	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
 	LLVMValueRef value, entity;
 	cg_value(C, r->expr, &value, &entity);
-	/* the rule's constants: an sn_rdesc, field for field (the asserts
-	 * below hold this struct type to snrt.h's) */
 	int vent = cg_value_entity(r->expr);
-	LLVMTypeRef ft[8] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32, C->i32, C->i32};
-	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 8, 0);
-	LLVMValueRef fv[8] = {
-		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
-		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
-		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
-		cg_s32(C, vent == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1),
-		cg_u32(C, ent_is_obj(vent) ? (unsigned)(vent - ENT_FIRST_OBJ + 1) : 0), cg_u32(C, 0)};
-	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
-	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 8, 0));
-	LLVMSetGlobalConstant(desc, 1);
-	LLVMSetLinkage(desc, LLVMPrivateLinkage);
+	LLVMValueRef desc = cg_rdesc(C, r, vent, -1);
 	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, cond, clear, value,
 			     LLVMBuildFPToSI(C->b, entity, C->i64, "")};
 	cg_call(C, "sn_step", a, 7);

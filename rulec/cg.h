@@ -80,6 +80,9 @@ const Expr *cg_value_node(const Expr *e);
 /* What the rule's alerts are about: ENT_CPU (a CPU), ENT_TASK (a PID), an
  * object entity (a disk) or -1 (none: a host value). */
 int cg_value_entity(const Expr *e);
+/* A per-entity rule's entity: that of the metrics outside any aggregation
+ * (the checker allows one kind), or -1: the expression is one value. */
+int cg_vector_entity(const Expr *e);
 
 #define CG_FANOUT 64      /* cases per dispatch function (dispatch_NAME_K) */
 

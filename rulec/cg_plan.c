@@ -209,8 +209,23 @@ const Expr *cg_value_node(const Expr *e)
 	}
 }
 
+int cg_vector_entity(const Expr *e)
+{
+	if (!e)
+		return -1;
+	if (e->kind == N_METRIC)
+		return cat_metrics[e->u.metric.id].entity != ENT_HOST ? (int)cat_metrics[e->u.metric.id].entity : -1;
+	if (e->kind == N_CALL && ast_builtins[e->u.call.id].cls == BC_AGG)
+		return -1;                   /* its own entities, summed up */
+	int a = cg_vector_entity(e->a);
+	return a >= 0 ? a : cg_vector_entity(e->b);
+}
+
 int cg_value_entity(const Expr *e)
 {
+	int vec = cg_vector_entity(e);
+	if (vec >= 0)
+		return vec;
 	const Expr *v = cg_value_node(e);
 	if (!v)
 		return -1;

@@ -34,6 +34,9 @@ typedef struct Chk {
 	int agg;                  /* builtin id of the enclosing aggregation, or -1 */
 	const Expr *agg_node;
 	int agg_ent;              /* entity seen inside the aggregation, or -1 */
+	int vec_ent;              /* entity of the metrics outside aggregations (one alert each), or -1 */
+	const Expr *vec_node;     /* the first of them */
+	const Expr *first_agg;    /* the first aggregation */
 	bool failed;
 } Chk;
 
@@ -362,20 +365,28 @@ static Ty c_metric(Chk *C, const Expr *e)
 	char b[64];
 	if (m->entity != ENT_HOST) {
 		if (C->agg < 0) {
-			c_error(C, c_loc(C, e), DIAG_ENTITY_SCOPE,
-				"%s has one value per %s; wrap it in an aggregation such as %s",
-				m->name, ent_noun(m->entity, false),
-				m->type == MT_NUM ? "max(...), avg(...) or all(... > N)" : "any(...) or count(...)");
-			return ty_err;
-		}
-		if (C->agg_ent >= 0 && C->agg_ent != (int)m->entity) {
+			/* a vector: the rule raises one alert per entity */
+			if (C->vec_ent >= 0 && C->vec_ent != (int)m->entity) {
+				char v[64];
+				c_error(C, c_loc(C, e), DIAG_MIXED_ENTITIES,
+					"%s has one value per %s, but this rule's alerts are per %s (%s): one rule's "
+					"alerts are about one kind; reduce one side to one value, e.g. max(%s)",
+					m->name, ent_noun(m->entity, false), ent_noun(C->vec_ent, false),
+					c_text(C, C->vec_node, v, sizeof v), m->name);
+				return ty_err;
+			}
+			if (C->vec_ent < 0)
+				C->vec_node = e;
+			C->vec_ent = (int)m->entity;
+		} else if (C->agg_ent >= 0 && C->agg_ent != (int)m->entity) {
 			c_error(C, c_loc(C, e), DIAG_MIXED_ENTITIES,
 				"%s is per-%s, but this %s() already ranges over %s; one aggregation ranges over one kind",
 				m->name, ent_noun(m->entity, false), ast_builtins[C->agg].name,
 				ent_noun(C->agg_ent, true));
 			return ty_err;
+		} else {
+			C->agg_ent = (int)m->entity;
 		}
-		C->agg_ent = (int)m->entity;
 	}
 	if (e->u.metric.wlen && C->window_arg != e) {
 		c_error(C, c_loc(C, e), DIAG_WINDOW_MISPLACED,
@@ -516,6 +527,8 @@ static Ty c_aggregate(Chk *C, const Expr *e)
 	C->agg = (int)e->u.call.id;
 	C->agg_node = e;
 	C->agg_ent = -1;
+	if (!C->first_agg)
+		C->first_agg = e;
 	Ty t = c_expr(C, e->a);
 	Ty w = e->b ? c_expr(C, e->b) : (Ty){.k = TY_BOOL};
 	int ent = C->agg_ent;
@@ -627,8 +640,17 @@ static Ty c_expr(Chk *C, const Expr *e)
 bool chk_rule_expr(Rule *r, Expr *e, const ExprSrc *src, DiagCtx *d, const CheckOpts *o)
 {
 	(void)r;
-	Chk C = {.d = d, .src = src, .o = o, .agg = -1, .agg_ent = -1};
+	Chk C = {.d = d, .src = src, .o = o, .agg = -1, .agg_ent = -1, .vec_ent = -1};
 	Ty t = c_expr(&C, e);
+	if (t.k != TY_ERR && C.vec_ent >= 0 && C.first_agg) {
+		char v[64];
+		c_error(&C, c_loc(&C, C.first_agg), DIAG_ENTITY_SCOPE,
+			"%s() in a rule whose alerts are per %s (%s has one value per %s): a per-entity rule "
+			"cannot aggregate yet; make the aggregate its own rule, or wrap the rest in any(...)",
+			ast_builtins[C.first_agg->u.call.id].name, ent_noun(C.vec_ent, false),
+			c_text(&C, C.vec_node, v, sizeof v), ent_noun(C.vec_ent, false));
+		return false;
+	}
 	if (t.k != TY_ERR && t.k != TY_BOOL) {
 		char s[64];
 		c_error(&C, c_loc(&C, e), DIAG_TYPE_MISMATCH,

@@ -188,6 +188,8 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 		}
 		x->metrics = p->rule_metrics[i];
 		x->entity = cg_value_entity(r->expr);
+		x->per_entity = cg_vector_entity(r->expr) >= 0;
+		x->max_alerts = x->per_entity ? (r->max_alerts ? r->max_alerts : RULE_MAX_ALERTS_DEFAULT) : 0;
 		x->hash = comp_rule_hash(r);
 	}
 	return 0;

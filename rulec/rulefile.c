@@ -122,6 +122,25 @@ static bool rf_duration(RfCtx *C, const YtNode *n, const char *what, double max,
 	return true;
 }
 
+/* max_alerts -> INT: a per-entity rule's alerts at once */
+static void rf_max_alerts(RfCtx *C, Rule *r, const YtNode *n)
+{
+	char *end;
+	long v = strtol(n->u.scalar.s, &end, 10);
+	if (end == n->u.scalar.s || *end || v < 1 || v > (long)RULE_MAX_ALERTS) {
+		diag_report(C->d, rf_loc(n), DIAG_BAD_NUMBER, "max_alerts: '%s' is not a number from 1 to %u",
+			    n->u.scalar.s, RULE_MAX_ALERTS);
+		return;
+	}
+	if (r->expr && cg_vector_entity(r->expr) < 0) {
+		diag_report(C->d, rf_loc(n), DIAG_UNSUPPORTED,
+			    "max_alerts: bounds the alerts of a rule with one alert per entity (a vector such as "
+			    "fs.avail_bytes / fs.size_bytes < 10%%); rule '%s' has one alert: remove it", r->name);
+		return;
+	}
+	r->max_alerts = (unsigned)v;
+}
+
 /* for -> DURATION | INT 'of' INT [ 'ticks' ] */
 static void rf_for(RfCtx *C, Rule *r, const YtNode *n)
 {
@@ -246,6 +265,8 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 				if (LBL(cat_entities[e].label))
 					lent = e;
 			found |= lent >= 0 && lent == ent;
+			/* a per-entity rule's overflow alert (max_alerts) */
+			found |= LBL("overflow") && r->expr && cg_vector_entity(r->expr) >= 0;
 			char names[96];
 			if (ent > ENT_HOST && ent < ENT__COUNT)
 				snprintf(names, sizeof names, "this rule's alerts name a %s ($labels.%s%s)", cat_entities[ent].noun,
@@ -295,7 +316,7 @@ static Expr *rf_expr(RfCtx *C, Rule *r, const YtNode *n, ExprSrc *src, const cha
 static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 {
 	static const char *const keys[] = {"alert", "expr", "for", "clear", "clear_for", "severity",
-					   "labels", "annotations", "description", "targets", NULL};
+					   "labels", "annotations", "description", "targets", "max_alerts", NULL};
 	if (!rf_expect(C, n, YT_MAP, "a rule"))
 		return;
 	rf_unknown_keys(C, n, keys, "a rule");
@@ -347,6 +368,16 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 				    "clear_for: needs a clear: condition in rule '%s'", r->name);
 		rf_duration(C, x, "clear_for", RULE_MAX_FOR, &r->clear_for_s);
 	}
+	if (r->expr && r->clear && cg_vector_entity(r->clear) >= 0 &&
+	    cg_vector_entity(r->clear) != cg_vector_entity(r->expr)) {
+		int ce = cg_vector_entity(r->clear), ee = cg_vector_entity(r->expr);
+		diag_report(C->d, rf_loc(yt_get(n, "clear")), DIAG_MIXED_ENTITIES,
+			    "clear: has one value per %s, but the rule's alerts are %s%s: the clear condition is "
+			    "about the alert's own entity, or a host value", cat_entities[ce].noun,
+			    ee >= 0 ? "per " : "one for the rule", ee >= 0 ? cat_entities[ee].noun : "");
+	}
+	if ((x = yt_get(n, "max_alerts")) && rf_expect(C, x, YT_SCALAR, "max_alerts"))
+		rf_max_alerts(C, r, x);
 	if ((x = yt_get(n, "annotations"))) {
 		rf_kv(C, x, "annotations", true, &r->annotations, &r->nannotations);
 		for (size_t i = 0; i < r->nannotations; i++)

@@ -34,6 +34,7 @@ typedef struct Rule {
 	KV *targets;              /* targets: the labels a target must have for the rule to run on it */
 	size_t ntargets;
 	const char *description;
+	unsigned max_alerts;      /* max_alerts: (0: RULE_MAX_ALERTS_DEFAULT), a per-entity rule's */
 } Rule;
 
 typedef struct RuleSet {
@@ -53,6 +54,9 @@ typedef struct CheckOpts {
 #define RULE_MAX_WINDOW (7 * 86400.0)
 #define RULE_MAX_FOR (7 * 86400.0)
 #define RULE_MAX_TICKS 1024
+/* A per-entity rule's alerts at once (its states: snrt.h, sn_etab). */
+#define RULE_MAX_ALERTS_DEFAULT 100u
+#define RULE_MAX_ALERTS 10000u          /* bundle.h's BD_MAX_ALERTS */
 
 /* Load, validate and type-check one rule file; rules are appended to rs.
  * Returns 0, or -errno when the file cannot be read (reported to d). */

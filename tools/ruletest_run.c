@@ -34,10 +34,16 @@ typedef struct UtAlert {
 	char comm[SN_OBJ_NAME];
 } UtAlert;
 
+/* A rule's alerts: one, or (a per-entity rule) one per entity seen. */
+typedef struct UtAlerts {
+	UtAlert *v;
+	size_t n, cap;
+} UtAlerts;
+
 typedef struct UtRun {
 	const UtOpts *o;
 	const Bundle *b;
-	UtAlert *alert;           /* [nrules] */
+	UtAlerts *alert;          /* [nrules] */
 	unsigned passed, failed;
 	StrBuf junit;             /* <testcase> elements of this file */
 } UtRun;
@@ -47,7 +53,24 @@ static void ut_event(void *ctx, const sn_alert *a)
 	UtRun *R = ctx;
 	if (a->rule >= R->b->nrules)
 		return;
-	UtAlert *A = &R->alert[a->rule];
+	UtAlerts *L = &R->alert[a->rule];
+	size_t i = 0;
+	/* a per-entity rule: the entity's alert (by its id and name) */
+	while (R->b->rules[a->rule].per_entity && i < L->n &&
+	       (L->v[i].entity != a->entity || strncmp(L->v[i].comm, a->comm, sizeof L->v[i].comm)))
+		i++;
+	if (i == L->n) {
+		if (L->n == L->cap) {
+			size_t cap = L->cap ? 2 * L->cap : 4;
+			UtAlert *v = realloc(L->v, cap * sizeof *v);
+			if (!v)
+				return;
+			L->v = v;
+			L->cap = cap;
+		}
+		L->n++;
+	}
+	UtAlert *A = &L->v[i];
 	A->kind = a->kind;
 	A->value = a->value;
 	A->entity = a->entity;
@@ -171,31 +194,65 @@ static void ut_xml(StrBuf *b, const char *s)
 		}
 }
 
-/* Compare the alert of T's rule now with what T expects; report. */
+/* Compare the alerts of T's rule now with what T expects; report.  The
+ * alerts in T's state must be the expected ones, each matched by its
+ * labels and annotations (a per-entity rule has one per entity). */
 static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, const UtAlertTest *T, size_t rule)
 {
 	static const char *const names[] = {"firing", "pending", "resolved", "inactive"};
 	static const uint32_t kinds[] = {SN_EV_FIRING, SN_EV_PENDING, SN_EV_RESOLVED, 0};
 	const BdRule *r = &R->b->rules[rule];
-	const UtAlert *A = &R->alert[rule];
-	/* inactive: neither pending nor firing; else the alert in that state */
-	bool active = A->kind == SN_EV_PENDING || A->kind == SN_EV_FIRING;
-	bool in_state = T->state == UT_INACTIVE ? active : A->kind == kinds[T->state], ok;
+	const UtAlerts *L = &R->alert[rule];
 	StrBuf got = {0}, exp = {0};
 	sb_puts(&got, "");
 	sb_puts(&exp, "");
-	bool lm = false, am = false;
-	const UtExpAlert *x = T->nexp == 1 ? &T->exp[0] : NULL;
-	if (A->kind) {                    /* what the alert carries, for the comparison and the report */
-		ut_labels(r, A, &got, x ? x->labels : NULL, x ? x->nlabels : 0, T->partial, &lm);
-		ut_annotations(r, A, &got, x ? x->annotations : NULL, x ? x->nannotations : 0, &am);
+	size_t nin = 0, matched = 0;
+	bool used[64] = {0}, ok;
+	/* inactive: none pending nor firing; else the alerts in that state */
+	for (size_t a = 0; a < L->n; a++) {
+		const UtAlert *A = &L->v[a];
+		bool active = A->kind == SN_EV_PENDING || A->kind == SN_EV_FIRING;
+		if (T->state == UT_INACTIVE ? !active : A->kind != kinds[T->state])
+			continue;
+		nin++;
+		for (size_t k = 0; k < T->nexp && k < 64; k++) {
+			if (used[k])
+				continue;
+			const UtExpAlert *x = &T->exp[k];
+			StrBuf scratch = {0};
+			bool lm = false, am = false;
+			ut_labels(r, A, &scratch, x->labels, x->nlabels, T->partial, &lm);
+			ut_annotations(r, A, &scratch, x->annotations, x->nannotations, &am);
+			sb_free(&scratch);
+			if (lm && (am || (T->partial && !x->nannotations))) {
+				used[k] = true;
+				matched++;
+				break;
+			}
+		}
 	}
 	if (T->state == UT_INACTIVE)
-		ok = !in_state && T->nexp == 0;
-	else if (in_state)
-		ok = x && lm && (am || (T->partial && !x->nannotations));
+		ok = nin == 0 && T->nexp == 0;
 	else
-		ok = T->nexp == 0;
+		ok = nin == T->nexp && matched == T->nexp;
+	/* what was raised: those in the state asked about, else every one */
+	size_t shown = 0;
+	uint32_t now_kind = 0;
+	for (int pass = 0; pass < 2 && !shown; pass++)
+		for (size_t a = 0; a < L->n; a++) {
+			const UtAlert *A = &L->v[a];
+			if (!A->kind || (!pass && (T->state == UT_INACTIVE || A->kind != kinds[T->state])))
+				continue;
+			bool lm, am;
+			sb_puts(&got, shown ? ",\n                " : "");
+			if (L->n > 1)
+				sb_printf(&got, "%s ", A->kind == SN_EV_PENDING ? "pending" : A->kind == SN_EV_FIRING ? "firing" :
+					  A->kind == SN_EV_RESOLVED ? "resolved" : "cancelled");
+			ut_labels(r, A, &got, NULL, 0, false, &lm);
+			ut_annotations(r, A, &got, NULL, 0, &am);
+			now_kind = A->kind;
+			shown++;
+		}
 	for (size_t i = 0; i < T->nexp; i++) {
 		sb_puts(&exp, i ? ",\n                " : "");
 		ut_expected(&exp, &T->exp[i]);
@@ -214,17 +271,20 @@ static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, c
 	} else {
 		R->failed++;
 		printf("%s:%u:%u: FAILED: %s: alertname %s at %s\n", f->path, loc.line, loc.col, gname, T->alertname, when);
-		const char *now = A->kind == SN_EV_PENDING ? "pending" : A->kind == SN_EV_FIRING ? "firing" :
-				  A->kind == SN_EV_RESOLVED ? "resolved" : A->kind == SN_EV_CANCELLED ? "cancelled" : "never raised";
+		/* one alert shown: its state first, as before; several: each says its own */
+		const char *now = L->n > 1 ? "" : now_kind == SN_EV_PENDING ? "pending" : now_kind == SN_EV_FIRING ? "firing" :
+				  now_kind == SN_EV_RESOLVED ? "resolved" : now_kind == SN_EV_CANCELLED ? "cancelled" : "never raised";
 		if (T->state == UT_INACTIVE)
 			printf("    expected: neither pending nor firing\n");
 		else if (T->nexp)
 			printf("    expected: %s %s\n", names[T->state], exp.s);
 		else
 			printf("    expected: no alert %s\n", names[T->state]);
-		printf("    got:      %s%s%s\n", now, A->kind ? " " : "", A->kind ? got.s : "");
-		if (T->nexp > 1)
-			printf("    note: a rule raises one alert naming one entity (docs/rules.md), never %zu\n", T->nexp);
+		printf("    got:      %s%s%s\n", now, shown && *now ? " " : "", shown ? got.s : "");
+		if (T->nexp > 1 && !r->per_entity)
+			printf("    note: this rule raises one alert naming one entity (docs/rules.md), never %zu; a rule "
+			       "whose expression is a vector over the entities (no any() or all()) raises one per entity\n",
+			       T->nexp);
 	}
 	sb_printf(&R->junit, "    <testcase classname=\"");
 	ut_xml(&R->junit, f->path);
@@ -237,7 +297,7 @@ static void ut_compare(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, c
 		sb_puts(&R->junit, ">\n      <failure message=\"expected: ");
 		ut_xml(&R->junit, T->nexp ? exp.s : "no alert");
 		sb_puts(&R->junit, "; got: ");
-		ut_xml(&R->junit, A->kind && got.s ? got.s : "no alert");
+		ut_xml(&R->junit, shown ? got.s : "no alert");
 		sb_puts(&R->junit, "\"/>\n    </testcase>\n");
 	}
 	sb_free(&got);
@@ -315,7 +375,8 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 		free(oname), free(oent), free(obj_of), free(orow);
 		return -1;
 	}
-	memset(R->alert, 0, b->nrules * sizeof *R->alert);
+	for (size_t i = 0; i < b->nrules; i++)
+		R->alert[i].n = 0;
 	long steps = (long)floor(last / f->eval_interval + 1e-9);
 	for (long k = 0; k <= steps; k++) {
 		double t = (double)k * f->eval_interval;
@@ -465,6 +526,8 @@ static int ut_file_run(const char *path, const UtOpts *o, UtRun *R, FILE *junit)
 	if (junit)
 		fprintf(junit, "  <testsuite name=\"%s\" tests=\"%u\" failures=\"%u\">\n%s  </testsuite>\n", path,
 			np + nf, nf, R->junit.s ? R->junit.s : "");
+	for (size_t i = 0; R->alert && i < b->nrules; i++)
+		free(R->alert[i].v);
 	free(R->alert);
 	R->alert = NULL;
 	bd_free(b);

@@ -95,6 +95,14 @@ else
 	fail "ruletest/aggregations-over-objects" "$out"
 fi
 
+# per-entity rules: one alert per filesystem, task, CPU and disk, each with
+# its own for:, M of N and clear:, the cap's overflow alert
+if out=$("$rulec" test tests/ruletest/entities-test.yaml 2>&1) && ! printf '%s\n' "$out" | grep -q warning; then
+	pass "ruletest/one-alert-per-entity: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/one-alert-per-entity" "$out"
+fi
+
 # =~ and !~ over every kind of name (interfaces, disks, mounts, cgroups,
 # tasks) and task states: the pattern's DFA in the compiled code
 if out=$("$rulec" test tests/ruletest/match-test.yaml 2>&1); then
