@@ -561,6 +561,45 @@ int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n)
 	return 0;
 }
 
+int eng_entity_states(Engine *e, size_t rule, sn_estate **out, uint32_t *n, uint32_t *overflow, char *err,
+		      size_t errn)
+{
+	uint32_t cap = 0;
+	size_t at = rule < e->b->nrules ? wd_ent_at(e->b, &e->params, &e->L, rule, &cap) : 0;
+	*out = NULL;
+	*n = *overflow = 0;
+	if (!cap)
+		return 0;
+	sn_etab T;
+	sn_estate *v = malloc((size_t)cap * sizeof *v);
+	if (!v) {
+		snprintf(err, errn, "out of memory");
+		return -ENOMEM;
+	}
+	size_t o_tab = e->L.o_etab + rule * sizeof(sn_etab);
+	int r = 0;
+	if (e->backend == ENG_CUDA) {
+		if (!(r = gpu_read(e->gpu, o_tab, &T, sizeof T, err, errn)))
+			r = gpu_read(e->gpu, at, v, (size_t)cap * sizeof *v, err, errn);
+	} else {
+		memcpy(&T, (char *)e->block + o_tab, sizeof T);
+		memcpy(v, (char *)e->block + at, (size_t)cap * sizeof *v);
+	}
+	if (r) {
+		free(v);
+		return r;
+	}
+	/* those with an alert (pending or firing), packed */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < cap; i++)
+		if (v[i].key && (v[i].st.phase == SN_PENDING || v[i].st.phase == SN_FIRING))
+			v[k++] = v[i];
+	*out = v;
+	*n = k;
+	*overflow = T.last_overflow;
+	return 0;
+}
+
 /* ---- a fleet ------------------------------------------------------------------------------------ */
 
 /* An EngFleet is the GPU's fleet itself (gpu.h), behind the engine's name. */

@@ -112,6 +112,12 @@ uint32_t eng_task_cap(const Engine *e);
 uint64_t eng_read_budget(const Engine *e);
 /* A copy of every rule's alert state (nrules entries). */
 int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
+/* A per-entity rule's alerts: the states of the entities pending or firing
+ * now, *n of them in *out (malloc'd; NULL and 0 for another rule), and
+ * how many entities held with no state of their own at the last tick.
+ * (The rule's own sn_rstate is then its overflow alert's.) */
+int eng_entity_states(Engine *e, size_t rule, sn_estate **out, uint32_t *n, uint32_t *overflow, char *err,
+		      size_t errn);
 /* Whether a reload to bundle b carries old rule o's alert state over (a
  * rule of the same group and name about the same kind of entity): one it
  * does not carry is removed, and its alerts end with the old engine. */

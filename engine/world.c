@@ -34,6 +34,15 @@ static size_t wd_ent_bytes(const Bundle *b, const WdParams *p, const WdLayout *L
 	       ((cap * 4 + 63) & ~(size_t)63);
 }
 
+size_t wd_ent_at(const Bundle *b, const WdParams *p, const WdLayout *L, size_t r, uint32_t *cap)
+{
+	size_t at = L->o_ent;
+	for (size_t i = 0; i < r; i++)
+		at += wd_ent_bytes(b, p, L, i);
+	*cap = wd_ent_bytes(b, p, L, r) ? b->rules[r].max_alerts : 0;
+	return at;
+}
+
 int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t n)
 {
 	memset(L, 0, sizeof *L);
@@ -381,8 +390,9 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
  * changed either; 1: its expression (or for, clear, M of N) did. */
 static int wd_carries(const BdRule *n, const BdRule *o)
 {
+	/* a per-entity rule's states carry over between tables of one size */
 	if (strcmp(n->name, o->name) || strcmp(n->group ? n->group : "", o->group ? o->group : "") ||
-	    n->entity != o->entity)
+	    n->entity != o->entity || n->per_entity != o->per_entity || n->max_alerts != o->max_alerts)
 		return 0;
 	return n->hash == o->hash ? 2 : 1;
 }

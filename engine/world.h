@@ -63,6 +63,9 @@ typedef struct WdLayout {
 } WdLayout;
 
 int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t n);
+/* Where rule r's per-entity states start in the block (sn_estate[*cap]);
+ * *cap 0: not a per-entity rule. */
+size_t wd_ent_at(const Bundle *b, const WdParams *p, const WdLayout *L, size_t r, uint32_t *cap);
 /* Build the block in stage (L->total bytes, zeroed by the caller) for
  * address base.  ring and stats are the addresses (as the code will see
  * them) of the separately allocated alert ring and statistics.  Rules

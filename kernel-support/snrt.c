@@ -456,6 +456,39 @@ static void sn_handoff_tasks(sn_world *w, const sn_world *o)
 	}
 }
 
+/* A per-entity rule's states (the same rule, the same table size; its
+ * entities' slots the same: the task table taken over, the same objects
+ * table), on the rule's warp. */
+static void sn_handoff_ents(sn_world *w, const sn_world *o, uint32_t r, uint32_t f, bool changed)
+{
+	sn_etab *T = &w->etab[r];
+	const sn_etab *A = &o->etab[f];
+	uint32_t lane = simt_lane(), nl = simt_nlanes();
+	if (!T->cap || T->cap != A->cap || w->rstate[r].phase == SN_DISABLED)
+		return;
+	/* which kind: the table's slots are those of its entities */
+	bool tasks = T->nslots == w->tasks.cap && A->nslots == o->tasks.cap && T->nslots != A->nslots;
+	if (T->nslots != A->nslots && !(tasks && w->tasks_from))
+		return;
+	for (uint32_t i = lane; i < T->cap; i += nl) {
+		T->e[i] = A->e[i];
+		T->free[i] = A->free[i];
+		if (changed) {
+			T->e[i].st.mofn_count = T->e[i].st.mofn_pos = 0;
+			for (int k = 0; k < 16; k++)
+				T->e[i].st.mofn[k] = 0;
+		}
+	}
+	for (uint32_t i = lane; i < T->nslots; i += nl)
+		T->emap[i] = i < A->nslots ? A->emap[i] : -1;
+	if (lane == 0) {
+		T->nfree = A->nfree;
+		T->last_overflow = A->last_overflow;
+		T->npending = A->npending;
+		T->nfiring = A->nfiring;
+	}
+}
+
 void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
 	const sn_world *o = w->from;
@@ -483,6 +516,8 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 					w->rstate[r].mofn[i] = 0;
 			}
 		}
+		if (f >= 0 && (uint32_t)f < o->nrules && w->etab && o->etab)
+			sn_handoff_ents(w, o, r, (uint32_t)f, changed);
 	}
 	for (uint32_t h = warp; h < w->nhist; h += nwarps) {
 		int32_t f = w->hist_from[h];

@@ -58,8 +58,8 @@ typedef struct NhAlertState {
 } NhAlertState;
 
 int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n);
-/* A firing or resolved event of alert a->name on a->target (one alert per
- * rule and target).  With
+/* A firing or resolved event of alert a->name on a->target (an alert is
+ * its name, target and labels: a per-entity rule has one per entity).  With
  * a spool it is written there but not yet synced: nothing is sent until
  * nh_flush, which syncs every event since the last flush at once (the
  * caller flushes after each drain of the alert ring). */

@@ -1,5 +1,5 @@
 /* payload.c - what the remote sinks send (http.h): the alerts Alertmanager
- * must keep hearing (one entry per alert and target, re-sent) as API v2
+ * must keep hearing (one entry per alert: name, target and labels; re-sent) as API v2
  * alerts, and each event as a webhook payload (version 4). */
 #include "http_int.h"
 
@@ -27,6 +27,18 @@ static void nh_time(int64_t ns, char *buf, size_t n)
 	gmtime_r(&s, &tm);
 	size_t l = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf + l, n - l, ".%03dZ", (int)(ns % 1000000000ll / 1000000));
+}
+
+static const char *nh_tg(const NhAlertState *s)
+{
+	return s->target ? s->target : "";
+}
+
+/* Whether entry a is alert s: its name, target and labels. */
+static bool nh_same_alert(const NhActive *a, const NhAlertState *s)
+{
+	return a->name && !strcmp(a->name, s->name) && !strcmp(a->target, nh_tg(s)) && a->labels &&
+	       !strcmp(a->labels, s->labels_json);
 }
 
 /* One alert as Alertmanager's API v2 takes it. */
@@ -110,20 +122,16 @@ static char *nh_webhook_body(const NtHttp *h, const NhAlertState *s)
 	return body;
 }
 
-static const char *nh_tg(const NhAlertState *s)
-{
-	return s->target ? s->target : "";
-}
-
 void nh_event(NtHttp *h, const NhAlertState *s)
 {
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->mu);
-	/* the alert's entry (one per alert name), or a free one */
+	/* the alert's entry (one per alert name, target and labels: a
+	 * per-entity rule's alerts differ in their entity's), or a free one */
 	NhActive *a = NULL, *spare = NULL;
 	for (size_t i = 0; i < h->nact && !a; i++) {
-		if (h->act[i].name && !strcmp(h->act[i].name, s->name) && !strcmp(h->act[i].target, nh_tg(s)))
+		if (nh_same_alert(&h->act[i], s))
 			a = &h->act[i];
 		else if (!h->act[i].used && !spare)
 			spare = &h->act[i];
@@ -144,8 +152,7 @@ void nh_event(NtHttp *h, const NhAlertState *s)
 	if (a) {
 		/* a resolved alert keeps the startsAt it fired with: Alertmanager
 		 * and receivers match it by its labels and start */
-		if (!s->firing && a->used && a->name && !strcmp(a->name, s->name) && !strcmp(a->target, nh_tg(s)) &&
-		    a->firing)
+		if (!s->firing && a->used && nh_same_alert(a, s) && a->firing)
 			ev.starts_ns = a->starts;
 		free(a->name);
 		free(a->target);

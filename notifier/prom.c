@@ -1,6 +1,7 @@
 /* prom.c - /metrics over libmicrohttpd (prom.h). */
 #include "prom.h"
 #include "http.h"
+#include "notify.h"
 #include "util.h"
 
 #include <errno.h>
@@ -248,9 +249,14 @@ static void px_alerts(StrBuf *b, const PxInput *in)
 	StrBuf lab = {0};
 	px_head(b, "sentinel_alerts", "gauge", "Alerts pending or firing now (Prometheus' ALERTS).");
 	for (unsigned t = 0; t < in->ntg; t++) {
-		for (size_t i = 0; in->tg[t].rstate && i < in->b->nrules; i++) {
-			uint32_t ph = in->tg[t].rstate[i].phase;
-			if (ph != SN_PENDING && ph != SN_FIRING)
+		const PxTarget *T = &in->tg[t];
+		size_t nown = T->rstate ? in->b->nrules : 0;
+		for (size_t j = 0; j < nown + T->nealerts; j++) {
+			/* each rule's own alert, then the per-entity rules' */
+			const sn_rstate *st = j < nown ? &T->rstate[j] : &T->ealert[j - nown];
+			size_t i = j < nown ? j : T->erule[j - nown];
+			uint32_t ph = st->phase;
+			if ((ph != SN_PENDING && ph != SN_FIRING) || i >= in->b->nrules)
 				continue;
 			const BdRule *r = &in->b->rules[i];
 			lab.len = 0;
@@ -263,7 +269,20 @@ static void px_alerts(StrBuf *b, const PxInput *in)
 				sb_putc(&lab, ',');
 				px_label(&lab, r->labels[k].key, r->labels[k].value, strlen(r->labels[k].value));
 			}
-			px_series(b, "sentinel_alerts", in->tg[t].name, lab.s, 1);
+			/* the entity it is about (a rule label of the same name wins) */
+			NtEvent ev = {.rule = r, .entity = st->ev_entity, .comm = st->ev_comm};
+			const char *key[2];
+			char val[2][NT_LABEL_MAX];
+			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++) {
+				bool own = false;
+				for (size_t q = 0; q < r->nlabels; q++)
+					own |= !strcmp(r->labels[q].key, key[k]);
+				if (own)
+					continue;
+				sb_putc(&lab, ',');
+				px_label(&lab, key[k], val[k], strlen(val[k]));
+			}
+			px_series(b, "sentinel_alerts", T->name, lab.s, 1);
 		}
 	}
 	free(lab.s);

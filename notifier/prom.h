@@ -51,6 +51,9 @@ typedef struct PxTarget {
 	const char *kernel;           /* its kernel's release (uname -r), or NULL before it was found */
 	const sn_world *w;            /* eng_values(), or NULL */
 	const sn_rstate *rstate;      /* [b->nrules], or NULL */
+	const sn_rstate *ealert;      /* [nealerts] the per-entity rules' alerts (eng_entity_states), */
+	const uint32_t *erule;        /* [nealerts] ... and their rules */
+	size_t nealerts;
 	const sn_stats *stats;        /* or NULL */
 	uint64_t ring_dropped;
 	const char *phase;            /* what sentineld is doing with it (one of PxInput.phases), or NULL */

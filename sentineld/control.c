@@ -192,7 +192,50 @@ static json_t *d_status(Daemon *D)
 	return o;
 }
 
-/* Target T's rules, or only the active ones (alerts), into a. */
+/* One alert's row: rule i's (its state st) on target T, or one entity's
+ * of a per-entity rule. */
+static json_t *d_alert_row(DTarget *T, const Bundle *b, size_t i, const sn_rstate *st, uint32_t phase,
+			   const sn_stats *S, bool active_only)
+{
+	const BdRule *r = &b->rules[i];
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", r->name, "target", T->cf.name, "severity",
+			      r->severity, "state", T->e ? d_phase(phase) : "stopped", "file", r->file);
+	json_object_set_new(o, "line", json_integer(r->line));
+	if (!st)
+		return o;
+	json_object_set_new(o, "value", st->value == st->value ? json_real(st->value) : json_null());
+	/* an active alert is about the entity it named when it began */
+	bool on = st->phase == SN_PENDING || st->phase == SN_FIRING;
+	NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st->value,
+		      .entity = on ? st->ev_entity : st->entity, .comm = on ? st->ev_comm : NULL};
+	const char *key[2];
+	char val[2][NT_LABEL_MAX];
+	for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
+		json_object_set_new(o, key[k], k == 0 && !ent_is_obj(r->entity) && ev.entity >= 0
+						       ? json_integer(ev.entity) : json_string(val[k]));
+	uint64_t since = st->phase == SN_FIRING ? st->fired_at : st->phase == SN_PENDING ? st->true_since : 0;
+	if (since && S->last_tick_ns >= since)
+		json_object_set_new(o, "for_s", json_real((double)(S->last_tick_ns - since) / 1e9));
+	json_object_set_new(o, "evaluations", json_integer((json_int_t)st->evals));
+	json_object_set_new(o, "unknown", json_integer((json_int_t)st->unknown));
+	const char *why = rl_rule_blocked(b, eng_relocs(T->e), i, NULL);
+	if (why)
+		json_object_set_new(o, "disabled_because", json_string(why));
+	if (active_only) {
+		for (size_t k = 0; k < r->nannotations; k++)
+			if (!strcmp(r->annotations[k].key, "summary")) {
+				char *t = nt_render(r->annotations[k].value, &ev, T->cf.name);
+				json_object_set_new(o, "summary", json_string(t ? t : ""));
+				free(t);
+			}
+	}
+	return o;
+}
+
+/* Target T's rules, or only the active ones (alerts), into a.  A
+ * per-entity rule is one row among the rules (state: its most advanced
+ * alert's, `alerts`: how many), and a row per active alert among the
+ * alerts. */
 static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, size_t n)
 {
 	Daemon *D = T->D;
@@ -205,46 +248,34 @@ static int d_target_rules(DTarget *T, json_t *a, bool active_only, char *err, si
 	}
 	/* its engine's rules (during a reload's handovers some targets run the new ones) */
 	const Bundle *b = T->e ? eng_bundle(T->e) : D->b;
-	for (size_t i = 0; i < b->nrules; i++) {
-		const BdRule *r = &b->rules[i];
+	int rc = 0;
+	for (size_t i = 0; i < b->nrules && !rc; i++) {
 		uint32_t phase = st ? st[i].phase : SN_INACTIVE;
-		if (active_only && phase != SN_PENDING && phase != SN_FIRING)
-			continue;
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "name", r->name, "target", T->cf.name, "severity",
-				      r->severity, "state", T->e ? d_phase(phase) : "stopped", "file", r->file);
-		json_object_set_new(o, "line", json_integer(r->line));
-		if (st) {
-			json_object_set_new(o, "value", st[i].value == st[i].value ? json_real(st[i].value) : json_null());
-			/* an active alert is about the entity it named when it began */
-			bool on = phase == SN_PENDING || phase == SN_FIRING;
-			NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st[i].value,
-				      .entity = on ? st[i].ev_entity : st[i].entity, .comm = on ? st[i].ev_comm : NULL};
-			const char *key[2];
-			char val[2][NT_LABEL_MAX];
-			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
-				json_object_set_new(o, key[k], k == 0 && !ent_is_obj(r->entity) ? json_integer(ev.entity)
-											 : json_string(val[k]));
-			uint64_t since = phase == SN_FIRING ? st[i].fired_at : phase == SN_PENDING ? st[i].true_since : 0;
-			if (since && S.last_tick_ns >= since)
-				json_object_set_new(o, "for_s", json_real((double)(S.last_tick_ns - since) / 1e9));
-			json_object_set_new(o, "evaluations", json_integer((json_int_t)st[i].evals));
-			json_object_set_new(o, "unknown", json_integer((json_int_t)st[i].unknown));
-			const char *why = rl_rule_blocked(b, eng_relocs(T->e), i, NULL);
-			if (why)
-				json_object_set_new(o, "disabled_because", json_string(why));
-			if (active_only) {
-				for (size_t k = 0; k < r->nannotations; k++)
-					if (!strcmp(r->annotations[k].key, "summary")) {
-						char *t = nt_render(r->annotations[k].value, &ev, T->cf.name);
-						json_object_set_new(o, "summary", json_string(t ? t : ""));
-						free(t);
-					}
-			}
+		sn_estate *es = NULL;
+		uint32_t nes = 0, ovf = 0;
+		if (st && b->rules[i].per_entity && (rc = eng_entity_states(T->e, i, &es, &nes, &ovf, err, n)))
+			break;
+		for (uint32_t k = 0; k < nes; k++) {
+			if (active_only)
+				json_array_append_new(a, d_alert_row(T, b, i, &es[k].st, es[k].st.phase, &S, true));
+			if (phase != SN_DISABLED && es[k].st.phase > phase)
+				phase = es[k].st.phase;
 		}
+		free(es);
+		/* the rule's own alert (a per-entity rule's: its overflow alert) */
+		bool own = st && (st[i].phase == SN_PENDING || st[i].phase == SN_FIRING);
+		if (active_only) {
+			if (own)
+				json_array_append_new(a, d_alert_row(T, b, i, &st[i], st[i].phase, &S, true));
+			continue;
+		}
+		json_t *o = d_alert_row(T, b, i, st ? &st[i] : NULL, phase, &S, false);
+		if (b->rules[i].per_entity)
+			json_object_set_new(o, "alerts", json_integer(nes + own));
 		json_array_append_new(a, o);
 	}
 	free(st);
-	return 0;
+	return rc;
 }
 
 /* rules, or only the active ones (alerts): every target's, in order, a

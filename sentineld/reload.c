@@ -463,14 +463,25 @@ static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (size_t i = 0; i < b->nrules; i++) {
-		if ((st[i].phase != SN_FIRING && st[i].phase != SN_PENDING) || (nb && eng_rule_carried(nb, b, i)))
+		if (nb && eng_rule_carried(nb, b, i))
 			continue;
-		NtEvent ev = {.rule = &b->rules[i], .kind = st[i].phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
-			      .value = st[i].value, .entity = st[i].ev_entity, .comm = st[i].ev_comm, .when = now,
-			      .target = T->cf.name, .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
-		nt_event(D->nt, &ev);
-		D->alerts_seen++;
-		n++;
+		/* a per-entity rule's: every entity's, then its overflow alert */
+		sn_estate *es = NULL;
+		uint32_t nes = 0, ovf;
+		if (b->rules[i].per_entity && eng_entity_states(e, i, &es, &nes, &ovf, err, sizeof err))
+			nt_log(D->nt, 4, "%s: the alerts of rule %s cannot be resolved: %s", T->label, b->rules[i].name, err);
+		for (uint32_t k = 0; k <= nes; k++) {
+			const sn_rstate *x = k < nes ? &es[k].st : &st[i];
+			if (x->phase != SN_FIRING && x->phase != SN_PENDING)
+				continue;
+			NtEvent ev = {.rule = &b->rules[i], .kind = x->phase == SN_FIRING ? SN_EV_RESOLVED : SN_EV_CANCELLED,
+				      .value = x->value, .entity = x->ev_entity, .comm = x->ev_comm, .when = now,
+				      .target = T->cf.name, .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
+			nt_event(D->nt, &ev);
+			D->alerts_seen++;
+			n++;
+		}
+		free(es);
 	}
 	if (n)
 		nt_flush(D->nt);

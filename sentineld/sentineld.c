@@ -130,6 +130,43 @@ sn_rstate *d_rule_states(Engine *e, char *err, size_t n)
 	return st;
 }
 
+/* The per-entity rules' alerts on engine e, into P (ealert, erule). */
+static void d_entity_alerts(Engine *e, PxTarget *P)
+{
+	const Bundle *b = eng_bundle(e);
+	char err[256];
+	size_t n = 0, cap = 0;
+	sn_rstate *v = NULL;
+	uint32_t *rule = NULL;
+	for (size_t i = 0; i < b->nrules; i++) {
+		sn_estate *es;
+		uint32_t nes, ovf;
+		if (!b->rules[i].per_entity || eng_entity_states(e, i, &es, &nes, &ovf, err, sizeof err))
+			continue;
+		if (n + nes > cap) {
+			size_t c = (n + nes) * 2;
+			sn_rstate *nv = realloc(v, c * sizeof *nv);
+			uint32_t *nr = nv ? realloc(rule, c * sizeof *nr) : NULL;
+			if (nv)
+				v = nv;
+			if (!nr) {
+				free(es);
+				break;
+			}
+			rule = nr;
+			cap = c;
+		}
+		for (uint32_t k = 0; k < nes; k++) {
+			v[n] = es[k].st;
+			rule[n++] = (uint32_t)i;
+		}
+		free(es);
+	}
+	P->ealert = v;
+	P->erule = rule;
+	P->nealerts = n;
+}
+
 /* A scrape of /metrics waits: render every engine's last complete tick. */
 static void d_metrics(Daemon *D)
 {
@@ -156,6 +193,7 @@ static void d_metrics(Daemon *D)
 		if (!(pt[i].w = eng_values(T->e, err, sizeof err)))
 			nt_log(D->nt, 4, "/metrics: %s: %s", T->label, err);
 		pt[i].rstate = d_rule_states(T->e, err, sizeof err);
+		d_entity_alerts(T->e, &pt[i]);
 	}
 	NhStats ds;
 	nt_delivery(D->nt, &ds);
@@ -168,8 +206,11 @@ static void d_metrics(Daemon *D)
 	size_t len = 0;
 	char *text = px_render(&in, &len);
 	px_publish(D->px, text, len);
-	for (unsigned i = 0; i < D->ntg; i++)
+	for (unsigned i = 0; i < D->ntg; i++) {
 		free((void *)pt[i].rstate);
+		free((void *)pt[i].ealert);
+		free((void *)pt[i].erule);
+	}
 	free(pt);
 	free(S);
 }

@@ -28,6 +28,9 @@ two busy loops in the guest:
                 (ALERT, ALERT_STATE, SEVERITY, PRIORITY, TARGET, ...) and no
                 alert line goes to stderr (where a real journald runs, or
                 not as root: skipped)
+  per-entity    two tmpfs mounts filled in the guest: Alertmanager gets
+                two TestFsFull alerts (one per mountpoint, distinct
+                fingerprints); one emptied, its alert alone resolves
   panic         the shipped rules/kernel.yaml loaded too; the guest (booted
                 with panic=0, Debian's default: it stays down) panics by
                 sysrq c: KernelPanic reaches Alertmanager within 2 s of the
@@ -62,6 +65,12 @@ RULES = """groups:
           team: infra
         annotations:
           summary: "{{ $value }} runnable tasks on {{ $target }}"
+      - alert: TestFsFull
+        expr: fs.avail_bytes / fs.size_bytes < 10% and fs.size_bytes > 0 and fs.size_bytes < 16MiB
+        for: 1s
+        severity: warning
+        annotations:
+          summary: "{{ $labels.mountpoint }} is full"
 """
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
@@ -262,6 +271,9 @@ def scenario(tmp):
                "%s\n%s" % (recv.payloads("/direct")[n1:], d.text()[-2000:]))
         te.scrape_check(g.ram, mport, d)
         d.stop()
+        d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
+        per_entity(g, am, d)
+        d.stop()
         journal(g, tmp)
         d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         panic(g, am, tmp, d)
@@ -272,6 +284,35 @@ def scenario(tmp):
         g.stop()
         am.stop()
         recv.stop()
+
+
+def per_entity(g, am, d):
+    """Two filesystems filled: Alertmanager gets two TestFsFull alerts, one
+    per mount (distinct fingerprints), and each resolves on its own."""
+    def active():
+        now = time.time()
+        out = {}
+        for a in am.alerts():
+            ends = time.mktime(time.strptime(a["endsAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            if a["labels"].get("alertname") == "TestFsFull" and ends > now:
+                out[a["labels"].get("mountpoint")] = a
+        return out
+    g.check("for m in /fa /fb; do mkdir -p $m && mount -t tmpfs -o size=4m tmpfs $m && "
+            "(dd if=/dev/zero of=$m/x bs=64k count=100 2>/dev/null; true); done")
+    try:
+        two = wait(lambda: (lambda a: a if set(a) == {"/fa", "/fb"} else None)(active()), 40)
+        fps = {a["fingerprint"] for a in (two or {}).values()}
+        report(two is not None and len(fps) == 2 and all(a["annotations"].get("summary") == "%s is full" % m
+                                                          for m, a in two.items()),
+               "per-entity: two filesystems filled: Alertmanager has two TestFsFull alerts, one per mountpoint, "
+               "with distinct fingerprints (%s)" % sorted(fps), "alerts %s\n%s" % (am.alerts(), d.text()[-2000:]))
+        g.check("rm /fa/x")
+        one = wait(lambda: (lambda a: a if set(a) == {"/fb"} else None)(active()), 40)
+        report(one is not None and two is not None and one["/fb"]["startsAt"] == two["/fb"]["startsAt"],
+               "per-entity: /fa emptied: its alert resolves alone, /fb's stays firing since it began",
+               "alerts %s\n%s" % (am.alerts(), d.text()[-2000:]))
+    finally:
+        g.check("for m in /fa /fb; do rm -f $m/x; umount $m; done; true")
 
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -385,7 +426,7 @@ def main():
         print("SKIP notify: prometheus-alertmanager not installed (apt-get install prometheus-alertmanager)")
         te.RES.add("skip")
         return
-    te.RES.expect(14)                 # 18; 21 with promtool and the journal's two (root, no journald here)
+    te.RES.expect(16)                 # 20; 23 with promtool and the journal's two (root, no journald here)
     tmp = tempfile.mkdtemp(prefix="sentinel-notify-")
     try:
         scenario(tmp)

@@ -13,7 +13,11 @@ as a wrong value.  One sentineld runs the shipped rules on them in the GPU's
 fleet, another on the CPU backend; once both have ticked, every metric series
 of /metrics (per target; host, CPU, task and object metrics with their
 labels) must be the same in both, value for value.  The images hold still,
-so nothing differs in time.  Ends with "N passed, N failed".
+so nothing differs in time.  Per-entity rules are loaded beside the shipped
+ones (one alert per task, filesystem, CPU, disk, interface and cgroup, a cap
+that overflows): both backends raise the same alerts, entity for entity
+(sentinel_alerts with its entity labels, and sentinelctl alerts).
+Ends with "N passed, N failed".
 (sh tests/gpu/run.sh fleetvalues on the GPU machine.)
 """
 import json
@@ -81,6 +85,49 @@ def series(text, fams):
     return out
 
 
+ENTITY_RULES = """groups:
+  - name: entities
+    rules:
+      - alert: EveryTaskAsleep
+        expr: task.state == "S"
+        max_alerts: 40
+      - alert: EveryMount
+        expr: fs.size_bytes >= 0
+      - alert: EveryCpu
+        expr: rate(cpu.busy_time[1s]) >= 0
+      - alert: EveryDisk
+        expr: rate(disk.read_bytes[1s]) >= 0
+      - alert: EveryInterface
+        expr: rate(net.rx_bytes[1s]) >= 0
+      - alert: EveryCgroup
+        expr: cgroup.memory_current >= 0
+      - alert: BigTasks
+        expr: task.rss > 1MiB
+        max_alerts: 1000
+"""
+
+
+def rules_dir(tmp):
+    d = os.path.join(tmp, "rules")
+    if not os.path.isdir(d):
+        shutil.copytree(os.path.join(TOP, "rules"), d)
+        with open(os.path.join(d, "zz-entities.yaml"), "w") as f:
+            f.write(ENTITY_RULES)
+    return d
+
+
+def alerts(sock):
+    """{(target, alert, labels...)} from sentinelctl alerts."""
+    p = subprocess.run([os.path.join(BIN, "sentinelctl"), "-s", sock, "--json", "alerts"], capture_output=True,
+                       text=True, timeout=120)
+    try:
+        rows = json.loads(p.stdout)["alerts"] if p.returncode == 0 else []
+    except ValueError:
+        rows = []
+    keys = ("pid", "comm", "cpu", "disk", "interface", "mountpoint", "cgroup", "overflow")
+    return {(r.get("target"), r.get("name"), r.get("state")) + tuple(str(r.get(k, "")) for k in keys) for r in rows}
+
+
 def sentineld(tmp, name, backend, sources):
     port = free_port()
     conf = os.path.join(tmp, name + ".conf")
@@ -90,7 +137,7 @@ def sentineld(tmp, name, backend, sources):
             f.write("[target t%d]\nsource = vmcore:%s\n" % (i, src))
         f.write("[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 100ms\ntasks = 1024\n[notify]\nlog = no\n"
                 "[control]\nsocket = %s\n[metrics]\nlisten = 127.0.0.1:%d\n" %
-                (os.path.join(TOP, "rules"), backend, sock, port))
+                (rules_dir(tmp), backend, sock, port))
     log = open(os.path.join(tmp, name + ".log"), "w")
     d = subprocess.Popen([os.path.join(BIN, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     return d, sock, port, log.name
@@ -153,8 +200,11 @@ def main():
                        "the GPU runs the %d targets in one kernel (%d groups of %d blocks on %s)" %
                        (NTARGETS, fl.get("groups", 0), fl.get("group_blocks", 0), fl.get("device")),
                        json.dumps(st, indent=1)[:2000])
+            time.sleep(3)                   # the 1 s windows are known, every state stepped
             body = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=60).read().decode()
             runs[name] = series(body, fams)
+            runs[name + "_alerts"] = series(body, {"sentinel_alerts"})
+            runs[name + "_ctl"] = alerts(sock)
             errs = {t["name"]: t.get("read_errors", 0) for t in st["targets"]}
             runs[name + "_errors"] = errs
             d.terminate()
@@ -178,6 +228,23 @@ def main():
                "the fleet's values are the CPU backend's, series for series: %d series over %d targets "
                "(%d differ, %d only on the GPU)" % (len(cpu), NTARGETS, len(wrong), len(extra)),
                "\n".join("%s: cpu %s, gpu %s" % w for w in wrong[:20]) + "\n" + "\n".join(extra[:10]))
+        ga, ca = runs["gpu_alerts"], runs["cpu_alerts"]
+        kinds = {}
+        for k in ca:
+            n = k[1].split('alertname="', 1)[1].split('"', 1)[0]
+            kinds[n] = kinds.get(n, 0) + 1
+        report(ca and ga == ca and all(kinds.get(n, 0) >= NTARGETS for n in
+                                       ("EveryTaskAsleep", "EveryMount", "EveryCpu", "EveryCgroup", "BigTasks")),
+               "per-entity alerts: the same on both backends, entity for entity: %d alerts (%s)" %
+               (len(ca), ", ".join("%s %d" % kv for kv in sorted(kinds.items()))),
+               "only cpu: %s\nonly gpu: %s" % (sorted(k[1] for k in set(ca) - set(ga))[:10],
+                                               sorted(k[1] for k in set(ga) - set(ca))[:10]))
+        over = [k for k in ca if 'alertname="EveryTaskAsleep"' in k[1] and 'overflow="true"' in k[1]]
+        report(len(over) == NTARGETS and runs["gpu_ctl"] == runs["cpu_ctl"] and len(runs["cpu_ctl"]) == len(ca),
+               "the cap: EveryTaskAsleep has 40 alerts and its overflow alert on every target, and sentinelctl "
+               "alerts lists the same %d alerts on both" % len(runs["cpu_ctl"]),
+               "overflow %s\nctl only cpu %s\nctl only gpu %s" % (over, sorted(runs["cpu_ctl"] - runs["gpu_ctl"])[:10],
+                                                                 sorted(runs["gpu_ctl"] - runs["cpu_ctl"])[:10]))
         report(runs["gpu_errors"] == runs["cpu_errors"],
                "read errors per target are the same: gpu %s, cpu %s" % (runs["gpu_errors"], runs["cpu_errors"]))
     finally:
