@@ -15,7 +15,9 @@ each, on 16 KiB stacks: the PID tree holds every thread, the rows only
 the processes, as /proc lists them; BENCH_RULES=DIR[,DIR...] runs other
 rule sets against the same guests, e.g. rules and bench/gen_rules.sh's
 10,000, with BENCH_START_S for their compile; BENCH_READ_BUDGET=B[,B...]
-runs each [engine] read_budget in turn, e.g. none,auto):
+runs each [engine] read_budget in turn, e.g. none,auto; the name
+`pertask` is rules/ with HungTask made per task, one alert per hung task
+capped at 100, to compare with rules/'s any()):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median and longest time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -104,8 +106,26 @@ def measure(tmp, ram, backend, n, rules, budget="auto"):
             p.kill()
 
 
+def pertask(tmp):
+    """rules/ with HungTask one alert per hung task (at most 100)."""
+    d = os.path.join(tmp, "pertask")
+    shutil.copytree(os.path.join(TOP, "rules"), d)
+    p = os.path.join(d, "processes.yaml")
+    with open(p) as f:
+        text = f.read()
+    old = 'expr: any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)'
+    assert old in text
+    text = text.replace(old, 'expr: task.state == "D" and delta(task.ctx_switches[1m]) == 0\n        max_alerts: 100')
+    with open(p, "w") as f:
+        f.write(text)
+    return d
+
+
 def main():
     ks = guest.kernels()
+    keep = tempfile.mkdtemp(prefix="sentinel-tsb-rules-")
+    global RULES
+    RULES = [pertask(keep) if r == "pertask" else r for r in RULES]
     rows = []
     for n in SIZES:
         with guest.Guest(guest.main_kernel(ks), mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:

@@ -450,6 +450,9 @@ void sn_step(sn_world *w, uint32_t rule, const sn_rdesc *d, double cond, double 
 void sn_ent_put(sn_world *w, uint32_t rule, const sn_rdesc *d, uint32_t ent, double cond, double clear,
 		double value);
 void sn_ent_end(sn_world *w, uint32_t rule, const sn_rdesc *d);
+/* Whether some entity of the rule has a state (read before the puts: the
+ * rule's code then puts every entity, else only those that hold). */
+int sn_ent_busy(const sn_world *w, uint32_t rule);
 
 /* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);

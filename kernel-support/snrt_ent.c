@@ -45,6 +45,11 @@ static void sn_ent_clear(sn_rstate *st)
 	st->entity = -1;
 }
 
+int sn_ent_busy(const sn_world *w, uint32_t rule)
+{
+	return rule < w->nrules && w->etab && w->etab[rule].nfree < w->etab[rule].cap;
+}
+
 void sn_ent_put(sn_world *w, uint32_t rule, const sn_rdesc *d, uint32_t ent, double cond, double clear,
 		double value)
 {
