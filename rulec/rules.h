@@ -51,8 +51,8 @@ typedef struct CheckOpts {
 	double tick;              /* the engine's tick, for warnings (seconds) */
 } CheckOpts;
 
-#define RULE_MAX_WINDOW (7 * 86400.0)
-#define RULE_MAX_FOR (7 * 86400.0)
+#define RULE_MAX_WINDOW (31 * 86400.0)   /* 64 buckets of 11.6 h at most (docs/rules.md) */
+#define RULE_MAX_FOR (31 * 86400.0)
 #define RULE_MAX_TICKS 1024
 /* A per-entity rule's alerts at once (its states: snrt.h, sn_etab). */
 #define RULE_MAX_ALERTS_DEFAULT 100u

@@ -14,7 +14,8 @@ static const Unit unit_table[] = {
 	{"%", 0.01, S, true},
 	{"ns", 1e-9, T, false}, {"us", 1e-6, T, false}, {"\xc2\xb5s", 1e-6, T, false},
 	{"ms", 1e-3, T, false}, {"s", 1, T, false}, {"m", 60, T, false},
-	{"min", 60, T, false}, {"h", 3600, T, false}, {"d", 86400, T, false},
+	{"min", 60, T, false}, {"h", 3600, T, false}, {"d", 86400, T, false}, {"w", 604800, T, false},
+	{"y", 31536000, T, false},
 	{"B", 1, B, false},
 	{"KiB", 1024.0, B, false}, {"MiB", 1048576.0, B, false},
 	{"GiB", 1073741824.0, B, false}, {"TiB", 1099511627776.0, B, false},
@@ -32,7 +33,7 @@ const Unit *unit_lookup(const char *s, size_t n)
 
 const char *unit_all(void)
 {
-	return "%, ns, us, ms, s, m, h, d, B, KiB, MiB, GiB, TiB, KB, MB, GB, TB, pages";
+	return "%, ns, us, ms, s, m, h, d, w, y, B, KiB, MiB, GiB, TiB, KB, MB, GB, TB, pages";
 }
 
 int unit_parse_duration(const char *s, size_t n, double *sec, size_t *bad)
@@ -81,6 +82,8 @@ const char *unit_fmt_duration(double sec, char *buf, size_t n)
 		snprintf(buf, n, "%gm", sec / 60);
 	else if (sec < 86400 * 2)
 		snprintf(buf, n, "%gh", sec / 3600);
+	else if (fmod(sec, 604800) == 0)
+		snprintf(buf, n, "%gw", sec / 604800);
 	else
 		snprintf(buf, n, "%gd", sec / 86400);
 	return buf;

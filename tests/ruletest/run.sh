@@ -81,6 +81,13 @@ else
 	fail "ruletest/24h-of-1s-ticks" "$out"
 fi
 
+# weeks: a [2w] window and for: 1w over three weeks of 10 min ticks
+if out=$("$rulec" test tests/ruletest/week-test.yaml 2>&1); then
+	pass "ruletest/weeks: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/weeks" "$out"
+fi
+
 # aggregations over tasks with a where filter (a predicate in the task loop)
 if out=$("$rulec" test tests/ruletest/where-test.yaml 2>&1); then
 	pass "ruletest/where-over-tasks: $(printf '%s\n' "$out" | tail -n 1)"

@@ -41,7 +41,10 @@ static void test_durations(void)
 	CHECK("duration-fmt-m", !strcmp(unit_fmt_duration(150, b, sizeof b), "2.5m") &&
 	      !strcmp(unit_fmt_duration(600, b, sizeof b), "10m"));
 	CHECK("duration-fmt-d", !strcmp(unit_fmt_duration(86400, b, sizeof b), "24h") &&
-	      !strcmp(unit_fmt_duration(7 * 86400, b, sizeof b), "7d"));
+	      !strcmp(unit_fmt_duration(3 * 86400, b, sizeof b), "3d") &&
+	      !strcmp(unit_fmt_duration(9 * 86400, b, sizeof b), "9d"));
+	CHECK("duration-fmt-w", !strcmp(unit_fmt_duration(7 * 86400, b, sizeof b), "1w") &&
+	      !strcmp(unit_fmt_duration(14 * 86400, b, sizeof b), "2w"));
 	CHECK("duration-fmt-h", !strcmp(unit_fmt_duration(3600, b, sizeof b), "1h"));
 }
 
