@@ -684,6 +684,8 @@ static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
 			return cg_window(C, e, ent);
 		if (bi->cls == BC_AGG)
 			return cg_aggregate(C, e);
+		if (e->u.call.id == B_TOTAL)                   /* the counter as it is */
+			return cg_expr(C, e->a, ent);
 		LLVMValueRef x = cg_expr(C, e->a, ent);       /* abs */
 		return cg_intrinsic(C, "llvm.fabs", &x, 1);
 	}

@@ -396,8 +396,8 @@ static Ty c_metric(Chk *C, const Expr *e)
 	}
 	if (m->kind == MK_COUNTER && C->window_arg != e) {
 		c_error(C, c_loc(C, e), DIAG_COUNTER_RAW,
-			"%s is a counter (it only grows); compare its rate, e.g. rate(%s[1s]), or delta(%s[1m])",
-			c_text(C, e, b, sizeof b), m->name, m->name);
+			"%s is a counter (it only grows); compare its rate, e.g. rate(%s[1s]), or delta(%s[1m]), "
+			"or what it counted since boot, total(%s)", c_text(C, e, b, sizeof b), m->name, m->name, m->name);
 		return ty_err;
 	}
 	switch (m->type) {
@@ -594,6 +594,21 @@ static Ty c_expr(Chk *C, const Expr *e)
 			return c_window_fn(C, e);
 		if (bi->cls == BC_AGG)
 			return c_aggregate(C, e);
+		if (e->u.call.id == B_TOTAL) {  /* a counter's value since boot: the one raw read allowed */
+			const Expr *m = e->a;
+			if (!m || m->kind != N_METRIC || cat_metrics[m->u.metric.id].kind != MK_COUNTER || m->u.metric.wlen) {
+				char s[64];
+				c_error(C, c_loc(C, m ? m : e), DIAG_TYPE_MISMATCH,
+					"total() takes a counter as it is, e.g. total(host.edac_uncorrectable_errors); %s is not one",
+					m ? c_text(C, m, s, sizeof s) : "nothing");
+				return ty_err;
+			}
+			const Expr *saved = C->window_arg;
+			C->window_arg = m;
+			Ty t = c_expr(C, m);
+			C->window_arg = saved;
+			return t;
+		}
 		Ty t = c_expr(C, e->a);        /* abs */
 		if (t.k == TY_ERR)
 			return t;

@@ -88,6 +88,13 @@ else
 	fail "ruletest/weeks" "$out"
 fi
 
+# total(): counters compared as they are, since boot
+if out=$("$rulec" test tests/ruletest/total-test.yaml 2>&1); then
+	pass "ruletest/total: $(printf '%s\n' "$out" | tail -n 1)"
+else
+	fail "ruletest/total" "$out"
+fi
+
 # aggregations over tasks with a where filter (a predicate in the task loop)
 if out=$("$rulec" test tests/ruletest/where-test.yaml 2>&1); then
 	pass "ruletest/where-over-tasks: $(printf '%s\n' "$out" | tail -n 1)"
