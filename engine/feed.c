@@ -24,7 +24,7 @@ struct Feed {
 	uint8_t *cpu_on;
 	uint64_t *key;
 	char (*comm)[16];
-	int32_t host_hist[64], cpu_hist[64], task_hist[64];
+	int32_t host_hist[BD_TABLE_MAX], cpu_hist[BD_TABLE_MAX], task_hist[BD_TABLE_MAX];
 	int8_t host_slot[MET__COUNT], cpu_slot[MET__COUNT], task_slot[MET__COUNT];
 	uint32_t ntasks, ncpus;
 	struct fd_objs {              /* one object kind's tick (disks) */
@@ -32,7 +32,7 @@ struct Feed {
 		uint64_t *key;
 		char (*name)[SN_OBJ_NAME];
 		double *val;          /* [nslots][cap] */
-		int32_t hist[64];
+		int32_t hist[BD_OBJ_TABLE_MAX];
 		int8_t slot[MET__COUNT];
 	} obj[SN_OBJ_KINDS];
 };
