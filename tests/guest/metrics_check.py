@@ -44,8 +44,8 @@ kernel computes a value at read time, the tolerance below says why:
   open files  /proc/sys/fs/file-nr (read with cat, just outside the
               window): its first field is nr_files' shared count on 6.1 and
               6.12, which lacks up to percpu_counter_batch (max(32, 2 x
-              CPUs)) a CPU of the sum Sentinel reads (7.2 prints the sum);
-              cat's own files are in it; the limit exactly.
+              CPUs)) a CPU of the sum Sentinel reads; 7.2 prints the sum,
+              cat's own files in it (within 8); the limit exactly.
   mounts      fs.fstype and fs.device as /proc/mounts' type and device
               columns (its octal escapes undone); fs.errors as
               /sys/fs/ext4/DEV/errors_count, unknown for other types.
@@ -331,11 +331,13 @@ def compare(b, a, m, ncpus, release=None):
     if "nr" not in fb or "nr" not in fa:
         out.append((False, "host.file_handles*: no truth (/proc/sys/fs/file-nr)", ""))
     else:
-        # file-nr's first field is nr_files' shared count (6.1, 6.12; 7.2 the
-        # sum): each CPU's part of the sum it lacks is under
-        # percpu_counter_batch, max(32, 2 x CPUs); the reader inside the
-        # guest holds files of its own
-        batch = max(32, 2 * ncpus) * ncpus
+        # file-nr's first field is nr_files' shared count up to 6.12: each
+        # CPU's part of the sum it lacks is under percpu_counter_batch,
+        # max(32, 2 x CPUs); 7.2 prints the sum, with cat's own files in it
+        # (its program and file-nr); the reader inside the guest holds files
+        # of its own
+        ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
+        batch = 8 if ver and ver >= (7, 0) else max(32, 2 * ncpus) * ncpus
         between("host.file_handles", h.get("host.file_handles"), max(0, min(fb["nr"], fa["nr"]) - batch),
                 max(fb["nr"], fa["nr"]) + batch + (READER_FILES if reader else 0), counter=False)
         v = h.get("host.file_handles_max")
