@@ -24,15 +24,16 @@ struct Feed {
 	uint8_t *cpu_on;
 	uint64_t *key;
 	char (*comm)[16];
-	int32_t host_hist[64], cpu_hist[64], task_hist[64];
+	int32_t host_hist[BD_TABLE_MAX], cpu_hist[BD_TABLE_MAX], task_hist[BD_TABLE_MAX];
 	int8_t host_slot[MET__COUNT], cpu_slot[MET__COUNT], task_slot[MET__COUNT];
 	uint32_t ntasks, ncpus;
 	struct fd_objs {              /* one object kind's tick (disks) */
 		uint32_t n, cap;
 		uint64_t *key;
 		char (*name)[SN_OBJ_NAME];
+		char (*label)[SN_OBJ_LABEL];  /* mounts: fstype, device */
 		double *val;          /* [nslots][cap] */
-		int32_t hist[64];
+		int32_t hist[BD_OBJ_TABLE_MAX];
 		int8_t slot[MET__COUNT];
 	} obj[SN_OBJ_KINDS];
 };
@@ -99,8 +100,9 @@ int fd_open(const Bundle *b, const FdParams *p, Feed **out, char *err, size_t n)
 			continue;
 		O->key = calloc(O->cap, sizeof *O->key);
 		O->name = calloc(O->cap, sizeof *O->name);
+		O->label = calloc(O->cap, sizeof *O->label);
 		O->val = calloc((size_t)b->nobj[k] * O->cap + 1, sizeof *O->val);
-		if (!O->key || !O->name || !O->val)
+		if (!O->key || !O->name || !O->label || !O->val)
 			goto fail;
 		for (unsigned i = 0; i < b->nobj[k]; i++) {
 			O->slot[b->obj_m[k][i]] = (int8_t)i;
@@ -132,6 +134,7 @@ void fd_close(Feed *f)
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
 		free(f->obj[k].key);
 		free(f->obj[k].name);
+		free(f->obj[k].label);
 		free(f->obj[k].val);
 	}
 	free(f);
@@ -202,9 +205,23 @@ int fd_obj_add(Feed *f, Entity e, uint64_t key, const char *name)
 	uint32_t r = O->n++;
 	O->key[r] = key;
 	snprintf(O->name[r], sizeof O->name[r], "%s", name ? name : "");
+	memset(O->label[r], 0, sizeof O->label[r]);
 	for (size_t s = 0; s < f->b->nobj[e - ENT_FIRST_OBJ]; s++)
 		O->val[s * O->cap + r] = NAN;
 	return (int)r;
+}
+
+void fd_obj_str(Feed *f, Entity e, int row, unsigned str, const char *s)
+{
+	if (!ent_is_obj(e) || e - ENT_FIRST_OBJ != SN_OBJ_FS || (str != SN_STR_FSTYPE && str != SN_STR_DEVICE))
+		return;
+	struct fd_objs *O = &f->obj[e - ENT_FIRST_OBJ];
+	if (row < 0 || (uint32_t)row >= O->n)
+		return;
+	if (str == SN_STR_FSTYPE)
+		snprintf(O->label[row], SN_FS_TYPE, "%s", s ? s : "");
+	else
+		snprintf(O->label[row] + SN_FS_TYPE, SN_FS_DEVICE, "%s", s ? s : "");
 }
 
 void fd_obj(Feed *f, MetricId m, int row, double v)
@@ -226,6 +243,7 @@ void fd_eval(Feed *f)
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++)
 		in.objs[k] = (struct sn_feed_objs){.n = f->obj[k].n, .stride = f->obj[k].cap, .key = f->obj[k].key,
 						   .name = (const char (*)[SN_OBJ_NAME])f->obj[k].name,
+						   .label = (const char (*)[SN_OBJ_LABEL])f->obj[k].label,
 						   .val = f->obj[k].val, .hist = f->obj[k].hist};
 	cpu_feed_tick(f->code, f->w, f->now, &in);
 }

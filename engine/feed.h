@@ -43,6 +43,8 @@ void fd_task(Feed *f, MetricId m, int row, double v);
 /* Object `key` (nonzero, stable: a disk's number + 1) of entity e exists this
  * tick, named name; returns its row for fd_obj, or -1 past the table. */
 int fd_obj_add(Feed *f, Entity e, uint64_t key, const char *name);
+/* Its string str (SN_STR_FSTYPE or SN_STR_DEVICE of a mount; "" unless given). */
+void fd_obj_str(Feed *f, Entity e, int row, unsigned str, const char *s);
 void fd_obj(Feed *f, MetricId m, int row, double v);
 /* Evaluate every rule on this tick's values. */
 void fd_eval(Feed *f);

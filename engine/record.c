@@ -150,7 +150,8 @@ int rec_open(const char *path, RecReader **out, char *err, size_t n)
 		goto fail;
 	}
 	if (fread(magic, 1, 8, r->f) != 8 || memcmp(magic, REC_MAGIC, 8) || fread(&r->info.tick_ns, 8, 1, r->f) != 1 ||
-	    fread(h, sizeof h, 1, r->f) != 1 || h[0] > 64 || h[1] > 64 || h[2] > 64 || !h[3] || h[3] > 8192) {
+	    fread(h, sizeof h, 1, r->f) != 1 || h[0] > BD_TABLE_MAX || h[1] > BD_TABLE_MAX || h[2] > BD_TABLE_MAX ||
+	    !h[3] || h[3] > 8192) {
 		snprintf(err, n, "%s: not a Sentinel recording (make one with sentinel-inspect metrics --record, or "
 			 "sentineld's [engine] record)", path);
 		goto fail;

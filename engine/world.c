@@ -73,6 +73,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		L->o_okey[k] = wd_take(&at, oc * 8);
 		L->o_oon[k] = wd_take(&at, oc);
 		L->o_oname[k] = wd_take(&at, oc * SN_OBJ_NAME);
+		L->o_olabel[k] = wd_take(&at, k == SN_OBJ_FS ? oc * SN_OBJ_LABEL : 0);   /* a mount's fstype, device */
 		L->o_oval[k] = wd_take(&at, b->nobj[k] * oc * sizeof(double));
 		L->o_owalk[k] = wd_take(&at, oc * 8);
 	}
@@ -214,6 +215,7 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		O->walk = (uint64_t *)(uintptr_t)AT(L->o_owalk[k]);
 		O->on = (uint8_t *)(uintptr_t)AT(L->o_oon[k]);
 		O->name = (char (*)[SN_OBJ_NAME])(uintptr_t)AT(L->o_oname[k]);
+		O->label = k == SN_OBJ_FS && O->cap ? (char (*)[SN_OBJ_LABEL])(uintptr_t)AT(L->o_olabel[k]) : NULL;
 		O->val = (double *)(uintptr_t)AT(L->o_oval[k]);
 		for (unsigned i = 0; i < b->nobj[k] && res; i++)
 			if (!res->avail[b->obj_m[k][i]])
@@ -320,6 +322,8 @@ static void wd_move_values(sn_world *w, uint64_t from, uint64_t to)
 		MOVE(w->objs[k].key);
 		MOVE(w->objs[k].on);
 		MOVE(w->objs[k].name);
+		if (w->objs[k].label)
+			MOVE(w->objs[k].label);
 		MOVE(w->objs[k].val);
 		MOVE(w->objs[k].walk);
 	}

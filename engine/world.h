@@ -50,7 +50,7 @@ typedef struct WdLayout {
 	size_t ring_bytes;        /* bytes of the alert ring (allocated apart) */
 	size_t o_host, o_cpu, o_cpu_on, o_tptr, o_tslot, o_tcomm, o_tval, o_tkey[2], o_tms[2], o_tfree;
 	size_t o_okey[SN_OBJ_KINDS], o_owalk[SN_OBJ_KINDS], o_oon[SN_OBJ_KINDS], o_oname[SN_OBJ_KINDS],
-		o_oval[SN_OBJ_KINDS];
+		o_olabel[SN_OBJ_KINDS], o_oval[SN_OBJ_KINDS];
 	uint32_t ocap[SN_OBJ_KINDS]; /* slots of each object kind: 0 where no rule reads it */
 	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
 	size_t o_hring[64], o_hpos[64], o_hlen[64];

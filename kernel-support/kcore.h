@@ -261,6 +261,12 @@ struct mddev {
 	struct md_personality *pers;  /* NULL: the array is not running (inactive) */
 	int degraded;                 /* members missing or failed */
 	int raid_disks;               /* members the array is made of */
+	struct list_head disks;       /* its members, struct md_rdev by same_set (rdev_for_each) */
+};
+/* field order: koffsetof of each must differ (see struct inode) */
+struct md_rdev {
+	struct list_head same_set;    /* on mddev.disks */
+	unsigned long flags;          /* enum flag_bits: bit 0 Faulty */
 };
 struct block_device {
 	u64 bd_nr_sectors;
@@ -514,6 +520,7 @@ struct file_system_type {
 	const char *name;
 };
 struct super_block___fs {
+	struct file_system_type *s_type;   /* its name: /proc/mounts' type */
 	unsigned long s_flags;        /* SB_RDONLY 1 */
 	unsigned long s_magic;
 	unsigned long s_blocksize;
@@ -534,6 +541,7 @@ struct mount {
 	struct mount *mnt_parent;
 	struct dentry *mnt_mountpoint;
 	struct vfsmount mnt;
+	const char *mnt_devname;      /* /proc/mounts' first column ("/dev/vda1", "tmpfs") */
 };
 /* field order: the two container_of offsets must differ (see struct inode) */
 struct mount___list {
@@ -564,6 +572,7 @@ struct ext4_super_block {
 	u32 s_feature_incompat;       /* INCOMPAT_64BIT 0x80: the _hi halves count */
 	u32 s_blocks_count_hi;
 	u32 s_r_blocks_count_hi;
+	u32 s_error_count;            /* errors recorded (/sys/fs/ext4/DEV/errors_count) */
 };
 struct ext4_sb_info {
 	struct ext4_super_block *s_es;
@@ -635,10 +644,15 @@ struct btrfs_device {
 	struct block_device *bdev;    /* null: missing */
 	unsigned long dev_state;      /* bit 1 IN_FS_METADATA, bit 3 REPLACE_TGT */
 	u64 total_bytes, bytes_used;
+	void *name;                   /* its path: a struct rcu_string where the kernel has one, else the chars */
+};
+struct rcu_string {
+	char str[8];                  /* (a flexible array in the kernel) */
 };
 struct btrfs_fs_devices {
 	u64 open_devices, rw_devices;
 	struct list_head devices;
+	struct btrfs_device *latest_dev;  /* 5.16+: the device /proc/mounts names (btrfs_show_devname) */
 };
 struct btrfs_fs_info {
 	struct btrfs_block_rsv global_block_rsv;
@@ -697,6 +711,13 @@ extern struct list_head net_namespace_list __kweak;      /* CONFIG_NET: every st
 extern unsigned int nf_conntrack_net_id __kweak;         /* the nf_conntrack module, when loaded */
 extern unsigned int nf_conntrack_max __kweak;
 extern const struct btrfs_raid_attr btrfs_raid_array[] __kweak;  /* the btrfs module, when loaded */
+/* open files (fs/file_table.c, both static): /proc/sys/fs/file-nr */
+struct files_stat_struct {
+	unsigned long nr_files;       /* what file-nr printed last */
+	unsigned long max_files;      /* /proc/sys/fs/file-max */
+};
+extern struct files_stat_struct files_stat;
+extern struct percpu_counter nr_files;
 extern const struct net_device_ops bond_netdev_ops __kweak;
 extern const char dev_get_tstats64[] __kweak;             /* functions: their addresses alone */
 extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */

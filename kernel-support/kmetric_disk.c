@@ -87,24 +87,8 @@ int km_disk_walk(u64 *out, u32 cap)
 }
 
 /* The device's name ("vda", "vda1"): its kobject's, a kmalloc'd string
- * read a word at a time up to its NUL (at most 31 characters). */
-int km_disk_name(u64 d, char *out)
-{
-	const char *s = KR(km_bdev(d)->bd_device.kobj.name);
-	u32 i = 0;
-	int end = 0;
-	for (; i < 32 && !end && !__llview_failed(); i += 8) {
-		u64 w = *(const u64 *)(s + i);
-		for (u32 b = 0; b < 8; b++) {
-			out[i + b] = end ? 0 : (char)(w >> (8 * b));
-			end |= out[i + b] == 0;
-		}
-	}
-	for (; i < 32; i++)
-		out[i] = 0;
-	out[31] = 0;
-	return __llview_failed() ? -14 : 0;
-}
+ * (at most 31 characters). */
+int km_disk_name(u64 d, char *out) { return km_string(KR(km_bdev(d)->bd_device.kobj.name), out, 32); }
 
 /* A disk's counters, summed over the possible CPUs once a tick into a
  * block (km_disk_stats: the device's fields one gather, the counters
@@ -116,11 +100,30 @@ enum {
 	KD_WORDS = 19,                                               /* the per-CPU words */
 	/* the device's own fields, read once with the counters */
 	KD_SIZE = KD_WORDS, KD_PARTNO, KD_RO, KD_STAMP, KD_JIFFIES, KD_HZ,
-	KD_MD, KD_MD_ACTIVE, KD_MD_DEGRADED, KD_MD_DISKS,            /* an md array's (KD_MD: it is one) */
+	KD_MD, KD_MD_ACTIVE, KD_MD_DEGRADED, KD_MD_DISKS, KD_MD_FAILED,  /* an md array's (KD_MD: it is one) */
 	KD_FAILED, KD__COUNT
 };
 _Static_assert(KD__COUNT <= 32, "the block rulec gives km_disk_stats (CG_OBJ_BLOCK)");
 _Static_assert(KD_WORDS <= KM_PCPU_WORDS, "km_pcpu_sums");
+
+/* An md array's members marked Faulty (/proc/mdstat's "(F)", each
+ * /sys/block/mdN/md/dev-NAME/state "faulty"): they stay on mddev.disks, the
+ * array's list of its members, until removed.  KM_MD_UNREAD: a corrupt,
+ * changing or endless list, a failed read or the read budget spent. */
+#define KM_MD_MAX_MEMBERS 4096u
+#define KM_MD_FAULTY 0                   /* enum flag_bits: Faulty is bit 0 (md.h, since 2.6) */
+#define KM_MD_UNREAD (~0ull)
+KM_INLINE u64 km_md_faulty(struct mddev *md)
+{
+	km_list w;
+	km_list_init(&w, KP(md->disks), KM_MD_MAX_MEMBERS);
+	long field = (long)(koffsetof(struct md_rdev, flags) - koffsetof(struct md_rdev, same_set));
+	u64 n = 0, flags;
+	int r;
+	while ((r = km_list_step(&w, field, &flags)) > 0)
+		n += (flags >> KM_MD_FAULTY) & 1;
+	return r < 0 || simt_any(__llview_failed()) ? KM_MD_UNREAD : n;
+}
 
 /* the device's fields and the clock, one gather */
 enum { KH_STATS, KH_DISK, KH_SECTORS, KH_STAMP, KH_PARTNO, KH_RO, KH_JIFFIES, KH_TICK, KH__N };
@@ -169,9 +172,9 @@ int km_disk_stats(u64 d, u64 *blk)
 	blk[KD_RO] = (u64)(km_bdev_ro_of(h[KH_RO]) | ((gv[0] >> 1) & 1) | km_bdev_ro_of(wv));
 	/* an md array (the whole disk, not a partition of it): its mddev,
 	 * where md_mod is loaded (/sys/block/mdN/md: array_state, degraded,
-	 * raid_disks) */
+	 * raid_disks, and the members' state) */
 	blk[KD_MD] = 0;
-	if (KTYPE_EXISTS(mddev) && (u32)gv[2] == 9 && gv[3] && !blk[KD_PARTNO]) {
+	if (KTYPE_EXISTS(mddev) && KTYPE_EXISTS(md_rdev) && (u32)gv[2] == 9 && gv[3] && !blk[KD_PARTNO]) {
 		struct mddev *md = (struct mddev *)(unsigned long)gv[3];
 		u64 ma[3] = {km_addr(KP(md->pers)), km_addr(KP(md->degraded)), km_addr(KP(md->raid_disks))}, mv[3];
 		km_gather(ma, 3, mv);
@@ -179,6 +182,7 @@ int km_disk_stats(u64 d, u64 *blk)
 		blk[KD_MD_ACTIVE] = mv[0] != 0;
 		blk[KD_MD_DEGRADED] = (u32)mv[1];
 		blk[KD_MD_DISKS] = (u32)mv[2];
+		blk[KD_MD_FAILED] = km_md_faulty(md);
 	}
 	blk[KD_FAILED] = (u64)simt_any(__llview_failed());
 	return 0;
@@ -203,6 +207,10 @@ KM_INLINE double km_md(const u64 *blk, long i)
 double km_disk_md_active(u64 d, const u64 *blk) { return km_md(blk, KD_MD_ACTIVE); }
 double km_disk_md_degraded(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DEGRADED); }
 double km_disk_md_disks(u64 d, const u64 *blk) { return km_md(blk, KD_MD_DISKS); }
+double km_disk_md_failed(u64 d, const u64 *blk)
+{
+	return blk[KD_MD] && blk[KD_MD_FAILED] == KM_MD_UNREAD ? KM_NAN : km_md(blk, KD_MD_FAILED);
+}
 double km_disk_reads(u64 d, const u64 *blk) { return km_blk(blk, KD_IOS + KM_RD); }
 double km_disk_reads_merged(u64 d, const u64 *blk) { return km_blk(blk, KD_MERGES + KM_RD); }
 double km_disk_read_bytes(u64 d, const u64 *blk) { return km_blk(blk, KD_SECTORS + KM_RD) * 512.0; }

@@ -1,5 +1,6 @@
 /* kmetric_fs.c - filesystems (km_fs_*): the initial mount
- * namespace's mounts, as /proc/mounts, and what statfs() reports.
+ * namespace's mounts, as /proc/mounts (their mount points, types and
+ * devices), what statfs() reports, and the errors ext4 recorded.
  *
  * The metric library's entry points and helpers: see kmetric_int.h.
  */
@@ -175,23 +176,12 @@ int km_fs_name(u64 key, char *out, u32 size)
 	return __llview_failed() ? -14 : 0;
 }
 
-/* percpu_counter_sum() of nc counters (nc <= 4): each one's count plus
- * its CPUs' s32 deltas, over the possible CPUs (a CPU that went offline
- * had its delta folded into the count).  Warp-collective, as km_pcpu_sums. */
-KM_INLINE void km_pcpu_counters(const u64 *count, const u64 *pcpu, u32 nc, s64 *sum)
-{
-	u64 d[4];
-	km_pcpu_add(pcpu, nc, 1, d);
-	for (u32 f = 0; f < nc; f++)
-		sum[f] = (s64)(count[f] + d[f]);
-}
-
 /* A mount's statfs numbers, read once a tick into a block (km_fs_stats:
  * the mount's words, its superblock's, its filesystem's, then the per-CPU
  * counters); the metrics read the block. */
 enum {
 	KV_MNT_FLAGS, KV_SB_FLAGS, KV_BSIZE, KV_BLOCKS, KV_BFREE, KV_BAVAIL, KV_FILES, KV_FFREE,
-	KV_KIND, KV_FAILED, KV_NOAVAIL, KV__COUNT
+	KV_KIND, KV_FAILED, KV_NOAVAIL, KV_ERRORS, KV__COUNT
 };
 _Static_assert(KV__COUNT <= 64, "the block rulec gives km_fs_stats (CG_OBJ_BLOCK)");
 enum { KV_OTHER, KV_EXT4, KV_TMPFS, KV_XFS, KV_BTRFS };
@@ -219,10 +209,11 @@ KM_INLINE void km_ext4_statfs(u64 sbp, struct ext4_sb_info *sbi, u64 *blk)
 	if (v[E_SB] != sbp || !v[E_ES])
 		return;                         /* not ext4's: ext2's own driver, say */
 	struct ext4_super_block *es = (struct ext4_super_block *)(unsigned long)v[E_ES];
-	u64 b[6] = {km_addr(KP(es->s_inodes_count)), km_addr(KP(es->s_blocks_count_lo)),
+	u64 b[7] = {km_addr(KP(es->s_inodes_count)), km_addr(KP(es->s_blocks_count_lo)),
 		    km_addr(KP(es->s_r_blocks_count_lo)), km_addr(KP(es->s_feature_incompat)),
-		    km_addr(KP(es->s_blocks_count_hi)), km_addr(KP(es->s_r_blocks_count_hi))}, w[6];
-	km_gather(b, 6, w);
+		    km_addr(KP(es->s_blocks_count_hi)), km_addr(KP(es->s_r_blocks_count_hi)),
+		    km_addr(KP(es->s_error_count))}, w[7];
+	km_gather(b, 7, w);
 	u64 cnt[3] = {v[E_FREE], v[E_DIRTY], v[E_INO]}, pc[3] = {v[E_FREEP], v[E_DIRTYP], v[E_INOP]};
 	s64 s[3];
 	km_pcpu_counters(cnt, pc, 3, s);
@@ -238,6 +229,7 @@ KM_INLINE void km_ext4_statfs(u64 sbp, struct ext4_sb_info *sbi, u64 *blk)
 	blk[KV_BAVAIL] = blk[KV_BFREE] < r + resv ? 0 : blk[KV_BFREE] - (r + resv);
 	blk[KV_FILES] = w[0] & 0xffffffffu;
 	blk[KV_FFREE] = (u64)km_pos(s[2]);
+	blk[KV_ERRORS] = w[6] & 0xffffffffu;
 	blk[KV_KIND] = KV_EXT4;
 }
 
@@ -596,7 +588,7 @@ int km_fs_stats(u64 key, u64 *blk)
 	km_gather(b, 4, w);
 	for (u32 i = KV_BLOCKS; i <= KV_FFREE; i++)
 		blk[i] = 0;
-	blk[KV_NOAVAIL] = 0;
+	blk[KV_NOAVAIL] = blk[KV_ERRORS] = 0;
 	blk[KV_MNT_FLAGS] = v[1] & 0xffffffffu;
 	blk[KV_SB_FLAGS] = w[0];
 	blk[KV_BSIZE] = w[2];
@@ -614,6 +606,48 @@ int km_fs_stats(u64 key, u64 *blk)
 	return 0;
 }
 
+/* The filesystem's type ("ext4", "tmpfs"; /proc/mounts' third column:
+ * its superblock's file_system_type's name, without a subtype), at most
+ * size - 1 bytes.  One lane. */
+int km_fs_fstype(u64 key, char *out, u32 size)
+{
+	struct mount *mnt = (struct mount *)(unsigned long)key;
+	struct super_block___fs *sb = KR(mnt->mnt.mnt_sb);
+	struct file_system_type *t = KR(sb->s_type);
+	return km_string(KR(t->name), out, size);
+}
+
+/* The mount's source, as /proc/mounts' first column shows it: what
+ * mount(2) was given ("/dev/vda1", "tmpfs"; without /proc/mounts' octal
+ * escapes; "none" for none), or for btrfs, whose show_devname replaces
+ * it, the path of its latest device (btrfs_show_devname: "/dev/vdc", a
+ * multi-device filesystem's newest); at most size - 1 bytes.  One lane. */
+int km_fs_device(u64 key, char *out, u32 size)
+{
+	struct mount *mnt = (struct mount *)(unsigned long)key;
+	struct super_block___fs *sb = KR(mnt->mnt.mnt_sb);
+	if (KR(sb->s_magic) == KM_BTRFS_MAGIC && km_btrfs_types() && KFIELD_EXISTS(btrfs_fs_devices, latest_dev) &&
+	    KFIELD_EXISTS(btrfs_device, name)) {
+		struct btrfs_fs_info *fi = KR(sb->s_fs_info);
+		struct btrfs_fs_devices *fd = KR(fi->fs_devices);
+		struct btrfs_device *dev = KR(fd->latest_dev);
+		const char *name = KR(dev->name);
+		if (KTYPE_EXISTS(rcu_string))
+			name = KP(((struct rcu_string *)name)->str[0]);
+		return km_string(name, out, size);
+	}
+	const char *dev = KR(mnt->mnt_devname);
+	if (__llview_failed())
+		return -14;
+	if (!dev) {
+		const char none[5] = "none";
+		for (u32 i = 0; i < size; i++)
+			out[i] = i < 4 && i + 1 < size ? none[i] : 0;
+		return 0;
+	}
+	return km_string(dev, out, size);
+}
+
 /* a count of blocks in bytes, or a count: unknown for a filesystem whose
  * counters are not read, NaN when the block could not be read */
 KM_INLINE double km_fsv(const u64 *blk, u64 v, double scale)
@@ -629,6 +663,13 @@ double km_fs_avail_bytes(u64 k, const u64 *blk)
 }
 double km_fs_files(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FILES], 1); }
 double km_fs_files_free(u64 k, const u64 *blk) { return km_fsv(blk, blk[KV_FFREE], 1); }
+/* errors ext4 recorded in its superblock (ext4_handle_error folds them
+ * into the on-disk copy in memory, which errors_count in sysfs shows);
+ * unknown for a filesystem that counts none */
+double km_fs_errors(u64 k, const u64 *blk)
+{
+	return blk[KV_FAILED] ? KM_NAN : blk[KV_KIND] != KV_EXT4 ? KM_ABSENT : (double)blk[KV_ERRORS];
+}
 /* read-only as /proc/mounts says "ro": the mount's flag or the superblock's */
 double km_fs_readonly(u64 k, const u64 *blk)
 {

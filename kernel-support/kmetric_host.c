@@ -278,6 +278,24 @@ double km_host_conntrack_limit(void)
 	return &nf_conntrack_max ? km_collective((double)KR(nf_conntrack_max)) : KM_ABSENT;
 }
 
+/* ---- host: open files ---------------------------------------------------- */
+
+/* Open file handles (struct file) as the kernel counts them: nr_files,
+ * summed over the CPUs as percpu_counter_sum_positive() does (what
+ * alloc_empty_file() checks against the limit, and what
+ * /proc/sys/fs/file-nr's first field prints on Debian's 7.2; on 6.1 and
+ * 6.12 it prints the shared count alone, percpu_counter_read_positive,
+ * up to percpu_counter_batch a CPU away from the sum). */
+double km_host_file_handles(void)
+{
+	u64 cnt = (u64)KR(nr_files.count), pc = km_addr(KR(nr_files.counters));
+	s64 sum;
+	km_pcpu_counters(&cnt, &pc, 1, &sum);
+	return km_collective((double)km_clamp0(sum));
+}
+
+double km_host_file_handles_max(void) { return km_collective((double)KR(files_stat.max_files)); }
+
 /* ---- host: EDAC ---------------------------------------------------------- */
 
 /* Memory errors the EDAC memory controllers counted, summed over them

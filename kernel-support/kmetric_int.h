@@ -3,7 +3,7 @@
  * The metric library is every catalog metric, read the way kernel code
  * reads it, a file per family: kmetric_cpu.c (CPU time, the host's and each
  * CPU's), kmetric_host.c (the rest of host.*: scheduler, kernel health,
- * memory, pressure, clock, conntrack, EDAC), kmetric_task.c (tasks: the
+ * memory, pressure, clock, open files, conntrack, EDAC), kmetric_task.c (tasks: the
  * list and the PID tree), kmetric_disk.c, kmetric_cgroup.c, kmetric_net.c
  * and kmetric_fs.c (the objects: walks, names, stats).
  *
@@ -219,6 +219,39 @@ KM_INLINE void km_pcpu_sums(u64 p, const u64 *off, u32 nw, u64 *sum)
 	for (u32 f = 0; f < nw; f++)
 		base[f] = p + off[f];
 	km_pcpu_add(base, nw, 0, sum);
+}
+
+/* percpu_counter_sum() of nc counters (nc <= 4): each one's count plus
+ * its CPUs' s32 deltas, over the possible CPUs (a CPU that went offline
+ * had its delta folded into the count).  Warp-collective, as km_pcpu_sums. */
+KM_INLINE void km_pcpu_counters(const u64 *count, const u64 *pcpu, u32 nc, s64 *sum)
+{
+	u64 d[4];
+	km_pcpu_add(pcpu, nc, 1, d);
+	for (u32 f = 0; f < nc; f++)
+		sum[f] = (s64)(count[f] + d[f]);
+}
+
+/* A kernel string at s (any alignment) into out: at most size - 1 bytes,
+ * up to its NUL, the rest of out zeroed.  Read an aligned word at a time
+ * (no read crosses a page the string does not reach).  One lane; < 0
+ * when a read failed. */
+KM_INLINE int km_string(const char *s, char *out, u32 size)
+{
+	u64 a = km_addr(s), w = 0;
+	u32 o = 0;
+	for (; o + 1 < size && !__llview_failed(); o++) {
+		u64 at = a + o;
+		if (o == 0 || (at & 7) == 0)
+			w = *(const u64 *)(unsigned long)(at & ~7ul);
+		char c = (char)(w >> ((at & 7) * 8));
+		if (!c)
+			break;
+		out[o] = c;
+	}
+	for (u32 i = o; i < size; i++)
+		out[i] = 0;
+	return __llview_failed() ? -14 : 0;
 }
 
 /* 1 when the kernel has pressure stall information and was not booted

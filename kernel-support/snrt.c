@@ -376,6 +376,8 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 					continue;
 				for (uint32_t c = 0; c < SN_OBJ_NAME; c++)
 					O->name[s][c] = F->name[i][c];
+				for (uint32_t c = 0; O->label && c < SN_OBJ_LABEL; c++)
+					O->label[s][c] = F->label ? F->label[i][c] : 0;
 				for (uint32_t v = 0; v < O->nslots && v < SN_OBJ_COLS; v++)
 					sn_put_obj(w, O, v, s, F->val[(uint64_t)v * F->stride + i]);
 				break;
@@ -547,6 +549,8 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 			b->on[s] = 0;                  /* the next walk decides */
 			for (uint32_t c = 0; c < SN_OBJ_NAME; c++)
 				b->name[s][c] = a->name[s][c];
+			for (uint32_t c = 0; b->label && a->label && c < SN_OBJ_LABEL; c++)
+				b->label[s][c] = a->label[s][c];
 		}
 	}
 	simt_sync();

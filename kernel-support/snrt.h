@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 12u
+#define SN_ABI_VERSION 13u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -272,6 +272,15 @@ typedef struct sn_tasks {
 enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET, SN_OBJ_FS };
 _Static_assert(SN_OBJ_KINDS <= 4, "sn_stats.objs_found");
 #define SN_OBJ_COLS 64u
+/* An object's strings: string 0 is its name (SN_OBJ_NAME bytes, every
+ * kind); a mount (SN_OBJ_FS) has two labels more, kept with its name in
+ * sn_objs.label: its filesystem type ("ext4", /proc/mounts' third column:
+ * SN_FS_TYPE bytes) and its device ("/dev/vda1", the first column:
+ * SN_FS_DEVICE bytes), NUL-terminated, cut to fit. */
+enum { SN_STR_NAME, SN_STR_FSTYPE, SN_STR_DEVICE, SN_STR__COUNT };
+#define SN_FS_TYPE 16u
+#define SN_FS_DEVICE 128u
+#define SN_OBJ_LABEL (SN_FS_TYPE + SN_FS_DEVICE)   /* a slot's labels */
 typedef struct sn_objs {
 	uint32_t cap;              /* slots */
 	uint32_t nslots;           /* value columns: the kind's metrics the rules read */
@@ -284,8 +293,28 @@ typedef struct sn_objs {
 	uint64_t *walk;            /* [cap] this tick's walk, in walk order */
 	uint8_t *on;               /* [cap] present this tick (2: new this tick) */
 	char (*name)[SN_OBJ_NAME]; /* [cap] its name, read this tick */
+	char (*label)[SN_OBJ_LABEL]; /* [cap] its labels, read with its name (SN_OBJ_FS: fstype, device);
+				    * 0 for a kind without labels */
 	double *val;               /* [nslots][cap] by slot */
 } sn_objs;
+
+/* String f (SN_STR_*) of slot s, present or not, and its room in bytes
+ * (*size, NUL included); 0 where the kind has no such string.  For the
+ * runtime and for the host's copies of the tables alike (alert labels:
+ * a mount's mountpoint, device and fstype). */
+static inline const char *sn_objs_str(const sn_objs *O, uint32_t f, uint32_t s, uint32_t *size)
+{
+	if (s >= O->cap)
+		return 0;
+	if (f == SN_STR_NAME) {
+		*size = SN_OBJ_NAME;
+		return O->name[s];
+	}
+	if (!O->label || (f != SN_STR_FSTYPE && f != SN_STR_DEVICE))
+		return 0;
+	*size = f == SN_STR_FSTYPE ? SN_FS_TYPE : SN_FS_DEVICE;
+	return O->label[s] + (f == SN_STR_FSTYPE ? 0 : SN_FS_TYPE);
+}
 
 /* Everything one running bundle uses.  The host allocates and fills it;
  * the counts come from the bundle's manifest and the target. */
@@ -362,6 +391,10 @@ int km_net_walk(uint64_t *out, uint32_t cap);
 int km_net_name(uint64_t dev, char *out, uint32_t size);
 int km_fs_walk(uint64_t *out, uint32_t cap);
 int km_fs_name(uint64_t mount, char *out, uint32_t size);
+/* A mount's labels (one lane): its filesystem type and its device,
+ * NUL-terminated in size bytes. */
+int km_fs_fstype(uint64_t mount, char *out, uint32_t size);
+int km_fs_device(uint64_t mount, char *out, uint32_t size);
 
 /* ---- the runtime: called by the generated code ----------------------------------- */
 
@@ -416,14 +449,15 @@ int sn_task_comm_match(const sn_world *w, uint32_t row, const uint8_t *cls, cons
 		       uint32_t nclass, const uint8_t *accept);
 
 /* Objects: slots 0..sn_nobjs-1 may be present (sn_obj_on); metric `slot`
- * of object slot s; its name == str (len bytes). */
+ * of object slot s; its string f (SN_STR_*: its name, a mount's fstype or
+ * device) == str (len bytes). */
 uint32_t sn_nobjs(const sn_world *w, uint32_t k);
 int sn_obj_on(const sn_world *w, uint32_t k, uint32_t s);
 double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s);
-int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len);
-/* its name =~ a pattern's DFA (as sn_task_comm_match); 0 for a slot not present */
-int sn_obj_name_match(const sn_world *w, uint32_t k, uint32_t s, const uint8_t *cls, const uint16_t *next,
-		      uint32_t nclass, const uint8_t *accept);
+int sn_obj_str_eq(const sn_world *w, uint32_t k, uint32_t f, uint32_t s, const char *str, uint32_t len);
+/* its string f =~ a pattern's DFA (as sn_task_comm_match); 0 for a slot not present */
+int sn_obj_str_match(const sn_world *w, uint32_t k, uint32_t f, uint32_t s, const uint8_t *cls, const uint16_t *next,
+		     uint32_t nclass, const uint8_t *accept);
 
 /* Windowed functions over the history of (hist, entity).  Entity: 0 for
  * host metrics, the CPU number, the task row, or the object slot.  NaN when the window holds
@@ -485,6 +519,7 @@ typedef struct sn_feed {
 		uint32_t stride;
 		const uint64_t *key;       /* [n] a stable nonzero key per object */
 		const char (*name)[SN_OBJ_NAME]; /* [n] */
+		const char (*label)[SN_OBJ_LABEL]; /* [n] (SN_OBJ_FS), or 0: none given */
 		const double *val;         /* [nslots][stride] */
 		const int32_t *hist;       /* [nslots] */
 	} objs[SN_OBJ_KINDS];

@@ -35,6 +35,18 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 	out[SN_OBJ_NAME - 1] = 0;
 }
 
+/* A mount's labels (SN_OBJ_FS): its filesystem type, then its device */
+static void sn_obj_label(uint32_t k, uint64_t key, char *out)
+{
+	if (k != SN_OBJ_FS)
+		return;
+	if (km_fs_fstype(key, out, SN_FS_TYPE) < 0)
+		out[0] = 0;
+	if (km_fs_device(key, out + SN_FS_TYPE, SN_FS_DEVICE) < 0)
+		out[SN_FS_TYPE] = 0;
+	out[SN_FS_TYPE - 1] = out[SN_OBJ_LABEL - 1] = 0;
+}
+
 /* This tick's walk into slots, by the warp: an object keeps its slot; one
  * gone frees it; a new one takes the lowest free slot, its histories
  * emptied.  Loops run over the slots in use (hi), lanes side by side: on
@@ -103,12 +115,15 @@ void sn_objs_find(sn_world *w, uint32_t k)
 	int walked = sn_obj_walk(k, O->walk, O->cap);   /* the warp walks; every lane gets the count */
 	simt_sync();
 	sn_objs_assign(w, k, O, walked);
-	/* names: a new object's now, every object's every 64 ticks (a
-	 * network interface may be renamed) */
+	/* names and labels: a new object's now, every object's every 64
+	 * ticks (a network interface may be renamed) */
 	int all = (w->tick & 63) == 0;
 	for (uint32_t s = simt_lane(); s < O->hi; s += simt_nlanes())
-		if (O->on[s] == 2 || (O->on[s] && all))
+		if (O->on[s] == 2 || (O->on[s] && all)) {
 			sn_obj_name(k, O->key[s], O->name[s]);
+			if (O->label)
+				sn_obj_label(k, O->key[s], O->label[s]);
+		}
 	simt_sync();
 }
 
@@ -132,19 +147,20 @@ double sn_obj(const sn_world *w, uint32_t k, uint32_t slot, uint32_t s)
 	return slot < O->nslots && s < O->cap && O->on[s] ? O->val[(uint64_t)slot * O->cap + s] : SN_NAN;
 }
 
-int sn_obj_name_match(const sn_world *w, uint32_t k, uint32_t s, const uint8_t *cls, const uint16_t *next,
-		      uint32_t nclass, const uint8_t *accept)
+int sn_obj_str_match(const sn_world *w, uint32_t k, uint32_t f, uint32_t s, const uint8_t *cls, const uint16_t *next,
+		     uint32_t nclass, const uint8_t *accept)
 {
-	if (!sn_obj_on(w, k, s))
-		return 0;
-	return sn_dfa_match(w->objs[k].name[s], SN_OBJ_NAME, cls, next, nclass, accept);
+	uint32_t size;
+	const char *n = sn_obj_on(w, k, s) ? sn_objs_str(&w->objs[k], f, s, &size) : 0;
+	return n ? sn_dfa_match(n, size, cls, next, nclass, accept) : 0;
 }
 
-int sn_obj_name_eq(const sn_world *w, uint32_t k, uint32_t s, const char *str, uint32_t len)
+int sn_obj_str_eq(const sn_world *w, uint32_t k, uint32_t f, uint32_t s, const char *str, uint32_t len)
 {
-	if (!sn_obj_on(w, k, s) || len >= SN_OBJ_NAME)
+	uint32_t size;
+	const char *n = sn_obj_on(w, k, s) ? sn_objs_str(&w->objs[k], f, s, &size) : 0;
+	if (!n || len >= size)
 		return 0;
-	const char *n = w->objs[k].name[s];
 	for (uint32_t i = 0; i < len; i++)
 		if (n[i] != str[i])
 			return 0;

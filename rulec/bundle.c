@@ -319,12 +319,12 @@ static int bd_metric(json_t *v, MetricId *m)
 	return *m == MET__COUNT ? -1 : 0;
 }
 
-static int bd_metrics(json_t *a, MetricId *out, unsigned *n)
+static int bd_metrics(json_t *a, MetricId *out, unsigned max, unsigned *n)
 {
 	size_t i;
 	json_t *v;
 	*n = 0;
-	if (!json_is_array(a) || json_array_size(a) > 64)
+	if (!json_is_array(a) || json_array_size(a) > max)
 		return -1;
 	json_array_foreach(a, i, v) {
 		if (bd_metric(v, &out[i]))
@@ -370,13 +370,13 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 	b->sources = calloc(json_array_size(src) + 1, sizeof *b->sources);
 	json_array_foreach(src, i, v) b->sources[b->nsources++] = strdup(json_string_value(v) ? json_string_value(v) : "");
 	json_t *t = json_object_get(m, "tables");
-	if (bd_metrics(json_object_get(t, "host"), b->host_m, &b->nhost) ||
-	    bd_metrics(json_object_get(t, "cpu"), b->cpu_m, &b->ncpu) ||
-	    bd_metrics(json_object_get(t, "task"), b->task_m, &b->ntask))
+	if (bd_metrics(json_object_get(t, "host"), b->host_m, BD_TABLE_MAX, &b->nhost) ||
+	    bd_metrics(json_object_get(t, "cpu"), b->cpu_m, BD_TABLE_MAX, &b->ncpu) ||
+	    bd_metrics(json_object_get(t, "task"), b->task_m, BD_TABLE_MAX, &b->ntask))
 		BAD("the value tables name a metric this build does not know (a newer rulec made it?)");
 	for (int k = 0; k < ENT_NOBJ; k++) {
 		json_t *ot = json_object_get(t, cat_entities[ENT_FIRST_OBJ + k].prefix);
-		if (ot && bd_metrics(ot, b->obj_m[k], &b->nobj[k]))
+		if (ot && bd_metrics(ot, b->obj_m[k], BD_OBJ_TABLE_MAX, &b->nobj[k]))
 			BAD("the %s table names a metric this build does not know", cat_entities[ENT_FIRST_OBJ + k].prefix);
 	}
 	b->comm = json_is_true(json_object_get(t, "comm"));

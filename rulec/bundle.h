@@ -87,16 +87,22 @@ typedef struct BdPtx {
  * without parts is one part. */
 const char *bd_ptx_part(const BdPtx *x, const char *end, size_t *len);
 
+/* The most metrics of one entity a bundle's value tables hold: every
+ * host metric of the catalog (sentinel-inspect compiles them all), and
+ * an object kind's columns (the runtime's SN_OBJ_COLS). */
+#define BD_TABLE_MAX 128u
+#define BD_OBJ_TABLE_MAX 64u
+
 typedef struct Bundle {
 	char *rulec_version, *created;
 	char **sources;
 	size_t nsources;
 	unsigned abi;
 	/* value tables: slot i of each entity's table holds metric *_m[i] */
-	MetricId host_m[64], cpu_m[64], task_m[64];
+	MetricId host_m[BD_TABLE_MAX], cpu_m[BD_TABLE_MAX], task_m[BD_TABLE_MAX];
 	unsigned nhost, ncpu, ntask;
 	unsigned ntwin;           /* task slots after task_m[]: windows the rules take, derived each tick */
-	MetricId obj_m[ENT_NOBJ][64];  /* object kind k's table: slot i holds obj_m[k][i] */
+	MetricId obj_m[ENT_NOBJ][BD_OBJ_TABLE_MAX];  /* object kind k's table: slot i holds obj_m[k][i] */
 	unsigned nobj[ENT_NOBJ];
 	bool comm;
 	BdHist *hist;

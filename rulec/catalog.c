@@ -1,5 +1,6 @@
 /* catalog.c - metric catalog lookups. */
 #include "catalog.h"
+#include "snrt.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -31,6 +32,11 @@ const Metric cat_metrics[MET__COUNT] = {
 #include "catalog.def"
 #undef X
 };
+
+unsigned cat_obj_str(MetricId m)
+{
+	return m == MET_FS_FSTYPE ? SN_STR_FSTYPE : m == MET_FS_DEVICE ? SN_STR_DEVICE : SN_STR_NAME;
+}
 
 MetricId cat_lookup(const char *name, unsigned len)
 {

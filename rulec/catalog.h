@@ -59,6 +59,11 @@ typedef struct MetSet {
 static inline void met_add(MetSet *s, MetricId m) { s->w[m / 64] |= 1ull << (m % 64); }
 static inline bool met_has(const MetSet *s, MetricId m) { return s->w[m / 64] >> (m % 64) & 1; }
 
+/* Which of its object's strings a string metric of an object is (the
+ * runtime's SN_STR_*: 0 its name, disk.name, fs.mountpoint; a mount's
+ * fs.fstype and fs.device are labels kept with it). */
+unsigned cat_obj_str(MetricId m);
+
 /* Look a metric up by name; returns MET__COUNT when unknown. */
 MetricId cat_lookup(const char *name, unsigned len);
 /* The closest catalog name within a small edit distance, or NULL. */

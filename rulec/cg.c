@@ -84,7 +84,7 @@ static bool cg_inline_in_rule(const char *name)
 	static const char *const small[] = {
 		"sn_host", "sn_cpu", "sn_task", "sn_task_col", "sn_ntasks", "sn_ncpus", "sn_cpu_on",
 		"sn_task_pid", "sn_task_comm_eq", "simt_lane", "simt_nlanes",
-		"sn_obj", "sn_nobjs", "sn_obj_on", "sn_obj_name_eq", "sn_ent_busy",
+		"sn_obj", "sn_nobjs", "sn_obj_on", "sn_obj_str_eq", "sn_ent_busy",
 	};
 	for (size_t i = 0; i < sizeof small / sizeof *small; i++)
 		if (!strcmp(name, small[i]))
@@ -337,14 +337,14 @@ static LLVMValueRef cg_string_compare(Cg *C, const Expr *e, Ent ent)
 	LLVMValueRef eq;
 	if (met->kind == N_STR) {            /* two literals */
 		eq = cg_real(C, lit->u.str.len == met->u.str.len && !memcmp(lit->u.str.s, met->u.str.s, lit->u.str.len));
-	} else if (ent_is_obj(cat_metrics[met->u.metric.id].entity)) {   /* disk.name == "vda" */
+	} else if (ent_is_obj(cat_metrics[met->u.metric.id].entity)) {   /* disk.name == "vda", fs.fstype == "xfs" */
 		char tmp[SN_OBJ_NAME];
 		snprintf(tmp, sizeof tmp, "%.*s", (int)(lit->u.str.len < SN_OBJ_NAME - 1 ? lit->u.str.len : SN_OBJ_NAME - 1),
 			 lit->u.str.s);
 		LLVMValueRef s = LLVMBuildGlobalStringPtr(C->b, tmp, "name");
-		LLVMValueRef a[5] = {C->w, cg_u32(C, cat_metrics[met->u.metric.id].entity - ENT_FIRST_OBJ), ent.idx, s,
-				     cg_u32(C, (unsigned)strlen(tmp))};
-		eq = LLVMBuildSIToFP(C->b, cg_call(C, "sn_obj_name_eq", a, 5), C->dbl, "");
+		LLVMValueRef a[6] = {C->w, cg_u32(C, cat_metrics[met->u.metric.id].entity - ENT_FIRST_OBJ),
+				     cg_u32(C, cat_obj_str(met->u.metric.id)), ent.idx, s, cg_u32(C, (unsigned)strlen(tmp))};
+		eq = LLVMBuildSIToFP(C->b, cg_call(C, "sn_obj_str_eq", a, 6), C->dbl, "");
 	} else if (met->u.metric.id == MET_TASK_COMM) {
 		char tmp[32];
 		snprintf(tmp, sizeof tmp, "%.*s", (int)(lit->u.str.len < 16 ? lit->u.str.len : 16), lit->u.str.s);
@@ -384,7 +384,7 @@ static LLVMValueRef cg_table(Cg *C, const uint8_t *b8, const uint16_t *b16, unsi
 }
 
 /* name =~ "pattern" / name !~ "pattern": the pattern's DFA (rx.h) as
- * constant tables the runtime walks over the name (sn_obj_name_match,
+ * constant tables the runtime walks over the name (sn_obj_str_match,
  * sn_task_comm_match); task.state: the letters the pattern matches,
  * compared here.  1, 0, or NaN for an unknown state; !~ negates, NaN
  * kept. */
@@ -413,9 +413,9 @@ static LLVMValueRef cg_string_match(Cg *C, const Expr *e, Ent ent)
 		LLVMValueRef next = cg_table(C, NULL, rx.next, rx.nstates * rx.nclass, "rx.next");
 		LLVMValueRef acc = cg_table(C, rx.accept, NULL, rx.nstates, "rx.accept");
 		if (ent_is_obj(cat_metrics[id].entity)) {          /* disk.name =~ "vd.*" */
-			LLVMValueRef a[7] = {C->w, cg_u32(C, cat_metrics[id].entity - ENT_FIRST_OBJ), ent.idx,
-					     cls, next, cg_u32(C, rx.nclass), acc};
-			r = cg_call(C, "sn_obj_name_match", a, 7);
+			LLVMValueRef a[8] = {C->w, cg_u32(C, cat_metrics[id].entity - ENT_FIRST_OBJ),
+					     cg_u32(C, cat_obj_str(id)), ent.idx, cls, next, cg_u32(C, rx.nclass), acc};
+			r = cg_call(C, "sn_obj_str_match", a, 8);
 		} else {                                           /* task.comm */
 			LLVMValueRef a[6] = {C->w, ent.idx, cls, next, cg_u32(C, rx.nclass), acc};
 			r = cg_call(C, "sn_task_comm_match", a, 6);

@@ -243,8 +243,8 @@ static Ty c_match(Chk *C, const Expr *e)
 	char t[64];
 	if (e->a->kind != N_METRIC || (a.k != TY_STR && a.k != TY_STATE)) {
 		c_error(C, c_loc(C, e->a), DIAG_STRING_OP,
-			"'%s' matches a string field (net.name, disk.name, fs.mountpoint, cgroup.name, task.comm, "
-			"task.state) against a pattern; %s is %s", op, c_text(C, e->a, t, sizeof t),
+			"'%s' matches a string field (net.name, disk.name, fs.mountpoint, fs.fstype, fs.device, cgroup.name, "
+			"task.comm, task.state) against a pattern; %s is %s", op, c_text(C, e->a, t, sizeof t),
 			e->a->kind == N_STR ? "a literal" : a.k == TY_NUM ? "a number" : a.k == TY_BOOL ? "a condition" : "not a field");
 		return ty_err;
 	}

@@ -130,6 +130,8 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	time_t now = time(NULL);
 	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	b->created = strdup(when);
+	if (p->nhost > BD_TABLE_MAX || p->ncpu > BD_TABLE_MAX || p->ntask > BD_TABLE_MAX)
+		return -E2BIG;
 	memcpy(b->host_m, p->host_m, p->nhost * sizeof *p->host_m);
 	memcpy(b->cpu_m, p->cpu_m, p->ncpu * sizeof *p->cpu_m);
 	memcpy(b->task_m, p->task_m, p->ntask * sizeof *p->task_m);
@@ -137,7 +139,7 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	b->ncpu = p->ncpu;
 	b->ntask = p->ntask;
 	for (int k = 0; k < ENT_NOBJ; k++) {
-		if (p->nobj[k] > 64)
+		if (p->nobj[k] > BD_OBJ_TABLE_MAX)
 			return -E2BIG;
 		memcpy(b->obj_m[k], p->obj_m[k], p->nobj[k] * sizeof *p->obj_m[k]);
 		b->nobj[k] = p->nobj[k];

@@ -1,6 +1,7 @@
 /* ruletest.c - the rule test file parser (see ruletest.h). */
 #include "kstate.h"
 #include "ruletest.h"
+#include "snrt.h"
 #include "units.h"
 
 #include <ctype.h>
@@ -230,6 +231,7 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 			char *e;
 			bool cpu = ll == 3 && !memcmp(l, "cpu", 3), pid = ll == 3 && !memcmp(l, "pid", 3);
 			bool comm = ll == 4 && !memcmp(l, "comm", 4);
+			bool fstype = ll == 6 && !memcmp(l, "fstype", 6), device = ll == 6 && !memcmp(l, "device", 6);
 			if ((cpu && ent == ENT_CPU) || (pid && ent == ENT_TASK)) {
 				long x = strtol(val, &e, 10);
 				if (!*val || *e || x < 0 || x > (cpu ? 8191 : 4194304)) {
@@ -253,6 +255,15 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					return false;
 				}
 				S->comm = arena_strndup(&C->f->arena, v, (size_t)(ve - v));
+			} else if ((fstype || device) && ent == ENT_FS) {
+				/* a mount's labels, as Sentinel keeps them (snrt.h) */
+				unsigned max = fstype ? SN_FS_TYPE - 1 : SN_FS_DEVICE - 1;
+				if (ve - v > (long)max) {
+					diag_report(C->d, yt_scalar_loc(n, (size_t)(v - s), (unsigned)(ve - v)), DIAG_BAD_SERIES,
+						    "%s is at most %u bytes, as Sentinel keeps it", fstype ? "fstype" : "device", max);
+					return false;
+				}
+				*(fstype ? &S->fstype : &S->device) = arena_strndup(&C->f->arena, v, (size_t)(ve - v));
 			} else {
 				diag_report(C->d, yt_scalar_loc(n, (size_t)(l - s), (unsigned)ll), DIAG_BAD_SERIES,
 					    "label '%.*s' does not apply to %s; %s", (int)ll, l, cat_metrics[S->metric].name,
@@ -261,7 +272,8 @@ static bool ut_selector(UtCtx *C, const YtNode *n, UtSeries *S)
 					    ent == ENT_DISK ? "disk series take disk=\"NAME\"" :
 					    ent == ENT_CGROUP ? "cgroup series take cgroup=\"PATH\"" :
 					    ent == ENT_NET ? "interface series take interface=\"NAME\"" :
-					    ent == ENT_FS ? "filesystem series take mountpoint=\"PATH\"" :
+					    ent == ENT_FS ? "filesystem series take mountpoint=\"PATH\", fstype=\"TYPE\" and "
+							    "device=\"DEVICE\"" :
 					    "host series take no labels");
 				return false;
 			}

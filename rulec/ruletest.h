@@ -9,7 +9,8 @@
  *       input_series:
  *         - series: 'host.forks'           host.*, cpu.*{cpu="N"},
  *           values: '0+10x100'             task.*{pid="N", comm="NAME"},
- *                                          disk.*{disk="NAME"}
+ *                                          disk.*{disk="NAME"}, fs.*{mountpoint=
+ *                                          "PATH", fstype="T", device="D"}
  *       alert_rule_test:
  *         - eval_time: 10m
  *           alertname: ForkBomb
@@ -52,6 +53,8 @@ typedef struct UtSeries {
 	long pid;                 /* task.*: its label; else -1 */
 	const char *comm;         /* task.*: its label, or "" */
 	const char *obj;          /* disk.*: the object's name (its label); else NULL */
+	const char *fstype;       /* fs.*: its fstype="..." label; else NULL */
+	const char *device;       /* fs.*: its device="..." label; else NULL */
 	double *v;                /* [nv]: a value, UT_MISSING or UT_STALE */
 	size_t nv;
 	const YtNode *node;

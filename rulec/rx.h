@@ -5,7 +5,7 @@
  * no part of the pattern tells apart share a class, so the table is
  * states x classes.  The DFA is what the generated code carries (constant
  * arrays) and what the runtime walks over a name's bytes
- * (sn_obj_name_match, sn_task_comm_match): no regex engine on the GPU.
+ * (sn_obj_str_match, sn_task_comm_match): no regex engine on the GPU.
  *
  * Supported: literals, '.', escapes (\. \\ \d \D \w \W \s \S \t \n \r \f
  * \v \xHH, any escaped punctuation), classes [a-z0-9_] and [^...] with

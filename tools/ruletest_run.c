@@ -333,9 +333,10 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	Entity *oent = calloc(G->nseries + 1, sizeof *oent);
 	long *obj_of = calloc(G->nseries + 1, sizeof *obj_of);
 	int *orow = calloc(G->nseries + 1, sizeof *orow);
-	if (!pids || !comms || !row || !task_of || !val || !oname || !oent || !obj_of || !orow) {
+	const char **ostr = calloc(2 * G->nseries + 2, sizeof *ostr);  /* a mount's fstype and device, or NULL */
+	if (!pids || !comms || !row || !task_of || !val || !oname || !oent || !obj_of || !orow || !ostr) {
 		free(pids), free(comms), free(row), free(task_of), free(val);
-		free(oname), free(oent), free(obj_of), free(orow);
+		free(oname), free(oent), free(obj_of), free(orow), free(ostr);
 		snprintf(err, n, "out of memory");
 		return -1;
 	}
@@ -351,6 +352,10 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 			if (k == nobj)
 				oname[nobj] = S->obj, oent[nobj++] = e;
 			obj_of[s] = (long)k;
+			if (S->fstype)                     /* any of its series may say them */
+				ostr[2 * k] = S->fstype;
+			if (S->device)
+				ostr[2 * k + 1] = S->device;
 			continue;
 		}
 		if (S->pid < 0)
@@ -372,7 +377,7 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	int rc = fd_open(b, &p, &fd, err, n);
 	if (rc) {
 		free(pids), free(comms), free(row), free(task_of), free(val);
-		free(oname), free(oent), free(obj_of), free(orow);
+		free(oname), free(oent), free(obj_of), free(orow), free(ostr);
 		return -1;
 	}
 	for (size_t i = 0; i < b->nrules; i++)
@@ -399,6 +404,8 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 			orow[i] = fd_obj_add(fd, oent[i], (uint64_t)i + 1, oname[i]);
 			if (oent[i] == ENT_DISK)      /* a whole disk unless said otherwise */
 				fd_obj(fd, MET_DISK_PARTITION, orow[i], 0);
+			fd_obj_str(fd, oent[i], orow[i], SN_STR_FSTYPE, ostr[2 * i]);
+			fd_obj_str(fd, oent[i], orow[i], SN_STR_DEVICE, ostr[2 * i + 1]);
 		}
 		for (size_t i = 0; i < ntask; i++) {
 			if (row[i] < 0)
@@ -435,7 +442,7 @@ static int ut_group_run(UtRun *R, const UtFile *f, const UtGroup *G, size_t gi, 
 	}
 	fd_close(fd);
 	free(pids), free(comms), free(row), free(task_of), free(val);
-	free(oname), free(oent), free(obj_of), free(orow);
+	free(oname), free(oent), free(obj_of), free(orow), free(ostr);
 	return 0;
 }
 

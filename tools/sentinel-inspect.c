@@ -245,9 +245,27 @@ static json_t *inspect_self(void)
 static const char *obj_name_metric(Entity e)
 {
 	for (unsigned m = 0; m < MET__COUNT; m++)
-		if (cat_metrics[m].entity == e && cat_metrics[m].type == MT_STR)
+		if (cat_metrics[m].entity == e && cat_metrics[m].type == MT_STR && cat_obj_str(m) == SN_STR_NAME)
 			return cat_metrics[m].name;
 	return "name";
+}
+
+/* An object's labels besides its name (a mount's fs.fstype, fs.device):
+ * the string metrics of entity e that are not its name, the next from
+ * metric *m on (MET__COUNT: no more); obj_label: one's text, in kt. */
+static MetricId obj_label_next(Entity e, unsigned *m)
+{
+	for (; *m < MET__COUNT; ++*m)
+		if (cat_metrics[*m].entity == e && cat_metrics[*m].type == MT_STR && cat_obj_str(*m) != SN_STR_NAME)
+			return (MetricId)(*m)++;
+	return MET__COUNT;
+}
+
+static const char *obj_label(KText *kt, const sn_objs *O, MetricId m, uint32_t s)
+{
+	uint32_t size = 0;
+	const char *v = sn_objs_str(O, cat_obj_str(m), s, &size);
+	return v ? ktext(kt, v, size) : "";
 }
 
 static json_t *json_value(const Metric *m, double v)
@@ -310,6 +328,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 					continue;
 				json_t *o2 = json_pack("{s:s}", obj_name_metric(ENT_FIRST_OBJ + k),
 						       ktext(&kt, O->name[s], SN_OBJ_NAME));
+				for (unsigned at = 0, m; (m = obj_label_next(ENT_FIRST_OBJ + k, &at)) < MET__COUNT;)
+					json_object_set_new(o2, cat_metrics[m].name, json_string(obj_label(&kt, O, m, s)));
 				for (unsigned i = 0; i < b->nobj[k]; i++)
 					json_object_set_new(o2, cat_metrics[b->obj_m[k][i]].name,
 							    json_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s]));
@@ -384,6 +404,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 		       O->err ? " (the walk failed this tick)" : "", cat_entities[ENT_FIRST_OBJ + k].label);
 		for (unsigned i = 0; i < b->nobj[k]; i++)
 			printf(" %s", cat_metrics[b->obj_m[k][i]].name + strlen(pre) + 1);
+		for (unsigned at = 0, m; (m = obj_label_next(ENT_FIRST_OBJ + k, &at)) < MET__COUNT;)
+			printf(" %s", cat_metrics[m].name + strlen(pre) + 1);
 		putchar('\n');
 		for (uint32_t s = 0; s < O->hi; s++) {
 			if (!O->on[s])
@@ -393,6 +415,8 @@ static void print_metrics(const Bundle *b, const sn_world *w, const Engine *e, c
 				fmt_value(&cat_metrics[b->obj_m[k][i]], O->val[(size_t)i * O->cap + s], buf, sizeof buf);
 				printf(" %s", buf);
 			}
+			for (unsigned at = 0, m; (m = obj_label_next(ENT_FIRST_OBJ + k, &at)) < MET__COUNT;)
+				printf(" %s", obj_label(&kt, O, m, s));
 			putchar('\n');
 		}
 	}

@@ -101,8 +101,9 @@ def nvalues(s):
 
 def newest_known(gpu, mounts):
     """Agreement alone would pass if both backends said unknown: the words
-    added last (btrfs's statfs, operstate, per-cgroup pressure averages)
-    must be known on the GPU, with plausible values.  (ok, detail)"""
+    added last (btrfs's statfs, operstate, per-cgroup pressure averages,
+    a mount's type and device, the open files) must be known on the GPU,
+    with plausible values.  (ok, detail)"""
     bad = []
     fs = {f.get("fs.mountpoint"): f for f in gpu.get("filesystems", [])}
     for m in mounts:
@@ -110,6 +111,12 @@ def newest_known(gpu, mounts):
         for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes"):
             if not isinstance(f.get(k), (int, float)) or f.get(k) <= 0:
                 bad.append("%s %s = %r" % (m, k, f.get(k)))
+        # "/xfs xfs": its type as /proc/mounts says, its device one of the images'
+        if f.get("fs.fstype") != m.split()[1] or not str(f.get("fs.device", "")).startswith("/dev/vd"):
+            bad.append("%s fs.fstype = %r, fs.device = %r" % (m, f.get("fs.fstype"), f.get("fs.device")))
+    for k in ("host.file_handles", "host.file_handles_max"):
+        if not isinstance(gpu["host"].get(k), (int, float)) or gpu["host"].get(k) <= 0:
+            bad.append("%s = %r" % (k, gpu["host"].get(k)))
     for i in gpu.get("interfaces", []):
         if i.get("net.operstate") not in (0, 1, 2, 3, 4, 5, 6):
             bad.append("%s net.operstate = %r" % (i.get("net.name"), i.get("net.operstate")))
@@ -177,8 +184,9 @@ def run_guest(name, kdir, images):
                        (name, bundle, len(gpu.get("cgroups", [])), len(gpu.get("filesystems", [])),
                         " ".join(f.get("fs.mountpoint", "?") for f in gpu.get("filesystems", []))))
                 ok, bad = newest_known(gpu, fsimages.expected(len(images)))
-                report(ok, "%s %s: the GPU read the newest words known: the sizes of xfs, btrfs, btrfs RAID1 "
-                       "and ext4, net.operstate, cgroup pressure avg60/avg300" % (name, bundle), bad)
+                report(ok, "%s %s: the GPU read the newest words known: the sizes, types and devices of xfs, "
+                       "btrfs, btrfs RAID1 and ext4, net.operstate, cgroup pressure avg60/avg300, the open files" %
+                       (name, bundle), bad)
             ticks = sorted(s["tick_us"] for s in gpus[1:])
             rows.append((name, bundle, nvalues(cpu), "yes" if not d else "NO (%d)" % len(d),
                          "%.0f" % gpu["open_ms"], "%.0f" % cpu["tick_us"], "%.0f" % ticks[len(ticks) // 2]))

@@ -41,6 +41,15 @@ kernel computes a value at read time, the tolerance below says why:
               count (connections expire): between the two reads, which
               are made with cat (a /proc/sys file answers only a read at
               offset 0) just before and after the window.
+  open files  /proc/sys/fs/file-nr (read with cat, just outside the
+              window): its first field is nr_files' shared count on 6.1 and
+              6.12, which lacks up to percpu_counter_batch (max(32, 2 x
+              CPUs)) a CPU of the sum Sentinel reads; 7.2 prints the sum,
+              cat's own files in it (within 8); the limit exactly.
+  mounts      fs.fstype and fs.device as /proc/mounts' type and device
+              columns (its octal escapes undone); fs.errors as
+              /sys/fs/ext4/DEV/errors_count, unknown for other types.
+  md arrays   disk.md_failed as the members whose dev-*/state says faulty.
   pressure    /proc/pressure prints the stall sums in whole microseconds
               (truncated: +1 us) and the averages' percent truncated to
               two decimals (+0.01).  Reading it folds the per-CPU times in,
@@ -49,10 +58,12 @@ kernel computes a value at read time, the tolerance below says why:
               CONFIG_IRQ_TIME_ACCOUNTING) must be unknown in ours.
 """
 import json
+import re
 import subprocess
 
 IDLE_LAG_S = 5.0
 READER_SLACK_KB = 8192
+READER_FILES = 32
 
 # each cgroup directory, three levels down; $p its path below the root
 _CG_EACH = ("for d in /sys/fs/cgroup/*/ /sys/fs/cgroup/*/*/ /sys/fs/cgroup/*/*/*/; do "
@@ -78,7 +89,9 @@ _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; 
          "echo @blocksys; for d in /sys/class/block/*; do read -r s < $d/size; read -r r < $d/ro; "
          "p=0; [ -r $d/partition ] && p=1; echo \"${d##*/} $s $r $p\"; done; "
          "for d in /sys/block/md*/md; do [ -d $d ] || continue; s=-; g=-; n=-; read -r s < $d/array_state; "
-         "[ -r $d/degraded ] && read -r g < $d/degraded; read -r n < $d/raid_disks; x=${d%/md}; echo \"MD ${x##*/} $s $g $n\"; done; "
+         "[ -r $d/degraded ] && read -r g < $d/degraded; read -r n < $d/raid_disks; f=0; "
+         "for r in $d/dev-*/state; do [ -r $r ] || continue; read -r v < $r; case ,$v, in *,faulty,*) f=$((f+1));; esac; done; "
+         "x=${d%/md}; echo \"MD ${x##*/} $s $g $n $f\"; done; "
          "echo @netdev; while read -r l; do echo \"$l\"; done < /proc/net/dev; "
          "for d in /sys/class/net/*; do [ -d $d ] || continue; read -r f < $d/flags; c=-; read -r c < $d/carrier 2>/dev/null; "
          "s=-; read -r s < $d/speed 2>/dev/null; o=-; read -r o < $d/operstate; echo \"N ${d##*/} $f $c $s $o\"; done; "
@@ -94,7 +107,8 @@ _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; 
          "[ -r $d$f ] && read -r v w < $d$f && echo \"C $p $f $v $w\"; done; "
          "for f in memory.events cpu.stat; do [ -r $d$f ] && while read -r k v; do echo \"C $p $f.$k $v\"; done < $d$f; "
          "done; done; "
-         "echo @fs; l=; while read -r dv mp ty op rest; do echo \"M $mp $ty ${op%%,*}\"; l=\"$l $mp\"; "
+         "echo @fs; l=; while read -r dv mp ty op rest; do echo \"M $mp $ty ${op%%,*} $dv\"; l=\"$l $mp\"; "
+         "case $ty in ext[234]) e=/sys/fs/ext4/${dv#/dev/}/errors_count; [ -r $e ] && read -r n < $e && echo \"E $mp $n\";; esac; "
          "done < /proc/mounts; stat -f -c 'F %n %t %b %f %a %c %d %S' $l 2>/dev/null; "
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
@@ -108,6 +122,11 @@ _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; 
 # before the sample: the rest, then the averages; after it, the reverse
 TRUTH_BEFORE = "jiffies; " + _TRUTH_REST + _TRUTH_CG_AVGS + _TRUTH_HOST_AVGS + "echo @end; jiffies"
 TRUTH_AFTER = "jiffies; " + _TRUTH_HOST_AVGS + _TRUTH_CG_AVGS + _TRUTH_REST + "echo @end; jiffies"
+
+
+def _unescape(s):
+    """/proc/mounts' octal escapes (\\040 a space) undone"""
+    return re.sub(r"\\([0-7]{3})", lambda x: chr(int(x.group(1), 8)), s)
 
 
 def parse_truth(out):
@@ -142,10 +161,10 @@ def parse_truth(out):
         elif sec == "diskstats":
             # major minor name, then 17 fields (diskstats_show)
             t.setdefault("disks", {})[f[2]] = [int(x) for x in f[3:]]
-        elif sec == "blocksys" and f[0] == "MD" and len(f) == 5:
-            # "MD NAME ARRAY_STATE DEGRADED|- RAID_DISKS" (/sys/block/mdN/md)
+        elif sec == "blocksys" and f[0] == "MD" and len(f) == 6:
+            # "MD NAME ARRAY_STATE DEGRADED|- RAID_DISKS FAULTY" (/sys/block/mdN/md, its dev-*/state)
             t.setdefault("md", {})[f[1]] = {"state": f[2], "degraded": None if f[3] == "-" else int(f[3]),
-                                            "disks": int(f[4])}
+                                            "disks": int(f[4]), "failed": int(f[5])}
         elif sec == "blocksys":
             t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
         elif sec == "kernel":
@@ -165,9 +184,12 @@ def parse_truth(out):
         elif sec == "netdev" and f[0] == "N" and len(f) == 6:
             t.setdefault("netsys", {})[f[1]] = {"flags": int(f[2], 16), "carrier": f[3], "speed": f[4],
                                                 "operstate": f[5]}
-        elif sec == "fs" and f[0] == "M" and len(f) == 4:
-            # "M MOUNTPOINT TYPE ro|rw" (/proc/mounts)
-            t.setdefault("mounts", {})[f[1]] = {"type": f[2], "ro": f[3] == "ro"}
+        elif sec == "fs" and f[0] == "M" and len(f) == 5:
+            # "M MOUNTPOINT TYPE ro|rw DEVICE" (/proc/mounts; its octal escapes undone)
+            t.setdefault("mounts", {})[f[1]] = {"type": f[2], "ro": f[3] == "ro", "device": _unescape(f[4])}
+        elif sec == "fs" and f[0] == "E" and len(f) == 3:
+            # "E MOUNTPOINT ERRORS" (/sys/fs/ext4/DEV/errors_count)
+            t.setdefault("fserrors", {})[f[1]] = int(f[2])
         elif sec == "fs" and f[0] == "F" and len(f) == 9:
             # "F MOUNTPOINT MAGIC BLOCKS FREE AVAIL FILES FFREE FRSIZE" (statfs, busybox stat -f)
             t.setdefault("statfs", {})[f[1]] = {"magic": int(f[2], 16), "blocks": int(f[3]), "bfree": int(f[4]),
@@ -304,6 +326,23 @@ def compare(b, a, m, ncpus, release=None):
                 counter=False)
         out.append((cl is not None and kb["max"] <= cl <= ka["max"] and kb["max"] == ka["max"],
                     "host.conntrack_limit %s, nf_conntrack_max %s then %s" % (cl, kb["max"], ka["max"]), ""))
+    # open files, as /proc/sys/fs/file-nr shows them (read with cat, just outside the window)
+    fb, fa = b.get("files", {}), a.get("files", {})
+    if "nr" not in fb or "nr" not in fa:
+        out.append((False, "host.file_handles*: no truth (/proc/sys/fs/file-nr)", ""))
+    else:
+        # file-nr's first field is nr_files' shared count up to 6.12: each
+        # CPU's part of the sum it lacks is under percpu_counter_batch,
+        # max(32, 2 x CPUs); 7.2 prints the sum, with cat's own files in it
+        # (its program and file-nr); the reader inside the guest holds files
+        # of its own
+        ver = tuple(int(x) for x in release.split("-")[0].split(".")[:2]) if release else None
+        batch = 8 if ver and ver >= (7, 0) else max(32, 2 * ncpus) * ncpus
+        between("host.file_handles", h.get("host.file_handles"), max(0, min(fb["nr"], fa["nr"]) - batch),
+                max(fb["nr"], fa["nr"]) + batch + (READER_FILES if reader else 0), counter=False)
+        v = h.get("host.file_handles_max")
+        out.append((v is not None and v == fb["max"] == fa["max"],
+                    "host.file_handles_max %s, file-nr says %s then %s" % (v, fb["max"], fa["max"]), repr(v)))
     # disks, as /proc/diskstats and /sys/class/block show them
     compare_disks(b, a, m, out, between, release)
     # cgroups, as /sys/fs/cgroup shows them
@@ -435,10 +474,10 @@ def compare_disks(b, a, m, out, between, release):
     mb, ma = b.get("md", {}), a.get("md", {})
     for name in sorted(set(ours)):
         o = ours[name]
-        vals = (o.get("disk.md_active"), o.get("disk.md_degraded"), o.get("disk.md_disks"))
+        vals = (o.get("disk.md_active"), o.get("disk.md_degraded"), o.get("disk.md_disks"), o.get("disk.md_failed"))
         if name not in mb or name not in ma:
             if not name.startswith("md"):
-                out.append((vals == (None, None, None), "disk.md_*{disk=%s}: unknown, not an md array" % name,
+                out.append((vals == (None, None, None, None), "disk.md_*{disk=%s}: unknown, not an md array" % name,
                             "ours %r" % (vals,)))
             continue
         tb, ta = mb[name], ma[name]
@@ -449,6 +488,8 @@ def compare_disks(b, a, m, out, between, release):
         if tb["degraded"] is not None and ta["degraded"] is not None:
             between("disk.md_degraded{disk=%s}" % name, vals[1], tb["degraded"], ta["degraded"], counter=False)
         between("disk.md_disks{disk=%s}" % name, vals[2], tb["disks"], ta["disks"], counter=False)
+        between("disk.md_failed{disk=%s} (dev-*/state faulty)" % name, vals[3], tb["failed"], ta["failed"],
+                counter=False)
 
 
 # /proc/net/dev fields -> our metric
@@ -573,7 +614,7 @@ def compare_fs(b, a, m, out, between, release=None):
         kind = FS_MAGICS[fb["magic"]]
         old_ext4 = kind in ("ext4", "xfs", "btrfs") and ver and ver < (5, 11)
         if kind not in FS_READ or old_ext4:
-            vals = [o.get(k) for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes")]
+            vals = [o.get(k) for k in ("fs.size_bytes", "fs.free_bytes", "fs.avail_bytes", "fs.errors")]
             out.append((all(v is None for v in vals), "fs.*{mountpoint=%s}: unknown for %s%s" %
                         (mp, kind, " on %s (no module BTF before 5.11)" % release if old_ext4 else ""), repr(vals)))
         else:
@@ -586,6 +627,20 @@ def compare_fs(b, a, m, out, between, release=None):
         ro = [mb[mp]["ro"], ma[mp]["ro"]]
         out.append((v is not None and v in ro, "fs.readonly{mountpoint=%s} %s, /proc/mounts says %s" %
                     (mp, v, " then ".join("ro" if r else "rw" for r in ro)), repr(v)))
+        # its labels: /proc/mounts' type and device (a mount point mounted
+        # over holds the newer mount's, in both)
+        for metric, key in (("fs.fstype", "type"), ("fs.device", "device")):
+            v = o.get(metric)
+            out.append((v == mb[mp][key] == ma[mp][key], "%s{mountpoint=%s} %r, /proc/mounts says %r" %
+                        (metric, mp, v, mb[mp][key]), "ours %r, /proc/mounts %r then %r" %
+                        (v, mb[mp][key], ma[mp][key])))
+        # errors ext4 recorded, as sysfs shows them; unknown for filesystems that count none
+        eb, ea = b.get("fserrors", {}).get(mp), a.get("fserrors", {}).get(mp)
+        v = o.get("fs.errors")
+        if kind == "ext4" and not old_ext4 and eb is not None and ea is not None:
+            between("fs.errors{mountpoint=%s} (/sys/fs/ext4 errors_count)" % mp, v, eb, ea, counter=False)
+        elif kind != "ext4":
+            out.append((v is None, "fs.errors{mountpoint=%s}: unknown for %s" % (mp, kind), repr(v)))
 
 
 def _cg_num(v, scale=1.0):
@@ -689,15 +744,20 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
     tainted = int(g.check("cat /proc/sys/kernel/tainted"))
 
     def conntrack():
-        # the same for conntrack's count and limit: with cat, just outside the window
+        # the same for conntrack's count and limit, and the open files: with
+        # cat, just outside the window
         v = g.check("cat /proc/sys/net/netfilter/nf_conntrack_count /proc/sys/net/netfilter/nf_conntrack_max "
                     "2>/dev/null; true").split()
         return {"count": int(v[0]), "max": int(v[1])} if len(v) == 2 else {}
+
+    def files():
+        v = g.check("cat /proc/sys/fs/file-nr").split()
+        return {"nr": int(v[0]), "max": int(v[2])} if len(v) == 3 else {}
     for attempt in range(attempts):
-        ct = conntrack()
+        ct, fl = conntrack(), files()
         b = parse_truth(g.check(TRUTH_BEFORE, timeout=120))
         b.setdefault("kernel", {})["tainted"] = tainted
-        b["conntrack"] = ct
+        b["conntrack"], b["files"] = ct, fl
         try:
             m = sampler() if sampler else sample(inspect, g.ram, bundle, backend)
         except RuntimeError as e:
@@ -705,7 +765,7 @@ def window(g, name, inspect, bundle, report, attempts=5, backend="cpu", select=N
             return
         a = parse_truth(g.check(TRUTH_AFTER, timeout=120))
         a.setdefault("kernel", {})["tainted"] = tainted
-        a["conntrack"] = conntrack()
+        a["conntrack"], a["files"] = conntrack(), files()
         results = compare(b, a, m, ncpus, g.release)
         if select:
             results = [r for r in results if r[1].startswith(select)]

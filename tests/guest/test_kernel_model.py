@@ -706,6 +706,15 @@ def one_config(ks, kname, kaslr, la57):
         # a time daemon's update: the clock synchronised, its errors
         # and a phase offset for the PLL (host.clock_*) from here on
         g.check("sentinel-adjtimex set 2000 500 300000")
+        # an error ext4 records on /ext4 (fs.errors from 0 to 1: the later
+        # windows compare it with sysfs' errors_count), which errors=continue
+        # (mkfs.ext4's default) leaves writable; the superblock's copy is
+        # updated by a work item soon after
+        out = g.check("while read -r dv mp ty rest; do [ $mp = /ext4 ] || continue; e=/sys/fs/ext4/${dv#/dev/}; "
+                      "echo sentinel-test > $e/trigger_fs_error; i=0; read -r n < $e/errors_count; "
+                      "while [ $n = 0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); read -r n < $e/errors_count; done; "
+                      "echo $n; done < /proc/mounts; true")
+        report(out.strip() == "1", "%s: /ext4 recorded an error (errors_count %s)" % (name, out.strip() or "-"), out)
         # a filesystem going read-only under a running system (fs.readonly
         # from rw to ro: the later windows compare it with /proc/mounts)
         out = g.check("while read -r dv mp ty op rest; do [ $mp = /ext4 ] && mount -o remount,ro /ext4; done "
@@ -719,15 +728,18 @@ def one_config(ks, kname, kaslr, la57):
         # hogs in all, as the pressure comparisons expect of 2 vCPUs)
         # and traffic while the windows read (eth0 to QEMU's gateway, and
         # loopback): the network counters move inside the windows
+        # (and 200 files held open by one tail: host.file_handles well
+        # past what file-nr's estimate may lack)
         g.check("(while :; do :; done) & h1=$!; "
                 "sh -c 'echo $$ > /sys/fs/cgroup/work/a/deep/cgroup.procs; while :; do :; done' & h3=$!; "
                 "ping -q -i 0.2 -s 600 10.0.2.2 >/dev/null 2>&1 & p1=$!; "
-                "ping -q -i 0.2 127.0.0.1 >/dev/null 2>&1 & p2=$!")
+                "ping -q -i 0.2 127.0.0.1 >/dev/null 2>&1 & p2=$!; "
+                "tail -f $(for i in $(seq 200); do echo /proc/version; done) >/dev/null 2>&1 & f1=$!")
         time.sleep(1.5)
         window(g, name + " cpu-load")
         tasks(g, name + " cpu-load")
         metrics(g, name + " cpu-load")
-        g.check("kill $h1 $h3 $p1 $p2; wait $h1 $h3 $p1 $p2 2>/dev/null; true")   # reap now, not mid-read
+        g.check("kill $h1 $h3 $p1 $p2 $f1; wait $h1 $h3 $p1 $p2 $f1 2>/dev/null; true")   # reap now, not mid-read
         # disk load: a writer that syncs to the virtio disk, a reader
         # of what it wrote (the disk metrics against /proc/diskstats)
         # (a bounded loop, waited for: only the disk metrics are

@@ -98,10 +98,38 @@ int km_net_name(uint64_t dev, char *out, uint32_t size)
 	return 0;
 }
 
-int km_fs_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+/* the mount walk: what fs_found lists; each mount's type ext4 or tmpfs
+ * by its key, its device /dev/vdKEY (key 0xd0: one longer than a label
+ * holds; key 0xe0: its reads fail) */
+static uint64_t fs_found[8];
+static int fs_n;
+int km_fs_walk(uint64_t *out, uint32_t cap)
+{
+	for (int i = 0; i < fs_n && (uint32_t)i < cap; i++)
+		out[i] = fs_found[i];
+	return fs_n;
+}
 int km_fs_name(uint64_t mount, char *out, uint32_t size)
 {
 	snprintf(out, size, "/m%llx", (unsigned long long)mount);
+	return 0;
+}
+int km_fs_fstype(uint64_t mount, char *out, uint32_t size)
+{
+	if (mount == 0xe0)
+		return -14;
+	snprintf(out, size, "%s", mount & 0x10 ? "tmpfs" : "ext4");
+	return 0;
+}
+int km_fs_device(uint64_t mount, char *out, uint32_t size)
+{
+	if (mount == 0xe0)
+		return -14;
+	if (mount == 0xd0)
+		for (uint32_t i = 0; i < size; i++)
+			out[i] = 'd';         /* no NUL either: the runtime ends it */
+	else
+		snprintf(out, size, "/dev/vd%llx", (unsigned long long)mount);
 	return 0;
 }
 
@@ -633,7 +661,7 @@ static void test_objects(void)
 		RxErr re;
 		int got = -1;
 		if (rx_compile(pm[i].pat, strlen(pm[i].pat), &rx, &re) == 0) {
-			got = sn_obj_name_match(t.w, SN_OBJ_DISK, (uint32_t)pm[i].slot, rx.cls, rx.next, rx.nclass, rx.accept);
+			got = sn_obj_str_match(t.w, SN_OBJ_DISK, SN_STR_NAME, (uint32_t)pm[i].slot, rx.cls, rx.next, rx.nclass, rx.accept);
 			rx_free(&rx);
 		}
 		CHECK("objects: slot %d's name =~ \"%s\" is %d (wanted %d)", got == pm[i].want, pm[i].slot, pm[i].pat, got,
@@ -647,7 +675,7 @@ static void test_objects(void)
 	Rx xs;
 	RxErr xe;
 	int full = rx_compile("x*", 2, &xs, &xe) == 0 ?
-		sn_obj_name_match(t.w, SN_OBJ_DISK, 1, xs.cls, xs.next, xs.nclass, xs.accept) : -1;
+		sn_obj_str_match(t.w, SN_OBJ_DISK, SN_STR_NAME, 1, xs.cls, xs.next, xs.nclass, xs.accept) : -1;
 	int comm = sn_task_comm_match(t.w, 0, xs.cls, xs.next, xs.nclass, xs.accept);
 	rx_free(&xs);
 	memcpy(O->name[1], keep, sizeof keep);
@@ -696,6 +724,92 @@ static void test_objects(void)
 	free(t.block);
 }
 
+/* A mount's labels (its filesystem type and device): read with its name,
+ * compared and matched as the name is, kept through a reload; other
+ * kinds have none. */
+static int fs_match(sn_world *w, uint32_t f, uint32_t s, const char *pat)
+{
+	Rx rx;
+	RxErr re;
+	if (rx_compile(pat, strlen(pat), &rx, &re))
+		return -1;
+	int got = sn_obj_str_match(w, SN_OBJ_FS, f, s, rx.cls, rx.next, rx.nclass, rx.accept);
+	rx_free(&rx);
+	return got;
+}
+
+static void test_fs_labels(void)
+{
+	TW t[2];
+	sn_world *w[2];
+	char err[256];
+	for (int i = 0; i < 2; i++) {
+		memset(&t[i], 0, sizeof t[i]);
+		t[i].b.obj_m[SN_OBJ_FS][0] = MET_FS_SIZE;
+		t[i].b.nobj[SN_OBJ_FS] = 1;
+		t[i].b.obj_m[SN_OBJ_DISK][0] = MET_DISK_READS;
+		t[i].b.nobj[SN_OBJ_DISK] = 1;
+		t[i].p = (WdParams){.tick_ns = 1000000000, .max_cpus = 1, .task_cap = 16, .ring_cap = 16};
+		if (wd_layout(&t[i].b, &t[i].p, &t[i].L, err, sizeof err)) {
+			CHECK("fs labels: laid out (%s)", 0, err);
+			return;
+		}
+		t[i].block = calloc(1, t[i].L.total);
+		wd_build(&t[i].b, &t[i].p, &t[i].L, NULL, t[i].block, (uint64_t)(uintptr_t)t[i].block, 0,
+			 (uint64_t)(uintptr_t)&t[i].stats);
+		w[i] = wd_world(t[i].block);
+	}
+	static const uint64_t keys[] = {0xa0, 0xb0, 0xd0, 0xe0};
+	fs_n = 4;
+	memcpy(fs_found, keys, sizeof keys);
+	w[0]->tick = 1;
+	sn_objs_find(w[0], SN_OBJ_FS);
+	const sn_objs *O = &w[0]->objs[SN_OBJ_FS];
+	uint32_t zt = 0, zd = 0;
+	const char *ty = sn_objs_str(O, SN_STR_FSTYPE, 1, &zt), *dv = sn_objs_str(O, SN_STR_DEVICE, 1, &zd);
+	CHECK("fs labels: read with the name: slot 1 %s, type %s (%u bytes), device %s (%u bytes)",
+	      ty && dv && !strcmp(O->name[1], "/mb0") && !strcmp(ty, "tmpfs") && zt == SN_FS_TYPE &&
+	      !strcmp(dv, "/dev/vdb0") && zd == SN_FS_DEVICE, O->name[1], ty ? ty : "-", zt, dv ? dv : "-", zd);
+	int eq[6] = {sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_FSTYPE, 0, "ext4", 4),
+		     sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_FSTYPE, 0, "ext", 3),
+		     sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_FSTYPE, 0, "ext44", 5),
+		     sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_DEVICE, 0, "/dev/vda0", 9),
+		     sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_NAME, 0, "/ma0", 4),
+		     sn_obj_str_eq(w[0], SN_OBJ_FS, SN_STR_FSTYPE, 5, "ext4", 4)};
+	CHECK("fs labels: == on the type, the device and the name (%d%d%d%d%d%d)",
+	      eq[0] && !eq[1] && !eq[2] && eq[3] && eq[4] && !eq[5], eq[0], eq[1], eq[2], eq[3], eq[4], eq[5]);
+	int m[5] = {fs_match(w[0], SN_STR_FSTYPE, 0, "ext[234]"), fs_match(w[0], SN_STR_FSTYPE, 1, "ext[234]"),
+		    fs_match(w[0], SN_STR_DEVICE, 1, "/dev/vd.*"), fs_match(w[0], SN_STR_DEVICE, 2, "d{100}d{27}"),
+		    fs_match(w[0], SN_STR_DEVICE, 2, "d{100}d{28}")};
+	CHECK("fs labels: =~ on the type and the device; a device longer than %u bytes is cut there (%d%d%d%d%d)",
+	      m[0] == 1 && m[1] == 0 && m[2] == 1 && m[3] == 1 && m[4] == 0, SN_FS_DEVICE - 1, m[0], m[1], m[2], m[3],
+	      m[4]);
+	dv = sn_objs_str(O, SN_STR_DEVICE, 3, &zd);
+	ty = sn_objs_str(O, SN_STR_FSTYPE, 3, &zt);
+	CHECK("fs labels: labels that could not be read are empty (type \"%s\", device \"%s\"), the mount kept",
+	      ty && dv && !*ty && !*dv && sn_obj_on(w[0], SN_OBJ_FS, 3), ty ? ty : "-", dv ? dv : "-");
+	const sn_objs *D = &w[0]->objs[SN_OBJ_DISK];
+	CHECK("fs labels: other kinds have none (a disk's type: %p, == %d; a label past the kinds: %p)",
+	      !sn_objs_str(D, SN_STR_FSTYPE, 0, &zt) && !sn_obj_str_eq(w[0], SN_OBJ_DISK, SN_STR_FSTYPE, 0, "", 0) &&
+	      !sn_objs_str(O, SN_STR__COUNT, 0, &zt) && !D->label,
+	      (const void *)sn_objs_str(D, SN_STR_FSTYPE, 0, &zt),
+	      sn_obj_str_eq(w[0], SN_OBJ_DISK, SN_STR_FSTYPE, 0, "", 0), (const void *)sn_objs_str(O, SN_STR__COUNT, 0, &zt));
+	/* a reload: the new world keeps the slots and their labels, not read again until the name is */
+	w[1]->from = w[0];
+	w[1]->rule_from = NULL;
+	w[1]->hist_from = NULL;
+	sn_handoff(w[1], 0, 1);
+	w[1]->tick = 2;
+	sn_objs_find(w[1], SN_OBJ_FS);
+	ty = sn_objs_str(&w[1]->objs[SN_OBJ_FS], SN_STR_FSTYPE, 1, &zt);
+	dv = sn_objs_str(&w[1]->objs[SN_OBJ_FS], SN_STR_DEVICE, 0, &zd);
+	CHECK("fs labels: kept over a reload (slot 1 %s, slot 0 %s)",
+	      ty && dv && !strcmp(ty, "tmpfs") && !strcmp(dv, "/dev/vda0"), ty ? ty : "-", dv ? dv : "-");
+	fs_n = 0;
+	free(t[0].block);
+	free(t[1].block);
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -722,6 +836,7 @@ int main(void)
 	test_task_table();
 	test_state_machine();
 	test_objects();
+	test_fs_labels();
 	printf("%d passed, %d failed\n", passes, failures);
 	return failures != 0;
 }
