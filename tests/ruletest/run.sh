@@ -81,46 +81,33 @@ else
 	fail "ruletest/24h-of-1s-ticks" "$out"
 fi
 
+# One test file of tests/ruletest: NAME FILE [no-warnings]; it passes, and
+# (no-warnings) rulec says no warning about its rules.
+test_file() {
+	if out=$("$rulec" test "tests/ruletest/$2" 2>&1) && { [ "${3:-}" != no-warnings ] ||
+			! printf '%s\n' "$out" | grep -q warning; }; then
+		pass "ruletest/$1: $(printf '%s\n' "$out" | tail -n 1)"
+	else
+		fail "ruletest/$1" "$out"
+	fi
+}
+
 # weeks: a [2w] window and for: 1w over three weeks of 10 min ticks
-if out=$("$rulec" test tests/ruletest/week-test.yaml 2>&1); then
-	pass "ruletest/weeks: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/weeks" "$out"
-fi
+test_file weeks week-test.yaml
 
 # total(): counters compared as they are, since boot
-if out=$("$rulec" test tests/ruletest/total-test.yaml 2>&1); then
-	pass "ruletest/total: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/total" "$out"
-fi
+test_file total total-test.yaml
 
 # aggregations over tasks with a where filter (a predicate in the task loop)
-if out=$("$rulec" test tests/ruletest/where-test.yaml 2>&1); then
-	pass "ruletest/where-over-tasks: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/where-over-tasks" "$out"
-fi
+test_file where-over-tasks where-test.yaml
 
 # count, max, min, all and any over disks, interfaces, mounts and cgroups
-if out=$("$rulec" test tests/ruletest/objects-test.yaml 2>&1); then
-	pass "ruletest/aggregations-over-objects: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/aggregations-over-objects" "$out"
-fi
+test_file aggregations-over-objects objects-test.yaml
 
 # per-entity rules: one alert per filesystem, task, CPU and disk, each with
 # its own for:, M of N and clear:, the cap's overflow alert
-if out=$("$rulec" test tests/ruletest/entities-test.yaml 2>&1) && ! printf '%s\n' "$out" | grep -q warning; then
-	pass "ruletest/one-alert-per-entity: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/one-alert-per-entity" "$out"
-fi
+test_file one-alert-per-entity entities-test.yaml no-warnings
 
 # =~ and !~ over every kind of name (interfaces, disks, mounts, cgroups,
 # tasks) and task states: the pattern's DFA in the compiled code
-if out=$("$rulec" test tests/ruletest/match-test.yaml 2>&1); then
-	pass "ruletest/patterns-over-names: $(printf '%s\n' "$out" | tail -n 1)"
-else
-	fail "ruletest/patterns-over-names" "$out"
-fi
+test_file patterns-over-names match-test.yaml
