@@ -48,6 +48,13 @@ typedef struct DKlEv {
 	bool wants;                   /* it carries the kernel log */
 } DKlEv;
 
+/* The read itself: the tail, or why not. */
+static void d_kl_read(DKlJob *j)
+{
+	if (!(j->text = kl_tail(j->log, j->nlines, j->err, sizeof j->err)) && !j->err[0])
+		snprintf(j->err, sizeof j->err, "out of memory");
+}
+
 static void *d_kl_main(void *arg)
 {
 	DKlWorker *W = arg;
@@ -64,8 +71,7 @@ static void *d_kl_main(void *arg)
 		long slow = eng_test_fault_n("klog-slow-s");
 		if (slow > 0)
 			nanosleep(&(struct timespec){slow, 0}, NULL);
-		if (!(j->text = kl_tail(j->log, j->nlines, j->err, sizeof j->err)) && !j->err[0])
-			snprintf(j->err, sizeof j->err, "out of memory");
+		d_kl_read(j);
 		pthread_mutex_lock(&W->mu);
 		__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&W->done_cv);
@@ -123,8 +129,7 @@ static void d_kl_post(DTarget *T, uint64_t drain)
 	T->kjob = j;
 	T->klog_reads++;
 	if (!W->on) {
-		if (!(j->text = kl_tail(j->log, j->nlines, j->err, sizeof j->err)) && !j->err[0])
-			snprintf(j->err, sizeof j->err, "out of memory");
+		d_kl_read(j);
 		j->done = 1;
 		return;
 	}
