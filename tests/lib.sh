@@ -21,6 +21,30 @@ pass() { printf 'PASS %s\n' "$1"; echo pass >> "$RESULTS"; }
 fail() { printf 'FAIL %s\n' "$1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/     /'; echo fail >> "$RESULTS"; }
 skip() { printf 'SKIP %s (%s)\n' "$1" "$2"; echo skip >> "$RESULTS"; }
 
+# expect NAME WANT_RC CMD... : run CMD, compare its exit status (the check is
+# named $EXPECT_PREFIX/NAME, cli/NAME by default)
+expect() {
+	name=$1 want=$2
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq "$want" ]; then pass "${EXPECT_PREFIX:-cli}/$name"; else fail "${EXPECT_PREFIX:-cli}/$name" "exit $rc, wanted $want; output:
+$out"; fi
+}
+
+# expect_msg NAME WANT_RC PATTERN CMD... : exit status and a message matching PATTERN
+expect_msg() {
+	name=$1 want=$2 pat=$3
+	shift 3
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq "$want" ] && printf '%s' "$out" | grep -q "$pat"; then
+		pass "${EXPECT_PREFIX:-cli}/$name"
+	else
+		fail "${EXPECT_PREFIX:-cli}/$name" "exit $rc (wanted $want), output: $out"
+	fi
+}
+
 # How many lines of a kind (pass, fail, skip; or '' for all) $RESULTS holds.
 results_count() {
 	if [ -z "$1" ]; then
