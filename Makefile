@@ -48,14 +48,14 @@ KS_LIBS := $(LIBBPF_LIBS)
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
-ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/config.c engine/feed.c \
+ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/state.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 # The remote sinks (http.h): the delivery thread, its queues, its spool, what it sends
 HTTP_SRC := notifier/http.c notifier/hqueue.c notifier/spool.c notifier/payload.c
 SINK_SRC := notifier/notify.c notifier/jsonl.c $(HTTP_SRC) notifier/prom.c notifier/journal.c
 # sentineld (its folder): the main loop, its targets, finding their kernels, their watch, the
 # reload and its trial, the control socket (sentineld/sentineld.h)
-SD_SRC := sentineld/sentineld.c sentineld/klog.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
+SD_SRC := sentineld/sentineld.c sentineld/klog.c sentineld/state.c sentineld/target.c sentineld/find.c sentineld/watch.c sentineld/reload.c \
 	sentineld/trial.c sentineld/control.c sentineld/crash.c
 CC_OBJ := $(CC_SRC:%.c=$(B)/obj/%.o)
 CC_SAN_OBJ := $(CC_SRC:%.c=$(B)/san/obj/%.o)

@@ -132,7 +132,7 @@ static void cf_budget(CfRead *R, const char *v, uint64_t *out)
 
 #define KEYS_TARGET "source, name, kallsyms, btf, labels, read_budget"
 #define KEYS_RULES "directory, bundle"
-#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, read_budget, ring, history_memory, record, gpu_register_chunk, reload_trial"
+#define KEYS_ENGINE "backend, gpu, tick, tasks, max_tasks, objects, threads, read_budget, ring, history_memory, record, gpu_register_chunk, reload_trial, state, state_interval, state_tolerance"
 #define KEYS_NOTIFY "log, log_pending, jsonl, delay, alertmanager, webhook, external_url, resend, spool, spool_max, " \
 	"kernel_log_lines"
 #define KEYS_CONTROL "socket, mode"
@@ -342,6 +342,16 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 			cf_str(&c->record, v);
 		} else if (IS("engine", "reload_trial")) {
 			cf_bool(R, key, v, &c->reload_trial);
+		} else if (IS("engine", "state")) {
+			if (*v != '/' && strcmp(v, "auto") && strcmp(v, "none"))
+				cf_error(R, "state takes auto, none or a directory's absolute path (such as "
+					 "/var/lib/sentinel), not '%s'", v);
+			else
+				cf_str(&c->state, v);
+		} else if (IS("engine", "state_interval")) {
+			cf_duration(R, "state_interval", v, 1, 86400, "1s to 1d", "1m", &c->state_every_ns);
+		} else if (IS("engine", "state_tolerance")) {
+			cf_duration(R, "state_tolerance", v, 1, 7 * 86400, "1s to 7d", "1h", &c->state_tolerance_ns);
 		} else if (IS("engine", "gpu_register_chunk")) {
 			cf_size(R, "gpu_register_chunk", v, 1 << 20, 1ull << 40, "1MiB to 1TiB", &c->reg_chunk);
 		} else if (IS("engine", "history_memory")) {
@@ -462,6 +472,8 @@ int cf_load(Config *c, const char *path, FILE *errs)
 	c->ring = 4096;
 	c->kernel_log_lines = 20;
 	c->reload_trial = true;
+	c->state_every_ns = 60000000000ull;
+	c->state_tolerance_ns = 3600000000000ull;
 	c->read_budget = CF_BUDGET_AUTO;
 	c->log = true;
 	c->socket = strdup("/run/sentinel/sentinel.sock");
@@ -581,6 +593,7 @@ void cf_free(Config *c)
 	free(c->backend);
 	free(c->jsonl);
 	free(c->record);
+	free(c->state);
 	free(c->alertmanager);
 	free(c->webhook);
 	free(c->external_url);

@@ -19,6 +19,11 @@
  *              record = FILE                    (every tick's values; backend = cpu)
  *              reload_trial = yes               (a reload's new rules run a few ticks in
  *                                        a child process first: a fault fails the reload)
+ *              state = auto | none | DIR        (alert state and windows kept across a
+ *                                        restart: DIR/TARGET.state; auto: $STATE_DIRECTORY
+ *                                        or /var/lib/sentinel where it exists),
+ *              state_interval = 1m,  state_tolerance = 1h  (how often it is written; an
+ *                                        older one is not restored)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
  *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
@@ -81,6 +86,9 @@ typedef struct Config {
 	uint64_t reg_chunk;        /* CUDA: the target's RAM registered in pieces of at most this; 0: 64 GiB */
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
 	bool reload_trial;         /* a reload first runs the new rules in a child process (sentineld --trial) */
+	char *state;               /* state = auto (NULL too), none, or a directory (sentineld/state.c) */
+	uint64_t state_every_ns;   /* state_interval */
+	uint64_t state_tolerance_ns; /* state_tolerance: an older state file is not restored */
 	bool log, log_pending;
 	char *jsonl;
 	uint64_t delay_ns;         /* the host wakes this often to deliver alerts */

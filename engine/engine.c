@@ -263,6 +263,86 @@ const sn_world *eng_values(Engine *e, char *err, size_t n)
 	return NULL;
 }
 
+int eng_save(Engine *e, void **out, uint64_t *base, char *err, size_t n)
+{
+	size_t len = e->L.total;
+	char *copy = malloc(len ? len : 1);
+	if (!copy) {
+		snprintf(err, n, "out of memory for a copy of the rule state (%zu MiB)", len >> 20);
+		return -ENOMEM;
+	}
+	sn_world *w = wd_world(copy);
+	*base = e->backend == ENG_CUDA ? gpu_block_addr(e->gpu) : (uint64_t)(uintptr_t)e->block;
+	/* the seqlock of eng_values, over the whole block */
+	for (int tries = 0; tries < 100; tries++) {
+		sn_stats a, b;
+		eng_stats(e, &a, NULL);
+		if (e->backend == ENG_CUDA) {
+			int r = gpu_read(e->gpu, 0, copy, len, err, n);
+			if (r) {
+				free(copy);
+				return r;
+			}
+		} else {
+			memcpy(copy, e->block, len);
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		eng_stats(e, &b, NULL);
+		if (a.ticks && a.ticks == b.ticks && w->tick == a.ticks) {
+			*out = copy;
+			return 0;
+		}
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	free(copy);
+	snprintf(err, n, "the rule state changed under 100 copies in a row (no tick yet, or a tick in progress "
+		 "every time: a %zu MiB block read slower than a tick)", len >> 20);
+	return -EAGAIN;
+}
+
+int eng_restore(Engine *e, const Bundle *ob, const WdParams *op, void *block, size_t len, uint64_t gap_ns,
+		unsigned *kept, unsigned *bad, char *err, size_t n)
+{
+	WdLayout oL;
+	int r = wd_layout(ob, op, &oL, err, n);
+	if (r)
+		return r;
+	if (len != oL.total) {
+		snprintf(err, n, "the saved state is %zu bytes where its rules and sizes make %zu", len, oL.total);
+		return -EINVAL;
+	}
+	uint64_t at = (uint64_t)(uintptr_t)block;
+	if (e->backend == ENG_CUDA && (r = gpu_saved_alloc(e->gpu, len, &at, err, n)))
+		return r;
+	*bad = wd_adopt(block, ob, op, &oL, at);
+	if (*bad == ~0u) {
+		snprintf(err, n, "out of memory");
+		return -ENOMEM;
+	}
+	const sn_world *o = block;
+	if (e->backend == ENG_CUDA) {
+		/* the kernel's first launch takes it over, on the GPU's clock */
+		if ((r = gpu_saved_copy(e->gpu, block, len, err, n)))
+			return r;
+		*kept = wd_link(gpu_mirror(e->gpu), e->b, &e->L, gpu_block_addr(e->gpu), ob, op, &e->params, at);
+		sn_world *w = wd_world(gpu_mirror(e->gpu));
+		w->from_saved = 2;
+		w->from_gap_ns = gap_ns;
+		return gpu_upload(e->gpu, err, n);
+	}
+	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, ob, op, &e->params, at);
+	sn_world *w = wd_world(e->block);
+	w->from_saved = 1;
+	w->from_shift = (int64_t)(eng_clock() - gap_ns - o->now);
+	cpu_handoff(e->cpu, w);
+	w->from = NULL;
+	w->from_saved = 0;
+	return 0;
+}
+
+const WdParams *eng_params(const Engine *e) { return &e->params; }
+
 EngBackend eng_backend(const Engine *e) { return e->backend; }
 const char *eng_backend_note(const Engine *e) { return e->note; }
 const RlResult *eng_relocs(const Engine *e) { return &e->res; }

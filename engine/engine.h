@@ -187,6 +187,23 @@ int eng_fleet_pause(EngFleet *f, char *err, size_t n);
 int eng_fleet_link(Engine *e, Engine *old, unsigned *kept, char *err, size_t n);
 void eng_fleet_close(EngFleet *f);
 
+/* Restarts (sentineld's state file).  eng_save: a copy of the whole
+ * world (every table, history and alert state, L->total bytes, malloc'd)
+ * as of the last complete tick (a tick in progress is waited out, as
+ * eng_values does), and the address its pointers point into.
+ * eng_restore, before eng_start: take over such a copy, made by rules ob
+ * with sizes op (a manifest and parameters saved with it), gap_ns of
+ * real time after its last tick, as a reload takes over a running engine
+ * (rules of the same group and name keep their alert state, metrics
+ * their histories, the task and object tables their slots): its times
+ * move onto this engine's clock, the gap a hole in the histories.
+ * Nothing in the block is trusted (wd_adopt): *bad says how many of its
+ * indexes were out of range.  block is changed, and may be freed after. */
+int eng_save(Engine *e, void **out, uint64_t *base, char *err, size_t n);
+int eng_restore(Engine *e, const Bundle *ob, const WdParams *op, void *block, size_t len, uint64_t gap_ns,
+		unsigned *kept, unsigned *bad, char *err, size_t n);
+const WdParams *eng_params(const Engine *e);
+
 EngBackend eng_backend(const Engine *e);
 /* The rules e runs (eng_open's b): its alert records' rule indexes are into them. */
 const Bundle *eng_bundle(const Engine *e);

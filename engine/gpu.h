@@ -91,6 +91,11 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n);
 uint64_t gpu_block_addr(const GpuCode *g);
 void *gpu_mirror(GpuCode *g);
 int gpu_upload(GpuCode *g, char *err, size_t n);
+/* A restart's saved world in device memory (freed with g's world): the
+ * address first (the block's pointers are made to point there), then
+ * the bytes. */
+int gpu_saved_alloc(GpuCode *g, size_t bytes, uint64_t *addr, char *err, size_t n);
+int gpu_saved_copy(GpuCode *g, const void *block, size_t bytes, char *err, size_t n);
 /* Alerts wake the host: once armed, fd (an eventfd) is written when the
  * ring holds a record past the ones the host took (ring->tail).  Arm again
  * after each wakeup; false: this driver cannot, poll instead. */

@@ -75,6 +75,7 @@ struct GpuCode {
 	GpuFleet *fleet;
 	bool joined;                  /* in the fleet's kernel now */
 	CUdeviceptr dmem, drelo;
+	CUdeviceptr dsaved;           /* a restart's saved world (gpu_saved), freed with the world */
 };
 
 

@@ -230,6 +230,26 @@ undo:
 uint64_t gpu_block_addr(const GpuCode *g) { return g->dblock; }
 void *gpu_mirror(GpuCode *g) { return g->mirror; }
 
+int gpu_saved_alloc(GpuCode *g, size_t bytes, uint64_t *addr, char *err, size_t n)
+{
+	gpu_enter(g);
+	if (g->dsaved)
+		g->d.MemFree(g->dsaved);
+	g->dsaved = 0;
+	CU(g->d.MemAlloc(&g->dsaved, bytes ? bytes : 1), "cannot allocate %zu MiB of GPU memory for the saved state",
+	   bytes >> 20);
+	*addr = g->dsaved;
+	return 0;
+}
+
+int gpu_saved_copy(GpuCode *g, const void *block, size_t bytes, char *err, size_t n)
+{
+	gpu_enter(g);
+	CU(g->d.MemcpyHtoDAsync(g->dsaved, block, bytes, g->copy), "cannot copy the saved state to the GPU");
+	CU(g->d.StreamSynchronize(g->copy), "cannot copy the saved state to the GPU");
+	return 0;
+}
+
 int gpu_upload(GpuCode *g, char *err, size_t n)
 {
 	gpu_enter(g);
@@ -347,12 +367,14 @@ void gpu_free_world(GpuCode *g)
 			g->d.MemFree(g->dmem);
 		if (g->drelo)
 			g->d.MemFree(g->drelo);
+		if (g->dsaved)
+			g->d.MemFree(g->dsaved);
 		if (g->ring)
 			g->d.MemFreeHost(g->ring);
 		if (g->stats)
 			g->d.MemFreeHost(g->stats);
 	}
-	g->dblock = g->dmem = g->drelo = 0;
+	g->dblock = g->dmem = g->drelo = g->dsaved = 0;
 	g->ring = NULL;
 	g->stats = NULL;
 	gpu_unmap_target(g);

@@ -7,6 +7,7 @@ _Static_assert(CAT_OBJ_NAME_MAX == SN_OBJ_NAME - 1, "an object's name");
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t wd_take(size_t *at, size_t bytes)
@@ -165,8 +166,10 @@ unsigned wd_ring_drain(sn_ring *R, void (*fn)(void *ctx, const sn_alert *a), voi
 
 #define AT(o) (base + (o))
 
-void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
-	      uint64_t base, uint64_t ring, uint64_t stats)
+/* Every pointer and size of the block at stage for address base, all that
+ * the layout decides (wd_build, wd_adopt); its tables untouched. */
+static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
+		     uint64_t base)
 {
 	char *s = stage;
 	sn_world *w = (sn_world *)s;
@@ -195,18 +198,6 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		T->mslot[i] = (uint32_t *)(uintptr_t)AT(L->o_tms[i]);
 	}
 	T->free_slots = (uint32_t *)(uintptr_t)AT(L->o_tfree);
-	uint32_t *fs = (uint32_t *)(s + L->o_tfree);
-	for (uint32_t i = 0; i < p->task_cap; i++)
-		fs[i] = p->task_cap - 1 - i;           /* slot 0 is taken first */
-	T->nfree = p->task_cap;
-	/* nothing read yet: NaN, so a rule never sees a zero that was not read */
-	double *hv = (double *)(s + L->o_host), *cv = (double *)(s + L->o_cpu), *tv = (double *)(s + L->o_tval);
-	for (size_t i = 0; i < b->nhost; i++)
-		hv[i] = NAN;
-	for (size_t i = 0; i < (size_t)b->ncpu * p->max_cpus; i++)
-		cv[i] = NAN;
-	for (size_t i = 0; i < (size_t)(b->ntask + b->ntwin) * p->task_cap; i++)
-		tv[i] = NAN;
 	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
 		sn_objs *O = &w->objs[k];
 		O->cap = L->ocap[k];
@@ -217,6 +208,7 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		O->name = (char (*)[SN_OBJ_NAME])(uintptr_t)AT(L->o_oname[k]);
 		O->label = k == SN_OBJ_FS && O->cap ? (char (*)[SN_OBJ_LABEL])(uintptr_t)AT(L->o_olabel[k]) : NULL;
 		O->val = (double *)(uintptr_t)AT(L->o_oval[k]);
+		O->col_off = 0;
 		for (unsigned i = 0; i < b->nobj[k] && res; i++)
 			if (!res->avail[b->obj_m[k][i]])
 				O->col_off |= 1ull << i;
@@ -226,9 +218,6 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 				if (b->hist[h].metric == b->obj_m[k][i])
 					O->hist[i] = (int32_t)h;
 		}
-		double *ov = (double *)(s + L->o_oval[k]);
-		for (size_t i = 0; i < (size_t)b->nobj[k] * L->ocap[k]; i++)
-			ov[i] = NAN;
 	}
 	w->hist = (sn_hist *)(uintptr_t)AT(L->o_hist);
 	sn_hist *H = (sn_hist *)(s + L->o_hist);
@@ -246,38 +235,24 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);
 	}
 	w->rstate = (sn_rstate *)(uintptr_t)AT(L->o_rstate);
-	sn_rstate *rs = (sn_rstate *)(s + L->o_rstate);
-	for (size_t r = 0; r < b->nrules; r++) {
-		rs[r].value = rs[r].cond = NAN;
-		rs[r].entity = -1;
-		if (res && rl_rule_blocked(b, res, r, NULL))
-			rs[r].phase = SN_DISABLED;
-	}
 	w->etab = (sn_etab *)(uintptr_t)AT(L->o_etab);
 	sn_etab *et = (sn_etab *)(s + L->o_etab);
 	for (size_t r = 0, at = L->o_ent; r < b->nrules; r++) {
 		size_t bytes = wd_ent_bytes(b, p, L, r);
-		if (!bytes)
-			continue;
 		sn_etab *E = &et[r];
+		if (!bytes) {
+			*E = (sn_etab){0};
+			continue;
+		}
 		E->cap = b->rules[r].max_alerts;
 		E->nslots = wd_ent_slots(b, p, L, r);
-		E->nfree = E->cap;
 		size_t o_e = at, o_map = o_e + ((E->cap * sizeof(sn_estate) + 63) & ~(size_t)63);
 		size_t o_free = o_map + (((size_t)E->nslots * 4 + 63) & ~(size_t)63);
 		E->e = (sn_estate *)(uintptr_t)AT(o_e);
 		E->emap = (int32_t *)(uintptr_t)AT(o_map);
 		E->free = (uint32_t *)(uintptr_t)AT(o_free);
-		int32_t *map = (int32_t *)(s + o_map);
-		for (uint32_t i = 0; i < E->nslots; i++)
-			map[i] = -1;
-		uint32_t *fr = (uint32_t *)(s + o_free);
-		for (uint32_t i = 0; i < E->cap; i++)
-			fr[i] = E->cap - 1 - i;         /* state 0 is taken first */
 		at += bytes;
 	}
-	w->ring = (sn_ring *)(uintptr_t)ring;
-	w->stats = (sn_stats *)(uintptr_t)stats;
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
 	w->tq = (uint64_t *)(uintptr_t)AT(L->o_tq);
 	w->tq_ctr = (uint32_t *)(uintptr_t)AT(L->o_tqctr);
@@ -286,6 +261,53 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 	w->job_off = (uint8_t *)(uintptr_t)AT(L->o_joboff);
 	w->rule_from = (int32_t *)(uintptr_t)AT(L->o_rulefrom);
 	w->hist_from = (int32_t *)(uintptr_t)AT(L->o_histfrom);
+}
+
+void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlResult *res, void *stage,
+	      uint64_t base, uint64_t ring, uint64_t stats)
+{
+	char *s = stage;
+	sn_world *w = (sn_world *)s;
+	wd_point(b, p, L, res, stage, base);
+	uint32_t *fs = (uint32_t *)(s + L->o_tfree);
+	for (uint32_t i = 0; i < p->task_cap; i++)
+		fs[i] = p->task_cap - 1 - i;           /* slot 0 is taken first */
+	w->tasks.nfree = p->task_cap;
+	/* nothing read yet: NaN, so a rule never sees a zero that was not read */
+	double *hv = (double *)(s + L->o_host), *cv = (double *)(s + L->o_cpu), *tv = (double *)(s + L->o_tval);
+	for (size_t i = 0; i < b->nhost; i++)
+		hv[i] = NAN;
+	for (size_t i = 0; i < (size_t)b->ncpu * p->max_cpus; i++)
+		cv[i] = NAN;
+	for (size_t i = 0; i < (size_t)(b->ntask + b->ntwin) * p->task_cap; i++)
+		tv[i] = NAN;
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		double *ov = (double *)(s + L->o_oval[k]);
+		for (size_t i = 0; i < (size_t)b->nobj[k] * L->ocap[k]; i++)
+			ov[i] = NAN;
+	}
+	sn_rstate *rs = (sn_rstate *)(s + L->o_rstate);
+	for (size_t r = 0; r < b->nrules; r++) {
+		rs[r].value = rs[r].cond = NAN;
+		rs[r].entity = -1;
+		if (res && rl_rule_blocked(b, res, r, NULL))
+			rs[r].phase = SN_DISABLED;
+	}
+	sn_etab *et = (sn_etab *)(s + L->o_etab);
+	for (size_t r = 0; r < b->nrules; r++) {
+		sn_etab *E = &et[r];
+		if (!E->cap)
+			continue;
+		E->nfree = E->cap;
+		int32_t *map = (int32_t *)(s + ((uint64_t)(uintptr_t)E->emap - base));
+		for (uint32_t i = 0; i < E->nslots; i++)
+			map[i] = -1;
+		uint32_t *fr = (uint32_t *)(s + ((uint64_t)(uintptr_t)E->free - base));
+		for (uint32_t i = 0; i < E->cap; i++)
+			fr[i] = E->cap - 1 - i;         /* state 0 is taken first */
+	}
+	w->ring = (sn_ring *)(uintptr_t)ring;
+	w->stats = (sn_stats *)(uintptr_t)stats;
 	uint8_t *off = (uint8_t *)(s + L->o_joboff);
 	for (size_t j = 0; j < b->njobs && res; j++) {
 		const BdJob *J = &b->jobs[j];
@@ -388,6 +410,100 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->from = NULL;
 }
 
+/* An index read from a saved block: i when it is under cap, else bad. */
+static uint32_t wd_under(uint32_t i, uint32_t cap, unsigned *bad)
+{
+	if (i < cap)
+		return i;
+	++*bad;
+	return 0;
+}
+
+unsigned wd_adopt(void *block, const Bundle *b, const WdParams *p, const WdLayout *L, uint64_t at)
+{
+	sn_world *w = block;
+	sn_world was = *w;
+	unsigned bad = 0;
+	size_t nr = b->nrules;
+	sn_etab *et = (sn_etab *)((char *)block + L->o_etab);
+	sn_etab *et_was = malloc((nr ? nr : 1) * sizeof *et_was);
+	if (!et_was)
+		return ~0u;
+	memcpy(et_was, et, nr * sizeof *et);
+	wd_point(b, p, L, NULL, block, at);
+	char *s = block;
+	/* what the ticks change in the headers, in range */
+	w->tick = was.tick;
+	w->now = was.now;
+	w->ring = NULL;
+	w->stats = NULL;
+	w->from = NULL;
+	w->from_saved = 0;
+	sn_tasks *T = &w->tasks;
+	T->nfree = (int32_t)was.tasks.nfree < 0 ? 0 : was.tasks.nfree > T->cap ? (bad++, T->cap) : was.tasks.nfree;
+	T->cur = was.tasks.cur & 1;
+	T->n = 0;
+	uint32_t *slot = (uint32_t *)(s + L->o_tslot), *fs = (uint32_t *)(s + L->o_tfree);
+	for (uint32_t i = 0; i < T->cap; i++) {
+		slot[i] = wd_under(slot[i], T->cap, &bad);
+		fs[i] = wd_under(fs[i], T->cap, &bad);
+	}
+	for (int m = 0; m < 2; m++) {
+		uint32_t *ms = (uint32_t *)(s + L->o_tms[m]);
+		for (uint32_t i = 0; i < T->map_cap; i++)
+			ms[i] = (ms[i] & 0x80000000u) | wd_under(ms[i] & 0x7fffffffu, T->cap, &bad);
+	}
+	for (unsigned k = 0; k < SN_OBJ_KINDS; k++) {
+		sn_objs *O = &w->objs[k];
+		O->hi = was.objs[k].hi > O->cap ? (bad++, O->cap) : was.objs[k].hi;
+		for (uint32_t i = 0; i < O->cap; i++) {
+			char *nm = s + L->o_oname[k] + (size_t)i * SN_OBJ_NAME;
+			nm[SN_OBJ_NAME - 1] = 0;
+		}
+	}
+	sn_hist *H = (sn_hist *)(s + L->o_hist);
+	for (size_t h = 0; h < b->nhist; h++) {
+		uint32_t *pos = (uint32_t *)(s + L->o_hpos[h]), *len = (uint32_t *)(s + L->o_hlen[h]);
+		for (uint32_t e = 0; e < H[h].entities; e++)
+			if (pos[e] >= H[h].cap || len[e] > H[h].cap) {
+				pos[e] = len[e] = 0;
+				bad++;
+			}
+	}
+	sn_rstate *rs = (sn_rstate *)(s + L->o_rstate);
+	for (size_t r = 0; r < nr; r++) {
+		rs[r].mofn_pos = rs[r].mofn_pos < 1024 ? rs[r].mofn_pos : (bad++, 0);
+		rs[r].ev_comm[SN_OBJ_NAME - 1] = 0;
+		rs[r].phase = rs[r].phase <= SN_DISABLED ? rs[r].phase : (bad++, SN_INACTIVE);
+		sn_etab *E = &et[r];
+		if (!E->cap)
+			continue;
+		E->nfree = et_was[r].nfree > E->cap ? (bad++, E->cap) : et_was[r].nfree;
+		E->last_overflow = et_was[r].last_overflow;
+		E->npending = et_was[r].npending;
+		E->nfiring = et_was[r].nfiring;
+		E->nclaim = E->overflow = 0;
+		sn_estate *es = (sn_estate *)(s + ((uint64_t)(uintptr_t)E->e - at));
+		int32_t *map = (int32_t *)(s + ((uint64_t)(uintptr_t)E->emap - at));
+		uint32_t *fr = (uint32_t *)(s + ((uint64_t)(uintptr_t)E->free - at));
+		for (uint32_t i = 0; i < E->nslots; i++)
+			if (map[i] < -1 || map[i] >= (int32_t)E->cap) {
+				map[i] = -1;
+				bad++;
+			}
+		for (uint32_t i = 0; i < E->cap; i++) {
+			fr[i] = wd_under(fr[i], E->cap, &bad);
+			es[i].slot = wd_under(es[i].slot, E->nslots, &bad);
+			es[i].row = wd_under(es[i].row, E->nslots > T->cap ? E->nslots : T->cap, &bad);
+			es[i].st.mofn_pos = es[i].st.mofn_pos < 1024 ? es[i].st.mofn_pos : (bad++, 0);
+			es[i].st.ev_comm[SN_OBJ_NAME - 1] = 0;
+			es[i].st.phase = es[i].st.phase <= SN_DISABLED ? es[i].st.phase : (bad++, SN_INACTIVE);
+		}
+	}
+	free(et_was);
+	return bad;
+}
+
 /* Whether new rule n carries old rule o's alert state over a reload: the
  * same group and name, about the same kind of entity (Prometheus keeps a
  * rule's alerts by group and name).  2: nothing that decides its state
@@ -409,6 +525,14 @@ bool wd_carried(const Bundle *b, const Bundle *old, size_t o)
 	return false;
 }
 
+int wd_carried_from(const Bundle *b, const Bundle *old, size_t r)
+{
+	for (size_t o = 0; o < old->nrules; o++)
+		if (wd_carries(&b->rules[r], &old->rules[o]))
+			return (int)o;
+	return -1;
+}
+
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
 		 const WdParams *oldp, const WdParams *p, uint64_t from)
 {
@@ -417,15 +541,9 @@ unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base,
 	int32_t *rf = (int32_t *)((char *)stage + L->o_rulefrom), *hf = (int32_t *)((char *)stage + L->o_histfrom);
 	unsigned kept = 0;
 	for (size_t r = 0; r < b->nrules; r++) {
-		rf[r] = -1;
-		for (size_t o = 0; o < old->nrules; o++) {
-			int c = wd_carries(&b->rules[r], &old->rules[o]);
-			if (c) {
-				rf[r] = (int32_t)o | (c == 1 ? SN_FROM_CHANGED : 0);
-				kept++;
-				break;
-			}
-		}
+		int o = wd_carried_from(b, old, r);
+		rf[r] = o < 0 ? -1 : o | (wd_carries(&b->rules[r], &old->rules[o]) == 1 ? SN_FROM_CHANGED : 0);
+		kept += o >= 0;
 	}
 	for (size_t h = 0; h < b->nhist; h++) {
 		hf[h] = -1;

@@ -81,6 +81,8 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 /* Whether some rule of b carries the alert state of old's rule o over a
  * reload (the same group and name, about the same kind of entity). */
 bool wd_carried(const Bundle *b, const Bundle *old, size_t o);
+/* The rule of old whose state b's rule r takes over, or -1. */
+int wd_carried_from(const Bundle *b, const Bundle *old, size_t r);
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
 		 const WdParams *oldp, const WdParams *p, uint64_t from);
 
@@ -93,6 +95,15 @@ unsigned wd_ring_drain(sn_ring *R, void (*fn)(void *ctx, const sn_alert *a), voi
 /* Move every pointer inside a block copied from address `from` so that it
  * points into the copy at `to` (the alert ring and statistics stay). */
 void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, uint64_t to);
+
+/* A block read back from a file (sentineld's state file), for the
+ * address `at` it will be read at: every pointer and size set from the
+ * layout (none is taken from the file), the ring and statistics none, and
+ * every index the runtime follows (slots, states, free lists, history
+ * positions) brought in range.  Returns how many were out of range (0 for
+ * a block this build wrote; ~0u: out of memory).  The block is then a
+ * world to take over from (wd_link). */
+unsigned wd_adopt(void *block, const Bundle *b, const WdParams *p, const WdLayout *L, uint64_t at);
 
 /* The same for a copy of the block's value tables only (eng_values): the
  * header's value pointers move, every other pointer becomes NULL. */

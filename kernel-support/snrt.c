@@ -393,13 +393,26 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
 
 /* Entity e's history from src into dst, oldest first, re-bucketed when the
  * two keep different strides (a rule's window changed). */
-static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e)
+static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e, int64_t shift)
 {
 	dst->len[e] = dst->pos[e] = 0;
 	for (uint32_t k = 0; k < src->len[e]; k++) {
 		sn_bucket b = sn_hist_item(src, e, k);
+		b.t0 += (uint64_t)shift;
+		b.t1 += (uint64_t)shift;
 		sn_hist_add(dst, e, &b);
 	}
+}
+
+/* A saved world's alert state on this clock (a time of 0 is none). */
+static void sn_shift_state(sn_rstate *s, int64_t shift)
+{
+	if (s->true_since)
+		s->true_since += (uint64_t)shift;
+	if (s->clear_since)
+		s->clear_since += (uint64_t)shift;
+	if (s->fired_at)
+		s->fired_at += (uint64_t)shift;
 }
 
 /* The task table from o into w (one warp): every task keeps its slot,
@@ -475,6 +488,8 @@ static void sn_handoff_ents(sn_world *w, const sn_world *o, uint32_t r, uint32_t
 	for (uint32_t i = lane; i < T->cap; i += nl) {
 		T->e[i] = A->e[i];
 		T->free[i] = A->free[i];
+		if (w->from_saved)
+			sn_shift_state(&T->e[i].st, w->from_shift);
 		if (changed) {
 			T->e[i].st.mofn_count = T->e[i].st.mofn_pos = 0;
 			for (int k = 0; k < 16; k++)
@@ -497,9 +512,10 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 	if (!o)
 		return;
 	uint32_t lane = simt_lane(), nl = simt_nlanes();
+	int64_t shift = w->from_saved ? w->from_shift : 0;
 	if (warp == 0 && lane == 0) {
 		w->tick = o->tick;
-		w->now = o->now;
+		w->now = o->now + (uint64_t)shift;
 	}
 	for (uint32_t r = warp; r < w->nrules; r += nwarps) {
 		int32_t f = w->rule_from[r];
@@ -511,6 +527,8 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 			 * group and name) and resolves it when it no longer holds;
 			 * its M-of-N window counts the new expression's ticks only */
 			w->rstate[r] = o->rstate[f];
+			if (w->from_saved)
+				sn_shift_state(&w->rstate[r], w->from_shift);
 			if (changed) {
 				w->rstate[r].mofn_count = 0;
 				w->rstate[r].mofn_pos = 0;
@@ -534,7 +552,7 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 			continue;
 		uint32_t ents = src->entities < dst->entities ? src->entities : dst->entities;
 		for (uint32_t e = lane; e < ents; e += nl)
-			sn_copy_hist(dst, src, e);
+			sn_copy_hist(dst, src, e, shift);
 	}
 	if (w->tasks_from && warp == (nwarps > 1 ? 1 : 0))
 		sn_handoff_tasks(w, o);
@@ -560,6 +578,17 @@ void sn_handoff(sn_world *w, uint32_t warp, uint32_t nwarps)
 /* ---- the persistent kernels ---------------------------------------------------------------------- */
 
 static uint64_t sn_clock(void) { return __nvvm_read_ptx_sreg_globaltimer(); }
+
+/* A restart's saved world onto the GPU's clock (snrt.h, from_saved): its
+ * last tick was from_gap_ns of real time before now. */
+static void sn_saved_clock(sn_world *w)
+{
+	if (w->from_saved == 2) {
+		*(volatile int64_t *)&w->from_shift = (int64_t)(sn_clock() - w->from_gap_ns - w->from->now);
+		*(volatile uint32_t *)&w->from_saved = 1;
+	}
+	sn_fence_system();
+}
 
 /* This block's place among the blocks that run its world: the whole grid
  * for the one-target kernels, its group for the fleet's (sn_enter). */
@@ -760,7 +789,16 @@ __attribute__((nvptx_kernel)) void sn_gpu_main(sn_world *w)
 	/* a first start ticks now; a kernel resumed after a pause (the loader
 	 * destroying an idle context, gpu_reap) keeps its schedule */
 	uint64_t next = S->last_tick_ns ? S->last_tick_ns + w->tick_ns : sn_clock();
-	if (w->from) {
+	if (w->from && w->from_saved) {
+		/* a restart: the saved world's times onto this clock, its
+		 * state taken over, the schedule from now */
+		if (warp == 0 && simt_lane() == 0)
+			sn_saved_clock(w);
+		sn_grid_sync(w, nwarps);
+		sn_handoff(w, warp, nwarps);
+		next = sn_clock();
+		sn_grid_sync(w, nwarps);
+	} else if (w->from) {
 		/* a reload: the old kernel stops after its stats->handoff_tick;
 		 * take its state over then, and keep its schedule */
 		const sn_stats *OS = w->from->stats;
@@ -868,11 +906,18 @@ __attribute__((nvptx_kernel)) void sn_gpu_fleet(const sn_fleet *F)
 		const sn_world *o = (const sn_world *)(uintptr_t)sn_load_volatile((const uint64_t *)&w->from);
 		if (!o)
 			continue;
+		if (w->from_saved) {
+			if (leader)
+				sn_saved_clock(w);
+			sn_fleet_say(gs, nblk, &k, leader, 0);
+		}
 		sn_handoff(w, warp, nwarps);
 		sn_fleet_say(gs, nblk, &k, leader, 0);
 		if (leader) {
-			w->stats->last_tick_ns = sn_load_volatile(&o->stats->last_tick_ns);
+			/* a restart's member starts its schedule now */
+			w->stats->last_tick_ns = w->from_saved ? 0 : sn_load_volatile(&o->stats->last_tick_ns);
 			*(volatile uint64_t *)&w->from = 0;
+			w->from_saved = 0;
 		}
 	}
 	if (leader) {

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 13u
+#define SN_ABI_VERSION 14u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -356,6 +356,15 @@ typedef struct sn_world {
 	uint64_t read_budget;
 	sn_objs objs[SN_OBJ_KINDS];
 	sn_etab *etab;             /* [nrules]: the per-entity rules' states (cap 0: another rule) */
+	/* a restart (sentineld's state file): w->from is a saved world, on
+	 * another clock.  from_saved 1: the handoff moves its times by
+	 * from_shift; 2: the GPU kernel first sets from_shift to
+	 * sn_clock() - from_gap_ns - from->now (from_gap_ns: the real time
+	 * from the saved world's last tick to the upload), then 1.  Its
+	 * stats are not looked at: the kernel starts its schedule now. */
+	uint32_t from_saved, _pad3;
+	int64_t from_shift;
+	uint64_t from_gap_ns;
 } sn_world;
 
 /* ---- what rulec generates (declared here, defined per bundle) ------------------- */

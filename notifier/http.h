@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct json_t;
 typedef struct NtHttp NtHttp;
 
 typedef struct NhConfig {
@@ -54,6 +55,8 @@ typedef struct NhAlertState {
 	const char *labels_json;      /* {"alertname":...,"severity":...,...}: the alert's identity */
 	const char *annotations_json; /* {"summary":...} */
 	bool firing;                  /* else resolved */
+	bool restored;                /* firing since before a restart (state file): to Alertmanager only,
+				       * no webhook (it is no new event) */
 	int64_t starts_ns, ends_ns;   /* wall clock; ends_ns: the resolve time */
 } NhAlertState;
 
@@ -65,6 +68,10 @@ int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n);
  * caller flushes after each drain of the alert ring). */
 void nh_event(NtHttp *h, const NhAlertState *a);
 void nh_flush(NtHttp *h);
+/* The startsAt of every alert of target that fires now (as Alertmanager
+ * was told), by labels: a JSON object {labels_json: starts_ns} (new
+ * reference), for the state file; NULL without Alertmanager. */
+struct json_t *nh_firing_starts(NtHttp *h, const char *target);
 
 typedef struct NhStats {
 	uint64_t sent, failed, dropped;   /* batches delivered, failed attempts, dropped */

@@ -99,7 +99,7 @@ static void nt_entity(const NtEvent *e, char *buf, size_t n)
 		snprintf(buf, n, " %s %s (%s)", key[0], val[0], val[1]);
 }
 
-static void nt_remote(Notifier *nt, const NtEvent *e);
+static void nt_remote(Notifier *nt, const NtEvent *e, const json_t *starts);
 
 /* Into o: the entity's labels, then the rule's (which win). */
 static json_t *nt_labels(const NtEvent *e, json_t *o)
@@ -213,13 +213,26 @@ void nt_event(Notifier *nt, const NtEvent *e)
 		}
 	}
 	if (nt->http && (e->kind == SN_EV_FIRING || e->kind == SN_EV_RESOLVED))
-		nt_remote(nt, e);
+		nt_remote(nt, e, NULL);
 	fflush(stderr);
 }
 
 /* The alert as the remote sinks see it: labels (alertname, severity,
  * target, the rule's, the entity's) and rendered annotations. */
-static void nt_remote(Notifier *nt, const NtEvent *e)
+void nt_restored(Notifier *nt, const NtEvent *e, const json_t *starts)
+{
+	if (nt->http && e->kind == SN_EV_FIRING)
+		nt_remote(nt, e, starts);
+}
+
+json_t *nt_firing_starts(Notifier *nt, const char *target)
+{
+	return nt ? nh_firing_starts(nt->http, target) : NULL;
+}
+
+/* starts: a restored alert's (nt_restored): its startsAt by labels, as
+ * Alertmanager was told before the restart; NULL: a new event */
+static void nt_remote(Notifier *nt, const NtEvent *e, const json_t *starts)
 {
 	const BdRule *r = e->rule;
 	json_t *labels = nt_labels(e, json_pack("{s:s, s:s, s:s}", "alertname", r->name, "severity", r->severity,
@@ -227,8 +240,10 @@ static void nt_remote(Notifier *nt, const NtEvent *e)
 	json_t *ann = nt_annotations(nt, e, json_object(), true);
 	char *lj = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS), *aj = json_dumps(ann, JSON_COMPACT);
 	int64_t when = (int64_t)e->when.tv_sec * 1000000000ll + e->when.tv_nsec;
+	json_t *was = starts && lj ? json_object_get(starts, lj) : NULL;
 	NhAlertState s = {.name = r->name, .target = nt_target(nt, e), .labels_json = lj, .annotations_json = aj,
-			  .firing = e->kind == SN_EV_FIRING, .starts_ns = when, .ends_ns = when};
+			  .firing = e->kind == SN_EV_FIRING, .restored = starts != NULL,
+			  .starts_ns = json_is_integer(was) ? (int64_t)json_integer_value(was) : when, .ends_ns = when};
 	if (lj && aj)
 		nh_event(nt->http, &s);
 	free(lj);

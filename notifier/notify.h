@@ -36,6 +36,8 @@
 #include <stdint.h>
 #include <time.h>
 
+struct json_t;
+
 typedef struct NtConfig {
 	bool log;                 /* stderr / journal */
 	bool log_pending;         /* also pending and cancelled events */
@@ -78,6 +80,12 @@ void nt_event(Notifier *nt, const NtEvent *e);
  * sinks' events go to disk together (one sync) and on their way.  Events
  * are not delivered before it. */
 void nt_flush(Notifier *nt);
+/* A restart (sentineld's state file): a firing alert restored tells
+ * Alertmanager it still fires, with the startsAt it had (starts: from
+ * nt_firing_starts before the restart, by labels; else e->when); no
+ * other sink hears of it (it is no new event). */
+void nt_restored(Notifier *nt, const NtEvent *e, const struct json_t *starts);
+struct json_t *nt_firing_starts(Notifier *nt, const char *target);
 /* The remote sinks' counters (all zero without them). */
 struct NhStats;
 void nt_delivery(Notifier *nt, struct NhStats *out);

@@ -167,9 +167,24 @@ void nh_event(NtHttp *h, const NhAlertState *s)
 	} else {
 		h->st.dropped++;
 	}
-	for (int i = 0; i < h->ndest; i++)
+	for (int i = 0; i < h->ndest && !s->restored; i++)
 		if (h->dest[i].kind == NH_WEBHOOK)
 			nh_enqueue(h, &h->dest[i], nh_webhook_body(h, &ev));
 	pthread_mutex_unlock(&h->mu);
 	curl_multi_wakeup(h->multi);
+}
+
+json_t *nh_firing_starts(NtHttp *h, const char *target)
+{
+	if (!h)
+		return NULL;
+	json_t *o = json_object();
+	pthread_mutex_lock(&h->mu);
+	for (size_t i = 0; i < h->nact && o; i++) {
+		const NhActive *a = &h->act[i];
+		if (a->used && a->firing && a->labels && a->target && !strcmp(a->target, target ? target : ""))
+			json_object_set_new(o, a->labels, json_integer(a->starts));
+	}
+	pthread_mutex_unlock(&h->mu);
+	return o;
 }

@@ -30,6 +30,7 @@ int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n)
 
 void nh_event(NtHttp *h, const NhAlertState *a) { (void)h; (void)a; }
 void nh_flush(NtHttp *h) { (void)h; }
+struct json_t *nh_firing_starts(NtHttp *h, const char *target) { (void)h; (void)target; return NULL; }
 void nh_stats(NtHttp *h, NhStats *out) { (void)h; *out = (NhStats){0}; }
 void nh_close(NtHttp *h, uint64_t grace_ns) { (void)h; (void)grace_ns; }
 

@@ -571,6 +571,28 @@ bad:
 	return bd_fail(err, n, -EINVAL, "%s: malformed bundle%s%s", name, *why ? ": " : "", why);
 }
 
+int bd_parse_manifest(const char *json, size_t len, const char *name, Bundle **out, char *err, size_t n)
+{
+	json_error_t je;
+	json_t *man = json_loadb(json, len, 0, &je);
+	if (!man)
+		return bd_fail(err, n, -EINVAL, "%s: the manifest is not JSON (%s)", name, je.text);
+	Bundle *b = calloc(1, sizeof *b);
+	char why[256] = "";
+	int r = 0;
+	if (!b)
+		r = bd_fail(err, n, -ENOMEM, "out of memory");
+	else if (bd_manifest_read(b, man, why, sizeof why))
+		r = bd_fail(err, n, -EINVAL, "%s: malformed manifest%s%s", name, *why ? ": " : "", why);
+	json_decref(man);
+	if (r) {
+		bd_free(b);
+		return r;
+	}
+	*out = b;
+	return 0;
+}
+
 int bd_read(const char *path, Bundle **out, char *err, size_t n)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

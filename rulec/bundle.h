@@ -127,6 +127,9 @@ int bd_write_fd(const Bundle *b, int fd, char *err, size_t n);
  * is an error that says which. */
 int bd_read(const char *path, Bundle **out, char *err, size_t n);
 int bd_parse(const void *data, size_t len, const char *name, Bundle **out, char *err, size_t n);
+/* A bundle of its manifest alone (bd_manifest_json's text: no code), for
+ * what a saved world needs to know of the rules that made it. */
+int bd_parse_manifest(const char *json, size_t len, const char *name, Bundle **out, char *err, size_t n);
 void bd_free(Bundle *b);
 /* The manifest as JSON text (malloc'd), for `rulec --emit=manifest`. */
 char *bd_manifest_json(const Bundle *b);

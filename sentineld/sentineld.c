@@ -517,6 +517,8 @@ int main(int argc, char **argv)
 	}
 	if (d_kl_start(&D))
 		nt_log(D.nt, 4, "no thread for the kernel log's reads: they are made on the main loop");
+	if (d_st_start(&D))
+		nt_log(D.nt, 4, "no thread for the state writer: alert state will not survive a restart");
 	D.started_ns = d_now();
 	/* the GPU fleet's kernel starts once, over all the targets opened */
 	if (D.fleet)
@@ -526,6 +528,7 @@ int main(int argc, char **argv)
 		T->next_check_ns = d_next_check(D.started_ns, T->ts == TS_OK ? D_TARGET_CHECK_NS : D_TARGET_RETRY_NS);
 		if (T->ts != TS_OK)
 			continue;
+		d_st_restore(T);
 		if (eng_start(T->e, err, sizeof err)) {
 			if (D.ntg == 1) {
 				fprintf(stderr, "sentineld: %s\n", err);
@@ -655,6 +658,7 @@ int main(int argc, char **argv)
 		}
 		d_phase_end(&D, DP_reload);
 		d_watch_target(&D);
+		d_st_tick(&D, d_now());
 		d_phase_end(&D, DP_watch);
 		if (eng_gpu_lost())                /* a GPU fault: no CUDA call in this process works again */
 			break;
@@ -700,6 +704,7 @@ int main(int argc, char **argv)
 	d_drain(&D);
 	d_kl_flush_all(&D);                /* the last events, with their kernel log */
 	d_record_end(&D, "sentineld stopped");
+	d_st_stop(&D);                     /* every target's last state, after its last alerts */
 	rc = 0;
 	if (eng_gpu_lost()) {
 		nt_log(D.nt, 2, "a GPU kernel of this process faulted (above), and CUDA fails every call in the "
@@ -725,6 +730,7 @@ out:
 		close(D.lfd);
 		unlink(D.cf.socket);
 	}
+	d_st_stop(&D);                /* (a start that failed: its writer; nothing saved twice) */
 	px_close(D.px);               /* before the engine: no scrape waits on it then */
 	if (D.fleet && eng_fleet_halt(D.fleet, err, sizeof err))
 		fprintf(stderr, "sentineld: %s\n", err);

@@ -205,6 +205,7 @@ typedef struct DTarget {
 	uint64_t retry_ns;            /* a lost one: the wait before the next search (backs off) */
 	uint64_t searches;            /* searches started for it (status) */
 	uint64_t last_search_ns;      /* how long the last one took */
+	uint64_t st_next_ns;          /* its next state save (state.c), 0: not yet planned */
 } DTarget;
 
 /* A control-socket client.  Its fd is non-blocking: answers queue in out
@@ -304,6 +305,24 @@ typedef struct DKlWorker {
 	unsigned nretired;
 } DKlWorker;
 
+/* The state writer (state.c): saves of the targets' worlds, written on
+ * its thread in the order queued (one per file: a newer copy replaces a
+ * waiting one). */
+typedef struct DStJob DStJob;
+typedef struct DStWriter {
+	char dir[3072];               /* [engine] state resolved; "": none */
+	pthread_t th;
+	bool inited, on, stop, busy;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	DStJob *head;
+	uint64_t writes, errors, bytes;   /* under mu: files written, failures, the last one's block */
+	char last_error[512];
+	char *man;                    /* the manifest of man_b (the rules of reload man_gen) */
+	const Bundle *man_b;
+	unsigned man_gen;
+} DStWriter;
+
 typedef struct Daemon {
 	Config cf;
 	Notifier *nt;
@@ -333,6 +352,7 @@ typedef struct Daemon {
 	DGate gate;
 	DLoop loop;
 	DKlWorker kw;
+	DStWriter sw;
 } Daemon;
 
 
@@ -421,6 +441,15 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 	    size_t n);
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
 		 const char *backend);
+
+/* state.c: alert state and windows across a restart ([engine] state):
+ * d_st_start before the targets open, d_st_restore for each before its
+ * rules start, d_st_tick on the loop, d_st_stop at the end (the engines
+ * stopped and drained: their last state is written) */
+int d_st_start(Daemon *D);
+void d_st_restore(DTarget *T);
+void d_st_tick(Daemon *D, uint64_t now);
+void d_st_stop(Daemon *D);
 
 /* crash.c: with SENTINEL_TEST_FAULTS set, a crash prints its stack (the fault tests' last words) */
 void d_crash_report(void);

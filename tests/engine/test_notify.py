@@ -31,6 +31,10 @@ two busy loops in the guest:
   per-entity    two tmpfs mounts filled in the guest: Alertmanager gets
                 two TestFsFull alerts (one per mountpoint, distinct
                 fingerprints); one emptied, its alert alone resolves
+  restart       [engine] state: TestLongHogs fires, sentineld is killed with
+                SIGKILL; a new one restores its state: still firing at once,
+                Alertmanager keeps one alert with the same startsAt and hears
+                no resolve; a corrupt state file is a clean start
   panic         the shipped rules/kernel.yaml loaded too; the guest (booted
                 with panic=0, Debian's default: it stays down) panics by
                 sysrq c: KernelPanic reaches Alertmanager within 2 s of the
@@ -71,7 +75,16 @@ RULES = """groups:
         severity: warning
         annotations:
           summary: "{{ $labels.mountpoint }} is full"
+      - alert: TestLongHogs
+        expr: min_over_time(host.procs_running[@WIN@]) >= 4
+        for: @FOR@
+        severity: warning
 """
+# the restart's rule: a window and a `for:` (shorter than issue 33's 1 h
+# and 10 m: a window is unknown until covered, docs/rules.md)
+LONG = {"win": os.environ.get("SENTINEL_RESTART_WINDOW", "20s"), "for": os.environ.get("SENTINEL_RESTART_FOR", "30s")}
+# Debian's prometheus-alertmanager (ALERTMANAGER: a copy elsewhere, as on the GPU machine)
+AM_BIN = os.environ.get("ALERTMANAGER") or shutil.which("prometheus-alertmanager")
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 
 
@@ -119,7 +132,7 @@ class Alertmanager:
 
     def start(self):
         self.log = open(os.path.join(self.tmp, "am.log"), "a")
-        self.p = subprocess.Popen(["prometheus-alertmanager", "--config.file=" + os.path.join(self.tmp, "am.yml"),
+        self.p = subprocess.Popen([AM_BIN, "--config.file=" + os.path.join(self.tmp, "am.yml"),
                                    "--storage.path=" + os.path.join(self.tmp, "am-data"),
                                    "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="],
                                   stdout=self.log, stderr=subprocess.STDOUT)
@@ -162,7 +175,7 @@ def scenario(tmp):
     rules = os.path.join(tmp, "rules")
     os.makedirs(rules)
     with open(os.path.join(rules, "notify.yaml"), "w") as f:
-        f.write(RULES)
+        f.write(RULES.replace("@WIN@", LONG["win"]).replace("@FOR@", LONG["for"]))
     shutil.copy(os.path.join(te.TOP, "rules", "kernel.yaml"), rules)
     rport, aport = free_port(), free_port()
     recv = Receiver(rport)
@@ -174,6 +187,9 @@ def scenario(tmp):
         spool = os.path.join(tmp, "spool")
         notify = ("alertmanager = http://127.0.0.1:%d\nwebhook = http://127.0.0.1:%d/direct\nresend = 5s\n"
                   "spool = %s\n" % (aport, rport, spool))
+        if os.environ.get("SENTINEL_NOTIFY_ONLY") == "restart":
+            restart(g, am, recv, tmp, notify)
+            return
         d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         if d.p.poll() is not None:
             report(False, "notify: sentineld starts with the remote sinks", d.text())
@@ -275,6 +291,7 @@ def scenario(tmp):
         per_entity(g, am, d)
         d.stop()
         journal(g, tmp)
+        restart(g, am, recv, tmp, notify)
         d = te.Daemon(tmp, te.source(g), engine="", notify=notify)
         panic(g, am, tmp, d)
         d.stop()
@@ -284,6 +301,75 @@ def scenario(tmp):
         g.stop()
         am.stop()
         recv.stop()
+
+
+def restart(g, am, recv, tmp, notify):
+    """State across a restart ([engine] state): TestLongHogs fires (a
+    window and a for:), sentineld is killed with SIGKILL, a new one restores
+    its state: the alert still fires at once, Alertmanager keeps one alert
+    with the same startsAt and never hears of a resolve; then a corrupt
+    state file is a clean start."""
+    state = os.path.join(tmp, "state")
+    eng = "state = %s\nstate_interval = 2s\n" % state
+    # Alertmanager holds a firing alert until its endsAt, 4 resends ahead
+    # (Prometheus' rule): the default resend, 1 min, covers a restart that
+    # compiles the rules again (20 s under ASan)
+    notify = notify.replace("resend = 5s", "resend = 1m")
+
+    def long_alert():
+        now = time.time()
+        for a in am.alerts():
+            ends = time.mktime(time.strptime(a["endsAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+            if a["labels"].get("alertname") == "TestLongHogs" and ends > now:
+                return a
+        return None
+
+    def am_resolves():
+        return [x for x in recv.payloads("/am") if x.get("status") == "resolved" and
+                any(a["labels"].get("alertname") == "TestLongHogs" for a in x.get("alerts", []))]
+    d = te.Daemon(tmp, te.source(g), engine=eng, notify=notify)
+    try:
+        g.check("hogs=; for i in 1 2 3 4 5 6; do (while :; do :; done) & hogs=\"$hogs $!\"; done")
+        a = wait(long_alert, 180)
+        time.sleep(5)                           # a save after it fired (every 2 s)
+        files = os.listdir(state) if os.path.isdir(state) else []
+        report(a is not None and "testvm.state" in files,
+               "restart: TestLongHogs fires (min_over_time [%s], for %s), and the state file is written (%s)" %
+               (LONG["win"], LONG["for"], files), "alerts %s\n%s" % (am.alerts(), d.text()[-3000:]))
+        d.p.kill()
+        d.p.wait()
+        time.sleep(3)
+        d = te.Daemon(tmp, te.source(g), engine=eng, notify=notify)
+        t0 = time.time()
+        rc, out, err = te.ctl(tmp, "--json", "alerts")
+        firing = [x for x in (json.loads(out).get("alerts", []) if rc == 0 else [])
+                  if x.get("name") == "TestLongHogs" and x.get("state") == "firing"]
+        report("restored the state of" in d.text() and firing,
+               "restart: after kill -9 a new sentineld restores it: TestLongHogs firing at once (asked %.1f s after "
+               "it started: %s)" % (time.time() - t0, firing[:1]), "%s\n%s" % (out, d.text()[-3000:]))
+        time.sleep(8)
+        b = long_alert()
+        report(a is not None and b is not None and b["startsAt"] == a["startsAt"] and
+               b["fingerprint"] == a["fingerprint"] and not am_resolves(),
+               "restart: Alertmanager still has one TestLongHogs, the same fingerprint and startsAt (%s), and "
+               "never heard it resolve" % (b and b["startsAt"]),
+               "before %s\nafter %s\nresolves %s\n%s" % (a, b, am_resolves(), d.text()[-3000:]))
+        g.check("kill $hogs; wait $hogs 2>/dev/null; true")
+        gone = wait(lambda: not long_alert(), 60)
+        report(b is not None and gone is not None, "restart: then the hogs stop and it resolves",
+               "alerts %s" % am.alerts())
+        rc = d.stop()
+        # a corrupt state file: a line that says so, and a clean start
+        path = os.path.join(state, "testvm.state")
+        with open(path, "ab" if not os.path.exists(path) else "r+b") as f:
+            f.seek(100)
+            f.write(b"\xff" * 64)
+        d = te.Daemon(tmp, te.source(g), engine=eng, notify=notify)
+        report(rc == 0 and d.p.poll() is None and "corrupt" in d.text() and "a clean start" in d.text(),
+               "restart: a corrupt state file is a logged error and a clean start", d.text()[-3000:])
+    finally:
+        g.check("kill $hogs 2>/dev/null; true")
+        d.stop()
 
 
 def per_entity(g, am, d):
@@ -422,11 +508,12 @@ def panic(g, am, tmp, d):
 
 
 def main():
-    if not shutil.which("prometheus-alertmanager"):
+    if not AM_BIN:
         print("SKIP notify: prometheus-alertmanager not installed (apt-get install prometheus-alertmanager)")
         te.RES.add("skip")
         return
-    te.RES.expect(16)                 # 20; 23 with promtool and the journal's two (root, no journald here)
+    te.RES.expect(4 if os.environ.get("SENTINEL_NOTIFY_ONLY") == "restart" else 21)
+    # 25; 28 with promtool and the journal's two (root, no journald here)
     tmp = tempfile.mkdtemp(prefix="sentinel-notify-")
     try:
         scenario(tmp)

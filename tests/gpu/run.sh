@@ -6,7 +6,7 @@
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
-#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]]
+#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -117,11 +117,17 @@ if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
 	PYTHONUNBUFFERED=1 python3 bench/engine.py "$work/bin" cuda "${2:-10,1000,10000}" "${3:-30}" || rc=1
 fi
-if [ "$what" = latency ] || [ "$what" = hostile ]; then
+if [ "$what" = latency ] || [ "$what" = hostile ] || [ "$what" = restart ]; then
 	mkdir -p /usr/share/prometheus/alertmanager
 	for t in "$work"/bin/am-templates/*.tmpl; do   # where Debian's Alertmanager reads them
 		[ -e "/usr/share/prometheus/alertmanager/${t##*/}" ] || cp "$t" /usr/share/prometheus/alertmanager/
 	done
+fi
+if [ "$what" = restart ]; then
+	# state across a restart on the GPU: kill -9 while an alert fires, a new
+	# sentineld restores it (tests/engine/test_notify.py, "restart")
+	SENTINEL_NOTIFY_ONLY=restart ALERTMANAGER="$work/bin/alertmanager" PYTHONUNBUFFERED=1 \
+		python3 tests/engine/test_notify.py "$work/bin" cuda || rc=1
 fi
 if [ "$what" = hostile ]; then
 	# ten healthy targets and a hostile one on the GPU (bench/hostile.py): the
