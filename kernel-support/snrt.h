@@ -477,6 +477,11 @@ int sn_obj_str_match(const sn_world *w, uint32_t k, uint32_t f, uint32_t s, cons
  * for samples (no downsampling), and for a line through buckets of evenly
  * spaced samples. */
 typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN, SN_W_DERIV, SN_W_FIT } SnWinFn;
+/* fn | SN_W_PARTIAL: a window the history does not cover yet is what the
+ * samples it holds give (two at least), as Prometheus' range is; rate()
+ * is then their increase over the whole window's length (a rule's
+ * windows: partial) */
+#define SN_W_PARTIAL 0x100u
 double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
 
 /* The alert state machine of rule `rule`: cond and clear are 1, 0 or NaN

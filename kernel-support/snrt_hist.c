@@ -100,6 +100,8 @@ static double sn_fit_value(const sn_fit *f, int at)
 
 double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, double window_s)
 {
+	uint32_t partial = fn & SN_W_PARTIAL;
+	fn &= ~SN_W_PARTIAL;
 	if (h >= w->nhist)
 		return SN_NAN;
 	const sn_hist *H = &w->hist[h];
@@ -158,15 +160,17 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 			sn_fit_add(&fit, &b, newest.t1);
 		oldest = b;
 	}
-	/* a window is known only once the history covers it, and spans two samples */
+	/* a window is known only once the history covers it (or, partial,
+	 * from its second sample), and spans two samples */
 	uint64_t span = newest.t1 - oldest.t0;
-	if (span == 0 || (span + slack < win && !beyond))
+	int short_ = span + slack < win && !beyond;
+	if (span == 0 || (short_ && !partial))
 		return SN_NAN;
 	switch (fn) {
 	case SN_W_RATE:
 		if (newest.v1 < oldest.v0)        /* a counter went back: the target rebooted */
 			return SN_NAN;
-		return (newest.v1 - oldest.v0) / ((double)span * 1e-9);
+		return (newest.v1 - oldest.v0) / ((double)(short_ ? win : span) * 1e-9);
 	case SN_W_DELTA:
 		return newest.v1 - oldest.v0;
 	case SN_W_CHANGES:

@@ -67,6 +67,7 @@ struct Expr {
 			MetricId id;
 			double window;    /* seconds */
 			unsigned woff, wlen; /* span of the window text; wlen 0: no [window] */
+			bool partial;     /* its rule's windows: partial (a window known before it is covered) */
 		} metric;
 		struct { BuiltinId id; int nargs; } call;
 	} u;

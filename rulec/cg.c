@@ -302,11 +302,12 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 	if (cat_metrics[x->u.metric.id].entity == ENT_TASK && ent.idx && !C->deriving)
 		for (unsigned k = 0; k < C->p->ntwin; k++)
 			if (C->p->twin[k].m == x->u.metric.id && C->p->twin[k].fn == e->u.call.id &&
-			    C->p->twin[k].window == x->u.metric.window) {
+			    C->p->twin[k].window == x->u.metric.window && C->p->twin[k].partial == x->u.metric.partial) {
 				return cg_task_value(C, C->p->ntask + k, ent.idx);
 			}
 	LLVMValueRef idx = cat_metrics[x->u.metric.id].entity == ENT_HOST || !ent.idx ? cg_u32(C, 0) : ent.idx;
-	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx, cg_u32(C, fns[e->u.call.id]),
+	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx,
+			     cg_u32(C, fns[e->u.call.id] | (x->u.metric.partial ? SN_W_PARTIAL : 0)),
 			     cg_real(C, x->u.metric.window)};
 	return cg_call(C, "sn_window", a, 5);
 }
@@ -982,6 +983,7 @@ static void cg_task_derive(Cg *C)
 		metric.u.metric.id = C->p->twin[k].m;
 		metric.u.metric.window = C->p->twin[k].window;
 		metric.u.metric.wlen = 1;
+		metric.u.metric.partial = C->p->twin[k].partial;
 		call.u.call.id = C->p->twin[k].fn;
 		call.a = &metric;
 		Ent ent = {ENT_TASK, row};

@@ -37,6 +37,7 @@ typedef struct CgTwin {
 	MetricId m;
 	unsigned fn;
 	double window;
+	bool partial;             /* known before it is covered (windows: partial) */
 } CgTwin;
 
 typedef struct CgProg {

@@ -63,13 +63,14 @@ static void plan_window(CgProg *p, MetricId m, double w)
 		p->hist_win[m] = w;
 }
 
-static void plan_twin(CgProg *p, MetricId m, BuiltinId fn, double window)
+static void plan_twin(CgProg *p, MetricId m, BuiltinId fn, double window, bool partial)
 {
 	for (unsigned k = 0; k < p->ntwin; k++)
-		if (p->twin[k].m == m && p->twin[k].fn == fn && p->twin[k].window == window)
+		if (p->twin[k].m == m && p->twin[k].fn == fn && p->twin[k].window == window &&
+		    p->twin[k].partial == partial)
 			return;
 	if (p->ntwin < CG_MAX_TWIN)
-		p->twin[p->ntwin++] = (CgTwin){m, fn, window};
+		p->twin[p->ntwin++] = (CgTwin){m, fn, window, partial};
 }
 
 /* A window function over a task metric: a derived task slot (beyond
@@ -80,9 +81,9 @@ static void plan_task_window(CgProg *p, const Expr *e)
 	if (ast_builtins[e->u.call.id].cls != BC_WINDOW || !x || x->kind != N_METRIC || !x->u.metric.wlen ||
 	    cat_metrics[x->u.metric.id].entity != ENT_TASK)
 		return;
-	plan_twin(p, x->u.metric.id, e->u.call.id, x->u.metric.window);
+	plan_twin(p, x->u.metric.id, e->u.call.id, x->u.metric.window, x->u.metric.partial);
 	if (e->u.call.id == B_PREDICT_LINEAR)          /* the line's value now, and its slope */
-		plan_twin(p, x->u.metric.id, B_DERIV, x->u.metric.window);
+		plan_twin(p, x->u.metric.id, B_DERIV, x->u.metric.window, x->u.metric.partial);
 }
 
 static void plan_expr(Plan *P, const Expr *e, MetSet *mask)

@@ -95,6 +95,8 @@ static uint64_t comp_rule_hash(const Rule *r)
 	if (r->clear)
 		h = bd_fnv1a(r->clear_src.text, r->clear_src.len, h);
 	double nums[3] = {r->for_s, r->clear_for_s, (double)r->m_of * 4096 + r->n_of};
+	if (r->partial_windows)
+		h = bd_fnv1a("windows: partial", 16, h);
 	return bd_fnv1a(nums, sizeof nums, h);
 }
 

@@ -300,6 +300,34 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 	}
 }
 
+/* Every window of e (and its operands') in the rule's windows: mode. */
+static void rf_mark_partial(Expr *e)
+{
+	if (!e)
+		return;
+	if (e->kind == N_METRIC && e->u.metric.wlen)
+		e->u.metric.partial = true;
+	rf_mark_partial(e->a);
+	rf_mark_partial(e->b);
+}
+
+/* windows -> covered | partial: what a window not yet covered by its
+ * history is (docs/rules.md, "Windows at start") */
+static void rf_windows(RfCtx *C, Rule *r, const YtNode *n)
+{
+	const char *v = n->u.scalar.s;
+	if (!strcmp(v, "partial")) {
+		r->partial_windows = true;
+		rf_mark_partial(r->expr);
+		rf_mark_partial(r->clear);
+	} else if (strcmp(v, "covered")) {
+		diag_report(C->d, rf_loc(n), DIAG_BAD_WINDOWS,
+			    "windows: '%s' is not covered (the default: a window is unknown until sentineld has "
+			    "watched for its whole length) or partial (Prometheus' meaning: whatever samples it holds)",
+			    v);
+	}
+}
+
 static Expr *rf_expr(RfCtx *C, Rule *r, const YtNode *n, ExprSrc *src, const char *what)
 {
 	if (!rf_expect(C, n, YT_SCALAR, what))
@@ -316,7 +344,7 @@ static Expr *rf_expr(RfCtx *C, Rule *r, const YtNode *n, ExprSrc *src, const cha
 static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 {
 	static const char *const keys[] = {"alert", "expr", "for", "clear", "clear_for", "severity",
-					   "labels", "annotations", "description", "targets", "max_alerts", NULL};
+					   "labels", "annotations", "description", "targets", "max_alerts", "windows", NULL};
 	if (!rf_expect(C, n, YT_MAP, "a rule"))
 		return;
 	rf_unknown_keys(C, n, keys, "a rule");
@@ -378,6 +406,8 @@ static void rf_rule(RfCtx *C, const YtNode *n, const char *group)
 	}
 	if ((x = yt_get(n, "max_alerts")) && rf_expect(C, x, YT_SCALAR, "max_alerts"))
 		rf_max_alerts(C, r, x);
+	if ((x = yt_get(n, "windows")) && rf_expect(C, x, YT_SCALAR, "windows"))
+		rf_windows(C, r, x);
 	if ((x = yt_get(n, "annotations"))) {
 		rf_kv(C, x, "annotations", true, &r->annotations, &r->nannotations);
 		for (size_t i = 0; i < r->nannotations; i++)

@@ -35,6 +35,7 @@ typedef struct Rule {
 	size_t ntargets;
 	const char *description;
 	unsigned max_alerts;      /* max_alerts: (0: RULE_MAX_ALERTS_DEFAULT), a per-entity rule's */
+	bool partial_windows;     /* windows: partial (Prometheus' meaning), else covered */
 } Rule;
 
 typedef struct RuleSet {

@@ -98,6 +98,9 @@ test_file weeks week-test.yaml
 # total(): counters compared as they are, since boot
 test_file total total-test.yaml
 
+# windows: partial (Prometheus' meaning) against covered, an hour's window in its first minutes
+test_file partial partial-test.yaml
+
 # aggregations over tasks with a where filter (a predicate in the task loop)
 test_file where-over-tasks where-test.yaml
 
