@@ -74,7 +74,7 @@ SINK_LIBS := $(CURL_LIBS) $(MHD_LIBS) $(SYSTEMD_LIBS)
 # into rulec (rulec/libbc.c) and linked with every rule set it compiles.
 RT_SRC := kernel-support/kmetric_cpu.c kernel-support/kmetric_host.c kernel-support/kmetric_task.c \
 	kernel-support/kmetric_disk.c kernel-support/kmetric_cgroup.c kernel-support/kmetric_net.c kernel-support/kmetric_fs.c \
-	kernel-support/kx.c kernel-support/llview_rt.c \
+	kernel-support/kmetric_edac.c kernel-support/kx.c kernel-support/llview_rt.c \
 	kernel-support/snrt.c kernel-support/snrt_hist.c kernel-support/snrt_obj.c kernel-support/snrt_rule.c \
 	kernel-support/snrt_ent.c
 RT_HDR := kernel-support/kmetric_int.h kernel-support/kcore.h kernel-support/kstate.h kernel-support/simt.h kernel-support/kx.h \

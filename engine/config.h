@@ -79,7 +79,7 @@ typedef struct Config {
 	uint64_t tick_ns;
 	uint32_t tasks, ring;
 	uint32_t max_tasks;        /* the task table grows up to this (sentineld, d_watch_tasks) */
-	uint32_t objects;          /* slots of each object kind: disks, cgroups, interfaces, mounts */
+	uint32_t objects;          /* slots of each object kind: disks, cgroups, interfaces, mounts, memory controllers */
 	uint32_t threads;          /* the CPU backend's tick threads; 0: auto (a quarter of the CPUs, 1 to 8) */
 	uint64_t read_budget;      /* every target's, where its section gives none: CF_BUDGET_* or a number */
 	uint64_t hist_max;         /* bytes for all windows' histories; 0: the default */

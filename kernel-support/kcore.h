@@ -466,6 +466,7 @@ struct net___pre519 {
 /* EDAC: a memory controller (drivers/edac; built in where CONFIG_EDAC=y) */
 struct mem_ctl_info {
 	struct list_head link;        /* on mc_devices */
+	int mc_idx;                   /* N of /sys/devices/system/edac/mc/mcN */
 	u32 ue_mc, ce_mc;             /* errors counted: /sys/devices/system/edac/mc/mcN/{ue,ce}_count */
 };
 /* bonding (module types, from its BTF) */

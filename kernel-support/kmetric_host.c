@@ -303,7 +303,6 @@ double km_host_file_handles_max(void) { return km_collective((double)KR(files_st
  * /sys/devices/system/edac/mc/mcN/{ce,ue}_count is its mem_ctl_info's
  * ce_mc/ue_mc).  0 where EDAC has no controller (a VM); unknown without
  * EDAC, or on a corrupt or changing list. */
-#define KM_MAX_MCS 1024u
 KM_INLINE double km_edac_sum(int ue)
 {
 	if (!&mc_devices || !KTYPE_EXISTS(mem_ctl_info))

@@ -48,6 +48,7 @@
 #define KM_PAGE_SIZE 4096.0
 #define NSEC 1e-9
 #define KM_MAX_CPUS 1024u
+#define KM_MAX_MCS 1024u          /* EDAC memory controllers on mc_devices */
 
 /* ---- helpers ----------------------------------------------------------- */
 

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define SN_ABI_VERSION 14u
+#define SN_ABI_VERSION 15u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -95,8 +95,8 @@ typedef struct sn_stats {
 	uint32_t job_us[SN_STAT_JOBS];
 	/* each object kind (SN_OBJ_*): how many the last walk found, and its
 	 * error (KX_*; -34 KX_ERANGE: more than the table's slots) */
-	uint32_t objs_found[4];
-	int32_t objs_err[4];
+	uint32_t objs_found[8];
+	int32_t objs_err[8];
 	/* the fleet kernel (sn_gpu_fleet): ticks this target's group had no
 	 * time left for (each also late), and ticks that took longer than the
 	 * target's share of its group's tick (sn_fleet.share_ns) */
@@ -268,9 +268,9 @@ typedef struct sn_tasks {
  * object that went away is given to the next new one with its histories
  * emptied.  Rules range over the slots present this tick, as over online
  * CPUs, and an alert names the object by its name. */
-#define SN_OBJ_KINDS 4u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
-enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET, SN_OBJ_FS };
-_Static_assert(SN_OBJ_KINDS <= 4, "sn_stats.objs_found");
+#define SN_OBJ_KINDS 5u              /* rulec's ENT_NOBJ: entity.def's objects, in order */
+enum { SN_OBJ_DISK, SN_OBJ_CGROUP, SN_OBJ_NET, SN_OBJ_FS, SN_OBJ_EDAC };
+_Static_assert(SN_OBJ_KINDS <= 8, "sn_stats.objs_found");
 #define SN_OBJ_COLS 64u
 /* An object's strings: string 0 is its name (SN_OBJ_NAME bytes, every
  * kind); a mount (SN_OBJ_FS) has two labels more, kept with its name in
@@ -400,6 +400,8 @@ int km_net_walk(uint64_t *out, uint32_t cap);
 int km_net_name(uint64_t dev, char *out, uint32_t size);
 int km_fs_walk(uint64_t *out, uint32_t cap);
 int km_fs_name(uint64_t mount, char *out, uint32_t size);
+int km_edac_walk(uint64_t *out, uint32_t cap);
+int km_edac_name(uint64_t mci, char *out, uint32_t size);
 /* A mount's labels (one lane): its filesystem type and its device,
  * NUL-terminated in size bytes. */
 int km_fs_fstype(uint64_t mount, char *out, uint32_t size);

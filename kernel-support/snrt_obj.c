@@ -1,4 +1,5 @@
-/* snrt_obj.c - the objects (disks, cgroups, network interfaces, mounts):
+/* snrt_obj.c - the objects (disks, cgroups, network interfaces, mounts,
+ * EDAC memory controllers):
  * found by a walk, kept in stable slots, with their names; their values
  * are in snrt_hist.c.
  *
@@ -15,6 +16,7 @@ static int sn_obj_walk(uint32_t k, uint64_t *out, uint32_t cap)
 	case SN_OBJ_CGROUP: return km_cgroup_walk(out, cap);
 	case SN_OBJ_NET: return km_net_walk(out, cap);
 	case SN_OBJ_FS: return km_fs_walk(out, cap);
+	case SN_OBJ_EDAC: return km_edac_walk(out, cap);
 	default: return -22;                     /* KX_EINVAL */
 	}
 }
@@ -30,6 +32,8 @@ static void sn_obj_name(uint32_t k, uint64_t key, char *out)
 		r = km_net_name(key, out, SN_OBJ_NAME);
 	else if (k == SN_OBJ_FS)
 		r = km_fs_name(key, out, SN_OBJ_NAME);
+	else if (k == SN_OBJ_EDAC)
+		r = km_edac_name(key, out, SN_OBJ_NAME);
 	if (r < 0)
 		out[0] = 0;
 	out[SN_OBJ_NAME - 1] = 0;

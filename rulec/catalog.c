@@ -13,6 +13,7 @@
 #define CGROUP ENT_CGROUP
 #define NET ENT_NET
 #define FS ENT_FS
+#define EDAC ENT_EDAC
 #define GAUGE MK_GAUGE
 #define COUNTER MK_COUNTER
 #define NUM MT_NUM

@@ -8,7 +8,10 @@ has some 65 tasks, so the watch grows each target's table (a reload of the
 same rules with a larger table for that target; on the GPU a new fleet for
 all of them, docs/targets.md).  Each growth must be logged, the target's
 table must then hold its tasks, and both targets must tick on with no late
-tick.
+tick.  Then a restart with [engine] state: the state written at stop is
+taken over by a new sentineld (on the GPU, each member of the new fleet's
+kernel takes its saved world over at its first launch): both targets are
+restored and their tick count goes on from where it was.
 """
 import json
 import os
@@ -47,7 +50,7 @@ try:
     for g in gs.values():
         g.start()
     conf = tt.write_conf(tmp, [(("target %s" % n), "source = ramfile:%s\n" % gs[n].ram) for n in ("a", "b")],
-                         engine="backend = %s\ntasks = 32\n" % backend)
+                         engine="backend = %s\ntasks = 32\nstate = %s\n" % (backend, os.path.join(tmp, "state")))
     d = subprocess.Popen([tt.SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     grown = wait(lambda: text().count("the task table grew from 32 to") >= 2 or d.poll() is not None, 90)
     time.sleep(3.0)
@@ -67,9 +70,25 @@ try:
     if backend == "cuda":
         fl = status(tmp).get("gpu_fleet", {})
         report(fl.get("targets") == 2, "the GPU runs both in its (new) kernel: %s" % json.dumps(fl), json.dumps(fl))
+    k1 = {n: t.get("ticks", 0) for n, t in tt.targets(tmp).items()}
     d.terminate()
     rc = d.wait(30)
-    report(rc == 0, "sentineld stops cleanly (exit %s)" % rc, text()[-2000:])
+    report(rc == 0 and text().count("state saved to") >= 2, "sentineld stops cleanly (exit %s), its state saved "
+           "for both targets" % rc, text()[-2000:])
+    # ---- a restart: the saved state taken over by each target of the new kernel ----------
+    n0 = text().count("restored the state of")
+    d = subprocess.Popen([tt.SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    back = wait(lambda: text().count("restored the state of") >= n0 + 2 or d.poll() is not None, 120)
+    time.sleep(3.0)
+    tg = tt.targets(tmp)
+    report(bool(back) and d.poll() is None and all(tg.get(n, {}).get("state") == "ok" and
+                                                   tg[n].get("ticks", 0) > k1[n] for n in k1),
+           "restarted: both targets restored, their tick counts go on from before the stop (%s, were %s)" %
+           ({n: t.get("ticks") for n, t in tg.items()}, k1),
+           json.dumps(tg, indent=1)[:2000] + "\n" + text()[-3000:])
+    d.terminate()
+    rc = d.wait(30)
+    report(rc == 0, "the restarted sentineld stops cleanly (exit %s)" % rc, text()[-2000:])
 finally:
     if d and d.poll() is None:
         d.kill()

@@ -113,7 +113,8 @@ _TRUTH_REST = ("echo @stat; while read -r l; do echo \"$l\"; done < /proc/stat; 
          "echo @kernel; "
          "for f in oops_count warn_count; do [ -r /sys/kernel/$f ] && read -r l < /sys/kernel/$f && echo \"$f $l\"; done; "
          "ce=0; ue=0; for d in /sys/devices/system/edac/mc/mc*; do [ -r $d/ce_count ] || continue; "
-         "read -r c < $d/ce_count; read -r u < $d/ue_count; ce=$((ce+c)); ue=$((ue+u)); done; "
+         "read -r c < $d/ce_count; read -r u < $d/ue_count; ce=$((ce+c)); ue=$((ue+u)); "
+         "echo \"K ${d##*/mc} $c $u\"; done; "
          "echo \"edac_ce $ce\"; echo \"edac_ue $ue\"; "
          "echo @tasks; "
          "for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; echo \"S $l\"; "
@@ -167,6 +168,9 @@ def parse_truth(out):
                                             "disks": int(f[4]), "failed": int(f[5])}
         elif sec == "blocksys":
             t.setdefault("blocksys", {})[f[0]] = {"sectors": int(f[1]), "ro": int(f[2]), "part": int(f[3])}
+        elif sec == "kernel" and f[0] == "K" and len(f) == 4:
+            # "K N CE UE" (/sys/devices/system/edac/mc/mcN/{ce,ue}_count)
+            t.setdefault("kernel", {}).setdefault("mcs", {})[f[1]] = (int(f[2]), int(f[3]))
         elif sec == "kernel":
             t.setdefault("kernel", {})[f[0]] = int(f[1])
         elif sec == "netdev" and ":" in l:
@@ -366,6 +370,15 @@ def compare(b, a, m, ncpus, release=None):
     # guest: 0; test_baremetal loads a controller and injects errors)
     for name, key in (("edac_correctable_errors", "edac_ce"), ("edac_uncorrectable_errors", "edac_ue")):
         between("host." + name, h.get("host." + name), kb[key], ka[key])
+    # ... and each controller's own (edac.*, node_exporter's series per controller)
+    mcb, mca = kb.get("mcs", {}), ka.get("mcs", {})
+    ours = {o.get("edac.controller"): o for o in m.get("memory controllers", [])}
+    out.append((set(ours) == set(mcb) == set(mca), "edac: the memory controllers are /sys/devices/system/edac/mc's "
+                "(%s)" % sorted(ours), "ours %s, sysfs %s" % (sorted(ours), sorted(mcb))))
+    for n in sorted(set(ours) & set(mcb) & set(mca)):
+        for i, name in enumerate(("correctable_errors", "uncorrectable_errors")):
+            v = ours[n].get("edac." + name)
+            between("edac.%s[%s]" % (name, n), None if v is None else int(v), mcb[n][i], mca[n][i])
     # CPU times, the whole host and each CPU, in centiseconds
     rows = [("cpu", "host.cpu_", h)] + [("cpu%d" % c["cpu"], "cpu.", c) for c in m["cpus"] if c["online"]]
     for line, prefix, src in rows:

@@ -109,6 +109,13 @@ int km_fs_walk(uint64_t *out, uint32_t cap)
 		out[i] = fs_found[i];
 	return fs_n;
 }
+/* EDAC memory controllers: none here */
+int km_edac_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+int km_edac_name(uint64_t mci, char *out, uint32_t size)
+{
+	snprintf(out, size, "%llu", (unsigned long long)mci);
+	return 0;
+}
 int km_fs_name(uint64_t mount, char *out, uint32_t size)
 {
 	snprintf(out, size, "/m%llx", (unsigned long long)mount);
