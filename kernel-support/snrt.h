@@ -54,7 +54,8 @@ typedef struct sn_alert {
 	double value;         /* the rule's value when the event happened */
 	int64_t entity;       /* CPU number or PID the alert is about; -1: the host */
 	uint64_t tick;        /* tick number */
-	char comm[SN_OBJ_NAME]; /* the task's name when entity is a PID, the object's for an object, else "" */
+	char comm[SN_OBJ_NAME]; /* the task's name when entity is a PID, the object's for an object, else "";
+			       * a mount's: "MOUNTPOINT\0FSTYPE\0DEVICE\0", the labels while they fit */
 } sn_alert;
 
 typedef struct sn_ring {

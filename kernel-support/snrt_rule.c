@@ -108,11 +108,25 @@ static void sn_name_entity(sn_world *w, sn_rstate *st, const sn_rdesc *d, uint32
 	st->ev_entity = entity;
 	for (uint32_t i = 0; i < SN_OBJ_NAME; i++)
 		st->ev_comm[i] = 0;
-	if (d->obj && entity >= 0) {             /* an object: its name */
-		uint32_t k = d->obj - 1;
-		if (k < SN_OBJ_KINDS && (uint64_t)entity < w->objs[k].cap)
-			for (uint32_t i = 0; i + 1 < SN_OBJ_NAME && w->objs[k].name[entity][i]; i++)
-				st->ev_comm[i] = w->objs[k].name[entity][i];
+	if (d->obj && entity >= 0) {             /* an object: its name, and a mount's labels after it */
+		uint32_t k = d->obj - 1, at = 0;
+		if (k >= SN_OBJ_KINDS || (uint64_t)entity >= w->objs[k].cap)
+			return;
+		const sn_objs *O = &w->objs[k];
+		for (; at + 1 < SN_OBJ_NAME && O->name[entity][at]; at++)
+			st->ev_comm[at] = O->name[entity][at];
+		/* "NAME\0FSTYPE\0DEVICE\0" while they fit (snrt.h, sn_alert.comm) */
+		for (uint32_t f = SN_STR_FSTYPE; O->label && f <= SN_STR_DEVICE; f++) {
+			uint32_t size, n = 0;
+			const char *s = sn_objs_str(O, f, (uint32_t)entity, &size);
+			while (s && n < size && s[n])
+				n++;
+			if (!s || at + 1 + n + 1 > SN_OBJ_NAME)
+				return;
+			at++;
+			for (uint32_t i = 0; i < n; i++)
+				st->ev_comm[at++] = s[i];
+		}
 		return;
 	}
 	if (d->pid_slot < 0 || entity < 0)

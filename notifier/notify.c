@@ -88,15 +88,17 @@ static int nt_priority(const char *severity)
 
 static void nt_entity(const NtEvent *e, char *buf, size_t n)
 {
-	const char *key[2];
-	char val[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS];
+	char val[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	int k = nt_entity_labels(e, key, val);
 	if (k == 0)
 		buf[0] = 0;
 	else if (k == 1)
 		snprintf(buf, n, " %s %s", key[0], val[0]);
-	else
+	else if (k == 2)
 		snprintf(buf, n, " %s %s (%s)", key[0], val[0], val[1]);
+	else
+		snprintf(buf, n, " %s %s (%s, %s)", key[0], val[0], val[1], val[2]);
 }
 
 static void nt_remote(Notifier *nt, const NtEvent *e, const json_t *starts);
@@ -104,8 +106,8 @@ static void nt_remote(Notifier *nt, const NtEvent *e, const json_t *starts);
 /* Into o: the entity's labels, then the rule's (which win). */
 static json_t *nt_labels(const NtEvent *e, json_t *o)
 {
-	const char *key[2];
-	char val[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS];
+	char val[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	for (unsigned i = 0; i < e->ntlabels; i++)   /* the target's, then the rule's over them */
 		json_object_set_new(o, e->tlabels[2 * i], json_string(e->tlabels[2 * i + 1]));
 	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
@@ -140,8 +142,8 @@ static int nt_journal_event(Notifier *nt, const NtEvent *e, const char *msg, con
 			    bool quiet)
 {
 	const BdRule *r = e->rule;
-	const char *key[2];
-	char ev[2][NT_LABEL_MAX], file[512];
+	const char *key[NT_ENTITY_LABELS];
+	char ev[NT_ENTITY_LABELS][NT_LABEL_MAX], file[512];
 	int k = nt_entity_labels(e, key, ev);
 	snprintf(file, sizeof file, "%s:%u", r->file, r->line);
 	NjField f[12];
@@ -154,8 +156,9 @@ static int nt_journal_event(Notifier *nt, const NtEvent *e, const char *msg, con
 	f[n++] = (NjField){"RULE_FILE", file};
 	f[n++] = (NjField){"SUMMARY", summary};
 	for (int i = 0; i < k; i++)
-		f[n++] = (NjField){!strcmp(key[i], "cpu") ? "ALERT_CPU" : !strcmp(key[i], "pid") ? "ALERT_PID" : "ALERT_COMM",
-				   ev[i]};
+		f[n++] = (NjField){!strcmp(key[i], "cpu") ? "ALERT_CPU" : !strcmp(key[i], "pid") ? "ALERT_PID"
+				   : !strcmp(key[i], "device") ? "ALERT_DEVICE" : !strcmp(key[i], "fstype") ? "ALERT_FSTYPE"
+				   : "ALERT_COMM", ev[i]};
 	if (e->kernel_log && !quiet)
 		f[n++] = (NjField){"KERNEL_LOG", e->kernel_log};
 	return nj_send(quiet ? 6 : nt_priority(r->severity), msg, f, n);
@@ -168,7 +171,7 @@ void nt_event(Notifier *nt, const NtEvent *e)
 	if (nt->c.log && (!quiet || nt->c.log_pending)) {
 		const char *sum = nt_annotation(r, "summary");
 		char *text = sum ? nt_render(sum, e, nt_target(nt, e)) : NULL;
-		char ent[2 * NT_LABEL_MAX + 16], val[64], msg[1024];
+		char ent[NT_ENTITY_LABELS * NT_LABEL_MAX + 32], val[64], msg[1024];
 		nt_entity(e, ent, sizeof ent);
 		tp_format(e->value, TPF_NONE, val, sizeof val);
 		snprintf(msg, sizeof msg, "%s %s%s%s (%s) value %s%s%s%s",
@@ -192,8 +195,8 @@ void nt_event(Notifier *nt, const NtEvent *e)
 				      "alert", r->name, "state", nt_kind_name(e->kind), "severity", r->severity, "target",
 				      nt_target(nt, e), "rule", r->file);
 		json_object_set_new(o, "value", e->value == e->value ? json_real(e->value) : json_null());
-		const char *ek[2];
-		char ev[2][NT_LABEL_MAX];
+		const char *ek[NT_ENTITY_LABELS];
+		char ev[NT_ENTITY_LABELS][NT_LABEL_MAX];
 		if (nt_entity_labels(e, ek, ev) > 0)
 			json_object_set_new(o, ek[0], ent_is_obj(r->entity) ? json_string(ev[0]) : json_integer(e->entity));
 		json_object_set_new(o, "labels", nt_labels(e, json_object()));

@@ -59,7 +59,8 @@ typedef struct NtEvent {
 	SnEventKind kind;
 	double value;
 	int64_t entity;           /* a CPU, a PID, or -1 (rule->entity says which) */
-	const char *comm;         /* the task's name (a PID), or NULL */
+	const char *comm;         /* the task's name (a PID), an object's name, or NULL; a mount's is
+				   * sn_alert.comm's SN_OBJ_NAME bytes, its labels after its name */
 	uint64_t tick;
 	struct timespec when;     /* wall clock */
 	const char *kernel_log;   /* the target's last log lines ($kernel_log), or NULL (borrowed) */
@@ -104,10 +105,13 @@ void nt_log(Notifier *nt, int level, const char *fmt, ...) __attribute__((format
 
 const char *nt_kind_name(SnEventKind k);
 /* The entity's labels of event e: cpu="N", pid="N" and comm="NAME", or an
- * object's name (disk="vda", cgroup="system.slice/cron.service");
- * returns how many (0 to 2) it wrote to key[] and val[]. */
+ * object's name (disk="vda", cgroup="system.slice/cron.service"; a
+ * mount's mountpoint="/var", then device="/dev/vda2" and fstype="ext4"
+ * where it has them, as node_exporter labels it); returns how many (0 to
+ * NT_ENTITY_LABELS) it wrote to key[] and val[]. */
 #define NT_LABEL_MAX SN_OBJ_NAME
-int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_MAX]);
+#define NT_ENTITY_LABELS 3
+int nt_entity_labels(const NtEvent *e, const char *key[NT_ENTITY_LABELS], char val[NT_ENTITY_LABELS][NT_LABEL_MAX]);
 /* Whether events of rule r carry the target's kernel log: it is critical,
  * or one of its templates names $kernel_log. */
 bool nt_wants_kernel_log(const BdRule *r);

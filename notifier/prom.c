@@ -271,8 +271,8 @@ static void px_alerts(StrBuf *b, const PxInput *in)
 			}
 			/* the entity it is about (a rule label of the same name wins) */
 			NtEvent ev = {.rule = r, .entity = st->ev_entity, .comm = st->ev_comm};
-			const char *key[2];
-			char val[2][NT_LABEL_MAX];
+			const char *key[NT_ENTITY_LABELS];
+			char val[NT_ENTITY_LABELS][NT_LABEL_MAX];
 			for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++) {
 				bool own = false;
 				for (size_t q = 0; q < r->nlabels; q++)

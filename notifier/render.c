@@ -20,7 +20,7 @@ const char *nt_kind_name(SnEventKind k)
 	}
 }
 
-int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_MAX])
+int nt_entity_labels(const NtEvent *e, const char *key[NT_ENTITY_LABELS], char val[NT_ENTITY_LABELS][NT_LABEL_MAX])
 {
 	if (e->entity == SN_ENT_OVERFLOW && e->rule->per_entity) {
 		/* a per-entity rule's overflow alert: $value entities hold with
@@ -36,7 +36,24 @@ int nt_entity_labels(const NtEvent *e, const char *key[2], char val[2][NT_LABEL_
 			return 0;
 		key[0] = cat_entities[e->rule->entity].label;
 		u_printable(val[0], NT_LABEL_MAX, e->comm, NT_LABEL_MAX, "");   /* kernel bytes: any */
-		return 1;
+		if (e->rule->entity != ENT_FS)
+			return 1;
+		/* a mount's: "MOUNTPOINT\0FSTYPE\0DEVICE\0" in its SN_OBJ_NAME bytes
+		 * (snrt.h), the labels while they fit; an empty one is none */
+		static const char *const fs_keys[2] = {"fstype", "device"};
+		const char *s[2] = {NULL, NULL};
+		size_t at = strnlen(e->comm, SN_OBJ_NAME) + 1;
+		for (int f = 0; f < 2 && at < SN_OBJ_NAME; f++) {
+			s[f] = e->comm + at;
+			at += strnlen(s[f], SN_OBJ_NAME - at) + 1;
+		}
+		int n = 1;
+		for (int f = 1; f >= 0; f--)             /* device, then fstype: the order people read them */
+			if (s[f] && *s[f]) {
+				key[n] = fs_keys[f];
+				u_printable(val[n++], NT_LABEL_MAX, s[f], SN_OBJ_NAME - (size_t)(s[f] - e->comm), "");
+			}
+		return n;
 	}
 	key[0] = e->rule->entity == ENT_CPU ? "cpu" : "pid";
 	snprintf(val[0], NT_LABEL_MAX, "%lld", (long long)e->entity);
@@ -57,8 +74,8 @@ static void nt_label(StrBuf *b, const NtEvent *e, const char *name, size_t len)
 			sb_puts(b, r->labels[i].value);
 			return;
 		}
-	const char *key[2];
-	char val[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS];
+	char val[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	for (int i = 0, k = nt_entity_labels(e, key, val); i < k; i++)
 		if (strlen(key[i]) == len && !memcmp(key[i], name, len))
 			sb_puts(b, val[i]);

@@ -208,8 +208,8 @@ static json_t *d_alert_row(DTarget *T, const Bundle *b, size_t i, const sn_rstat
 	bool on = st->phase == SN_PENDING || st->phase == SN_FIRING;
 	NtEvent ev = {.rule = r, .kind = SN_EV_FIRING, .value = st->value,
 		      .entity = on ? st->ev_entity : st->entity, .comm = on ? st->ev_comm : NULL};
-	const char *key[2];
-	char val[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS];
+	char val[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	for (int k = 0, nk = nt_entity_labels(&ev, key, val); k < nk; k++)
 		json_object_set_new(o, key[k], k == 0 && !ent_is_obj(r->entity) && ev.entity >= 0
 						       ? json_integer(ev.entity) : json_string(val[k]));

@@ -110,15 +110,15 @@ static const char *ut_kv_get(const KV *v, size_t n, const char *key)
 static void ut_labels(const BdRule *r, const UtAlert *A, StrBuf *b, const KV *want, size_t nwant, bool partial,
 		      bool *match)
 {
-	const char *key[2 + 64];
-	const char *val[2 + 64];
-	char ev[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS + 64];
+	const char *val[NT_ENTITY_LABELS + 64];
+	char ev[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	size_t n = 0;
 	key[n] = "severity", val[n++] = r->severity;
 	for (size_t i = 0; i < r->nlabels && n < 64; i++)
 		key[n] = r->labels[i].key, val[n++] = r->labels[i].value;
 	NtEvent e = {.rule = r, .entity = A->entity, .comm = A->comm};
-	const char *ek[2];
+	const char *ek[NT_ENTITY_LABELS];
 	for (int i = 0, k = nt_entity_labels(&e, ek, ev); i < k; i++) {
 		bool own = false;
 		for (size_t j = 0; j < r->nlabels; j++)
@@ -587,8 +587,8 @@ static void ut_replay_event(void *ctx, const sn_alert *a)
 	const BdRule *r = &P->b->rules[a->rule];
 	NtEvent e = {.rule = r, .kind = (SnEventKind)a->kind, .value = a->value, .entity = a->entity, .comm = a->comm};
 	char val[64], labels[96] = "";
-	const char *key[2];
-	char ev[2][NT_LABEL_MAX];
+	const char *key[NT_ENTITY_LABELS];
+	char ev[NT_ENTITY_LABELS][NT_LABEL_MAX];
 	tp_format(a->value, TPF_NONE, val, sizeof val);
 	for (int i = 0, k = nt_entity_labels(&e, key, ev), l = 0; i < k; i++)
 		l += snprintf(labels + l, sizeof labels - (size_t)l, " %s=%s", key[i], ev[i]);
