@@ -151,6 +151,9 @@ static json_t *d_status(Daemon *D)
 							     "queued", (int)hs.queued, "spool_bytes", (json_int_t)hs.spool_bytes,
 							     "spool_errors", (json_int_t)hs.spool_errors));
 	}
+	json_t *st = d_st_status(D);
+	if (st)
+		json_object_set_new(o, "state", st);
 	if (D->fleet) {                  /* one GPU kernel for all targets */
 		EngFleetInfo F;
 		eng_fleet_info(D->fleet, &F);

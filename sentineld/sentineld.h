@@ -450,6 +450,9 @@ int d_st_start(Daemon *D);
 void d_st_restore(DTarget *T);
 void d_st_tick(Daemon *D, uint64_t now);
 void d_st_stop(Daemon *D);
+/* status's "state": the directory, files written, failures, the last one's
+ * error; NULL when no state is kept */
+json_t *d_st_status(Daemon *D);
 
 /* crash.c: with SENTINEL_TEST_FAULTS set, a crash prints its stack (the fault tests' last words) */
 void d_crash_report(void);

@@ -238,6 +238,21 @@ void d_st_tick(Daemon *D, uint64_t now)
 	}
 }
 
+json_t *d_st_status(Daemon *D)
+{
+	DStWriter *W = &D->sw;
+	if (!W->inited || !*W->dir)
+		return NULL;
+	pthread_mutex_lock(&W->mu);
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:f, s:f}", "directory", W->dir, "writes", (json_int_t)W->writes,
+			      "errors", (json_int_t)W->errors, "bytes", (json_int_t)W->bytes, "interval_s",
+			      D->cf.state_every_ns / 1e9, "tolerance_s", D->cf.state_tolerance_ns / 1e9);
+	if (o && *W->last_error)
+		json_object_set_new(o, "last_error", json_string(W->last_error));
+	pthread_mutex_unlock(&W->mu);
+	return o;
+}
+
 /* Stopping (the engines stopped, their last alerts drained): what waits is
  * written, then every target's last state, here. */
 void d_st_stop(Daemon *D)

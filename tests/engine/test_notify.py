@@ -346,10 +346,12 @@ def restart(g, am, recv, tmp, notify):
         a = wait(long_alert, seconds(LONG["for"]) + 120)
         time.sleep(5)                           # a save after it fired (every 2 s)
         files = os.listdir(state) if os.path.isdir(state) else []
-        report(a is not None and "testvm.state" in files,
+        sst = te.status(tmp).get("state", {})
+        report(a is not None and "testvm.state" in files and sst.get("writes", 0) >= 1 and not sst.get("errors"),
                "restart: TestLongHogs fires (min_over_time [%s], windows: partial, for %s), and the state file is "
-               "written (%s)" %
-               (LONG["win"], LONG["for"], files), "alerts %s\n%s" % (am.alerts(), d.text()[-3000:]))
+               "written (%s; status: %d writes of %d KiB)" %
+               (LONG["win"], LONG["for"], files, sst.get("writes", 0), sst.get("bytes", 0) >> 10),
+               "alerts %s\nstatus %s\n%s" % (am.alerts(), sst, d.text()[-3000:]))
         d.p.kill()
         d.p.wait()
         time.sleep(3)
