@@ -229,6 +229,38 @@ const sn_world *eng_view(Engine *e, char *err, size_t n)
 	return wd_world(e->block);
 }
 
+/* The block's first len bytes into dst as the last complete tick left
+ * them: a seqlock on the tick count (a tick starts with w->tick = ticks +
+ * 1 and ends with ticks = w->tick; a copy is whole when both held still).
+ * ticked: and only after a first tick.  -EAGAIN after 100 tries. */
+static int eng_copy_tick(Engine *e, void *dst, size_t len, bool ticked, char *err, size_t n)
+{
+	const sn_world *w = dst;
+	for (int tries = 0; tries < 100; tries++) {
+		sn_stats a, b;
+		eng_stats(e, &a, NULL);
+		if (e->backend == ENG_CUDA) {
+			int r = gpu_read(e->gpu, 0, dst, len, err, n);
+			if (r)
+				return r;
+		} else {
+			memcpy(dst, e->block, len);
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		eng_stats(e, &b, NULL);
+		if ((a.ticks || !ticked) && a.ticks == b.ticks && w->tick == a.ticks)
+			return 0;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return -EAGAIN;
+}
+
+static uint64_t eng_block_addr(const Engine *e)
+{
+	return e->backend == ENG_CUDA ? gpu_block_addr(e->gpu) : (uint64_t)(uintptr_t)e->block;
+}
+
 const sn_world *eng_values(Engine *e, char *err, size_t n)
 {
 	size_t len = e->L.o_tkey[0];   /* the header and the value tables come first (wd_layout) */
@@ -236,31 +268,14 @@ const sn_world *eng_values(Engine *e, char *err, size_t n)
 		snprintf(err, n, "out of memory for a %zu KiB snapshot", len >> 10);
 		return NULL;
 	}
-	sn_world *w = wd_world(e->snap);
-	uint64_t base = e->backend == ENG_CUDA ? gpu_block_addr(e->gpu) : (uint64_t)(uintptr_t)e->block;
-	/* a seqlock on the tick count: a tick starts with w->tick = ticks + 1
-	 * and ends with ticks = w->tick; a copy is whole when both held still */
-	for (int tries = 0; tries < 100; tries++) {
-		sn_stats a, b;
-		eng_stats(e, &a, NULL);
-		if (e->backend == ENG_CUDA) {
-			if (gpu_read(e->gpu, 0, e->snap, len, err, n))
-				return NULL;
-		} else {
-			memcpy(e->snap, e->block, len);
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		eng_stats(e, &b, NULL);
-		if (a.ticks == b.ticks && w->tick == a.ticks) {
-			wd_rebase_values(e->snap, base, (uint64_t)(uintptr_t)e->snap);
-			return w;
-		}
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
-	}
-	snprintf(err, n, "the engine's tables changed under 100 copies in a row (a tick in progress every time: "
-		 "ticks longer than the tick?)");
-	return NULL;
+	int r = eng_copy_tick(e, e->snap, len, false, err, n);
+	if (r == -EAGAIN)
+		snprintf(err, n, "the engine's tables changed under 100 copies in a row (a tick in progress every time: "
+			 "ticks longer than the tick?)");
+	if (r)
+		return NULL;
+	wd_rebase_values(e->snap, eng_block_addr(e), (uint64_t)(uintptr_t)e->snap);
+	return wd_world(e->snap);
 }
 
 int eng_save(Engine *e, void **out, uint64_t *base, char *err, size_t n)
@@ -271,34 +286,17 @@ int eng_save(Engine *e, void **out, uint64_t *base, char *err, size_t n)
 		snprintf(err, n, "out of memory for a copy of the rule state (%zu MiB)", len >> 20);
 		return -ENOMEM;
 	}
-	sn_world *w = wd_world(copy);
-	*base = e->backend == ENG_CUDA ? gpu_block_addr(e->gpu) : (uint64_t)(uintptr_t)e->block;
-	/* the seqlock of eng_values, over the whole block */
-	for (int tries = 0; tries < 100; tries++) {
-		sn_stats a, b;
-		eng_stats(e, &a, NULL);
-		if (e->backend == ENG_CUDA) {
-			int r = gpu_read(e->gpu, 0, copy, len, err, n);
-			if (r) {
-				free(copy);
-				return r;
-			}
-		} else {
-			memcpy(copy, e->block, len);
-		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		eng_stats(e, &b, NULL);
-		if (a.ticks && a.ticks == b.ticks && w->tick == a.ticks) {
-			*out = copy;
-			return 0;
-		}
-		struct timespec ts = {0, 1000000};
-		nanosleep(&ts, NULL);
+	*base = eng_block_addr(e);
+	int r = eng_copy_tick(e, copy, len, true, err, n);
+	if (r == -EAGAIN)
+		snprintf(err, n, "the rule state changed under 100 copies in a row (no tick yet, or a tick in progress "
+			 "every time: a %zu MiB block read slower than a tick)", len >> 20);
+	if (r) {
+		free(copy);
+		return r;
 	}
-	free(copy);
-	snprintf(err, n, "the rule state changed under 100 copies in a row (no tick yet, or a tick in progress "
-		 "every time: a %zu MiB block read slower than a tick)", len >> 20);
-	return -EAGAIN;
+	*out = copy;
+	return 0;
 }
 
 int eng_restore(Engine *e, const Bundle *ob, const WdParams *op, void *block, size_t len, uint64_t gap_ns,
