@@ -440,7 +440,8 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 				bi->name, bi->name, c_text(C, x, b, sizeof b));
 		else
 			c_error(C, c_loc(C, x), DIAG_NEEDS_WINDOW,
-				"%s() takes a metric with a window, such as %s(host.forks[10s]), not an expression",
+				"%s() takes a metric with a window, such as %s(host.forks[10s]), not an expression; "
+				"for how often an expression held, use `for: M of N ticks`",
 				bi->name, bi->name);
 		return ty_err;
 	}
@@ -458,10 +459,20 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 			"a window of %s holds fewer than two samples at a %s tick; make it at least %s",
 			unit_fmt_duration(w, w1, sizeof w1), unit_fmt_duration(C->o->tick, w2, sizeof w2),
 			unit_fmt_duration(2 * C->o->tick, b, sizeof b));
-	/* changes() also counts a condition's flips (it is 0 or 1 in a history) */
-	if (m->type != MT_NUM && !(m->type == MT_BOOL && e->u.call.id == B_CHANGES)) {
-		c_error(C, c_loc(C, x), DIAG_TYPE_MISMATCH, "%s() takes a number; %s is a %s",
-			bi->name, m->name, m->type == MT_BOOL ? "condition" : m->type == MT_STR ? "string" : "task state");
+	/* a condition is 1 or 0 in a history: changes() counts its flips, and
+	 * min/max/avg_over_time say whether it held at every sample, at some
+	 * sample, and at what fraction of them (Prometheus' min_over_time of a
+	 * 0/1 series such as node_timex_sync_status) */
+	bool of_cond = e->u.call.id == B_CHANGES || e->u.call.id == B_AVG_OVER_TIME ||
+		       e->u.call.id == B_MAX_OVER_TIME || e->u.call.id == B_MIN_OVER_TIME;
+	if (m->type != MT_NUM && !(m->type == MT_BOOL && of_cond)) {
+		if (m->type == MT_BOOL)
+			c_error(C, c_loc(C, x), DIAG_TYPE_MISMATCH,
+				"%s() takes a number; %s is a condition, which min_over_time, max_over_time, "
+				"avg_over_time and changes take", bi->name, m->name);
+		else
+			c_error(C, c_loc(C, x), DIAG_TYPE_MISMATCH, "%s() takes a number; %s is a %s",
+				bi->name, m->name, m->type == MT_STR ? "string" : "task state");
 		return ty_err;
 	}
 	if (e->u.call.id == B_RATE && m->kind != MK_COUNTER) {
@@ -496,6 +507,12 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 		break;
 	case B_CHANGES:
 		t = ty_num((Dim){0, 0}, 0, INFINITY);   /* a count, of a number's or a condition's changes */
+		break;
+	case B_AVG_OVER_TIME:
+	case B_MAX_OVER_TIME:
+	case B_MIN_OVER_TIME:
+		if (m->type == MT_BOOL)
+			t = ty_num((Dim){0, 0}, 0, 1);  /* 1 or 0, or the fraction of samples it held */
 		break;
 	case B_DERIV:
 		t.dim.time--;

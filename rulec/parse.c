@@ -441,6 +441,13 @@ static Expr *parse_primary(Parser *P)
 			return NULL;
 		e->off = t.off;         /* widen the span over the parentheses */
 		e->len = end - t.off;
+		if (P->t.k == T_LB) {   /* Prometheus' subquery, (expr)[5m:] */
+			p_error(P, P->t.off, 1, DIAG_EXPR_SYNTAX,
+				"a window follows a metric, not an expression; for how often a condition held, "
+				"use `for: M of N ticks`, or a window over a condition metric "
+				"(min_over_time(host.clock_synced[3m]))");
+			return NULL;
+		}
 		return e;
 	}
 	case T_IDENT: {

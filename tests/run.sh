@@ -66,7 +66,7 @@ S quick "notifier: HTTP delivery against a local server (TSan)" 40 c_tests env T
 S quick "rulec diagnostics (tests/check, ASan/UBSan)" 38 sh tests/check/run.sh "$B/san/rulec"
 S quick "shipped rules and command line" 54 sh tests/cli.sh "$B/san/rulec"
 S full "rulec: 600 rules in PTX parts that link (ASan/UBSan)" 3 sh tests/parts.sh "$B/san/rulec"
-S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 13 sh tests/ruletest/run.sh "$B/san/rulec"
+S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 14 sh tests/ruletest/run.sh "$B/san/rulec"
 S quick "rules in the docs: rule blocks and table rows that rulec checks (tests/docs, ASan/UBSan)" 50 sh tests/docs/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"

@@ -101,6 +101,9 @@ test_file total total-test.yaml
 # windows: partial (Prometheus' meaning) against covered, an hour's window in its first minutes
 test_file partial partial-test.yaml
 
+# windows over conditions: min/max/avg_over_time of a condition metric, per host and per interface
+test_file condition-windows condwin-test.yaml
+
 # aggregations over tasks with a where filter (a predicate in the task loop)
 test_file where-over-tasks where-test.yaml
 
