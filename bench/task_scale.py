@@ -17,7 +17,9 @@ rule sets against the same guests, e.g. rules and bench/gen_rules.sh's
 10,000, with BENCH_START_S for their compile; BENCH_READ_BUDGET=B[,B...]
 runs each [engine] read_budget in turn, e.g. none,auto; the name
 `pertask` is rules/ with HungTask made per task, one alert per hung task
-capped at 100, to compare with rules/'s any()):
+capped at 100, to compare with rules/'s any(); `pertask-busy` adds a
+per-task rule that holds for most tasks, every state taken and the
+overflow raised):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median and longest time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -92,7 +94,9 @@ def measure(tmp, ram, backend, n, rules, budget="auto"):
                 phases.setdefault("slowest job (%s)" % sj["job"], []).append(sj["us"])
             time.sleep(0.02)
         s1 = ctl(sock, "status")["status"]
-        return {"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
+        # the per-entity rules' alerts at the end (100 states and an overflow: 101)
+        per = {r["name"]: r["alerts"] for r in ctl(sock, "rules").get("rules", []) if "alerts" in r}
+        return {"alerts": ", ".join("%s %d" % kv for kv in sorted(per.items()) if kv[1]),"median": pct(lens, 0.5), "p99": pct(lens, 0.99), "max": max(lens), "ticks": s1["ticks"] - s0["ticks"],
                 "late": s1["late_ticks"] - s0["late_ticks"], "errors": s1.get("read_errors", 0) - s0.get("read_errors", 0),
                 "note": s1.get("backend", ""), "reads": s1.get("reads_per_tick", 0),
                 "max_reads": s1.get("max_reads_per_tick", 0), "over_budget": s1.get("ticks_over_budget", 0),
@@ -121,11 +125,33 @@ def pertask(tmp):
     return d
 
 
+def pertask_busy(tmp):
+    """rules/ with a per-task rule that holds for every sleeping task that
+    did not run within the minute (most of the spawned ones) from its
+    second tick on (windows: partial): every state taken, the overflow
+    alert raised, every task looked up each tick: the per-task rule's worst
+    case, beside `pertask`'s idle one."""
+    d = os.path.join(tmp, "pertask-busy")
+    shutil.copytree(os.path.join(TOP, "rules"), d)
+    with open(os.path.join(d, "busy.yaml"), "w") as f:
+        f.write("""groups:
+  - name: busy
+    rules:
+      - alert: IdleTask
+        expr: task.state == "S" and delta(task.ctx_switches[1m]) == 0
+        windows: partial
+        max_alerts: 100
+        severity: info
+""")
+    return d
+
+
 def main():
     ks = guest.kernels()
     keep = tempfile.mkdtemp(prefix="sentinel-tsb-rules-")
     global RULES
-    RULES = [pertask(keep) if r == "pertask" else r for r in RULES]
+    named = {"pertask": pertask, "pertask-busy": pertask_busy}
+    RULES = [named[r](keep) if r in named else r for r in RULES]
     rows = []
     for n in SIZES:
         with guest.Guest(guest.main_kernel(ks), mem_mb=768 + n * 120 // 1024, kaslr=True, name="tsb") as g:
@@ -159,6 +185,8 @@ def main():
                                               r["errors"]), flush=True)
                     print("        reads a tick %d, the most %d; read budget %s, %d ticks cut off" %
                           (r["reads"], r["max_reads"], r["budget"], r["over_budget"]), flush=True)
+                    if r["alerts"]:
+                        print("        per-entity alerts at the end: %s" % r["alerts"], flush=True)
                     if r["phases"]:
                         print("        phases (median/longest us): %s" % r["phases"], flush=True)
             finally:
