@@ -91,7 +91,7 @@ ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest $(B)/fuzz_discover
 endif
 
-.PHONY: all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install
+.PHONY: all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -281,6 +281,12 @@ $(B)/portable/hostile_image: $(B)/obj/bench/hostile_image.o $(B)/libkernel.a
 $(B)/portable/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	@mkdir -p $(dir $@)
 	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
+
+# A real Debian 12 system (systemd, node_exporter, nginx, PostgreSQL; Debian's
+# kernel) as a QEMU image, built once by mmdebstrap and cached under
+# .cache/debian (root and Debian's archive; tests/debian/mkimage.sh)
+debian-image:
+	sh tests/debian/mkimage.sh
 
 gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/sentinelctl $(B)/rulec $(B)/metrics.bundle \
 	$(B)/procpoll $(B)/syncprobe $(B)/regprobe $(B)/capprobe

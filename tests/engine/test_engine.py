@@ -229,12 +229,7 @@ class Daemon:
         return self.p.returncode
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+free_port = guest.free_port
 
 
 def quiet_loop(tmp, d, when):

@@ -15,6 +15,7 @@
 set -eu
 PATH=$PATH:/sbin:/usr/sbin   # depmod
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/guest/install.sh"
 cache=${SENTINEL_GUEST_CACHE:-$top/.cache/guest}
 mkdir -p "$cache"
 cd "$cache"
@@ -26,15 +27,7 @@ need_tools() {
 	command -v cpio >/dev/null 2>&1 || missing="$missing cpio"
 	command -v xz >/dev/null 2>&1 || missing="$missing xz-utils"
 	command -v depmod >/dev/null 2>&1 || [ -x /sbin/depmod ] || missing="$missing kmod"
-	if [ -n "$missing" ]; then
-		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-			echo "fetch: installing:$missing" >&2
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >&2
-		else
-			echo "fetch: missing tools; run: apt-get install -y$missing" >&2
-			exit 1
-		fi
-	fi
+	apt_install fetch "$missing"
 }
 
 # newest package whose name matches a regular expression

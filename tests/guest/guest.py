@@ -64,6 +64,15 @@ def main_kernel(ks, want=None):
                    "packs them)")
 
 
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
 class GuestError(Exception):
     pass
 
@@ -243,41 +252,9 @@ class Guest:
     def _start_once(self, timeout):
         if os.path.exists(self.ram):
             os.unlink(self.ram)     # a stale file survives QEMU: never reuse one
-        append = "console=ttyS0 panic=-1 loglevel=4"
-        if not self.kaslr:
-            append += " nokaslr"
-        if self.append:
-            append += " " + self.append
-        cmd = [
-            os.environ.get("SENTINEL_QEMU", "qemu-system-x86_64"), "-machine", "q35,memory-backend=ram", "-accel", "tcg",
-            "-cpu", "max" if self.la57 else "qemu64",
-            "-smp", str(self.cpus),
-            "-m", "%dM" % self.mem_mb + (",slots=2,maxmem=%dM" % (self.mem_mb + self.hotplug_mb) if self.hotplug_mb else ""),
-            "-object", ("memory-backend-memfd,id=ram,size=%dM,share=on" % self.mem_mb) if self.memfd else
-            "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
-            "-kernel", os.path.join(self.kdir, "vmlinuz"),
-            "-initrd", self._initrd(),
-            "-append", append,
-            "-display", "none", "-no-reboot",
-            "-serial", "file:" + self.console,
-            "-serial", "unix:%s,server=on,wait=off" % self.ctl,
-            "-monitor", "unix:%s,server=on,wait=off" % self.monitor,
-        ]
-        # virtio NICs on QEMU's user-mode network (no host interface needed):
-        # eth0, the network metrics' device, gateway 10.0.2.2
-        # (no option ROM: nothing boots from them, and a carried QEMU's
-        # firmware folder holds only what -kernel needs); eth0 told its
-        # link is 1 Gb/s (net.speed), the others no speed (unknown)
-        for i in range(self.nics):
-            cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=%s" %
-                    (i, ",speed=1000,duplex=full" if i == 0 else "")]
-        # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
-        for i in range(self.ndisks):
-            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]
-        for img in self.images:
-            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % img]
-        if os.environ.get("SENTINEL_QEMU_FIRMWARE"):
-            cmd += ["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]]
+        if not self.memfd:          # the whole guest's memory: for its owner only (QEMU would make it 0644)
+            os.close(os.open(self.ram, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        cmd = self._command()
         # a carried QEMU (tests/gpu/pack.sh): its libraries for it alone
         env = dict(os.environ)
         if os.environ.get("SENTINEL_QEMU_LIBS"):
@@ -302,6 +279,50 @@ class Guest:
             raise GuestError("no control socket after %ds" % timeout)
         self._wait_for(b"@@READY", deadline)
         return self
+
+    def _machine(self):
+        """QEMU's machine, CPU and RAM (in the shared file), serial ports
+        (the console to a file, the command loop's on a socket) and monitor:
+        what every guest has."""
+        return [
+            os.environ.get("SENTINEL_QEMU", "qemu-system-x86_64"), "-machine", "q35,memory-backend=ram", "-accel", "tcg",
+            "-cpu", "max" if self.la57 else "qemu64",
+            "-smp", str(self.cpus),
+            "-m", "%dM" % self.mem_mb + (",slots=2,maxmem=%dM" % (self.mem_mb + self.hotplug_mb) if self.hotplug_mb else ""),
+            "-object", ("memory-backend-memfd,id=ram,size=%dM,share=on" % self.mem_mb) if self.memfd else
+            "memory-backend-file,id=ram,size=%dM,mem-path=%s,share=on" % (self.mem_mb, self.ram),
+            "-display", "none", "-no-reboot",
+            "-serial", "file:" + self.console,
+            "-serial", "unix:%s,server=on,wait=off" % self.ctl,
+            "-monitor", "unix:%s,server=on,wait=off" % self.monitor,
+        ] + (["-L", os.environ["SENTINEL_QEMU_FIRMWARE"]] if os.environ.get("SENTINEL_QEMU_FIRMWARE") else [])
+
+    def _append(self, base):
+        """The kernel's command line: base, nokaslr where asked, the caller's own."""
+        return base + (" nokaslr" if not self.kaslr else "") + (" " + self.append if self.append else "")
+
+    def _command(self):
+        """The busybox guest's QEMU command line: the test kernel, its
+        initramfs with the command loop as init, virtio NICs and disks."""
+        cmd = self._machine() + [
+            "-kernel", os.path.join(self.kdir, "vmlinuz"),
+            "-initrd", self._initrd(),
+            "-append", self._append("console=ttyS0 panic=-1 loglevel=4"),
+        ]
+        # virtio NICs on QEMU's user-mode network (no host interface needed):
+        # eth0, the network metrics' device, gateway 10.0.2.2
+        # (no option ROM: nothing boots from them, and a carried QEMU's
+        # firmware folder holds only what -kernel needs); eth0 told its
+        # link is 1 Gb/s (net.speed), the others no speed (unknown)
+        for i in range(self.nics):
+            cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=%s" %
+                    (i, ",speed=1000,duplex=full" if i == 0 else "")]
+        # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
+        for i in range(self.ndisks):
+            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]
+        for img in self.images:
+            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % img]
+        return cmd
 
     def _wait_for(self, marker, deadline):
         while marker not in self.buf:
