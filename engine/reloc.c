@@ -32,15 +32,27 @@ static char *rl_fmt(const char *fmt, ...)
 
 /* Struct or union NAME: the kernel's own, else one a loaded module
  * defines (searched among the module's own types only, past the kernel's);
- * *b is the BTF it is in. */
-static int rl_type(const KTarget *t, const char *name, const struct btf **b)
+ * *b is the BTF it is in.  A local type named NAME___in_MODULE is
+ * MODULE's alone: two drivers may define types of one name (e1000's and
+ * e1000e's struct e1000_adapter), and the first found would be a guess. */
+static int rl_type(const KTarget *t, const char *full, const char *name, const struct btf **b)
 {
+	char mod[64] = "";
+	const char *in = strstr(full, "___in_");
+	if (in) {
+		in += 6;
+		const char *end = strstr(in, "___");
+		size_t len = end ? (size_t)(end - in) : strlen(in);
+		snprintf(mod, sizeof mod, "%.*s", (int)(len < sizeof mod ? len : sizeof mod - 1), in);
+	}
 	*b = t->btf;
-	int id = kb_composite(t->btf, name);
+	int id = *mod ? -ENOENT : kb_composite(t->btf, name);
 	if (id >= 0)
 		return id;
 	uint32_t base = btf__type_cnt(t->btf);
 	for (size_t i = 0; i < t->nmod; i++) {
+		if (*mod && strcmp(t->mod_name[i], mod))
+			continue;
 		const struct btf *mb = t->mod_btf[i];
 		uint32_t n = btf__type_cnt(mb);
 		for (uint32_t k = base; k < n; k++) {
@@ -72,10 +84,10 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 		*why = rl_fmt("the kernel has no symbol %s", x->a);
 		return false;
 	case RELO_TYPE:
-		*v = rl_type(t, name, &b) >= 0;
+		*v = rl_type(t, x->a, name, &b) >= 0;
 		return true;
 	case RELO_SIZE: {
-		int id = rl_type(t, name, &b);
+		int id = rl_type(t, x->a, name, &b);
 		int64_t sz = id >= 0 ? btf__resolve_size(b, (uint32_t)id) : -1;
 		if (sz <= 0) {
 			*why = rl_fmt("the kernel has no struct %s", name);
@@ -95,7 +107,7 @@ static bool rl_one(const KTarget *t, const Relo *x, uint64_t *v, char **why)
 	}
 	case RELO_FIELD:
 	case RELO_EXISTS: {
-		int id = rl_type(t, name, &b);
+		int id = rl_type(t, x->a, name, &b);
 		uint32_t bit, mt, bs;
 		bool has = id >= 0 && kb_member(b, (uint32_t)id, x->b, &bit, &mt, &bs);
 		if (x->kind == RELO_EXISTS) {

@@ -492,6 +492,57 @@ struct virtnet_info {
 	u16 max_queue_pairs;
 	u32 speed;              /* Mb/s, SPEED_UNKNOWN (-1) unless the host says */
 };
+/* e1000e (module types, from its BTF; ___in_e1000e: e1000's module has
+ * types of the same names and another layout).  Its counters are the
+ * NIC's statistics registers, added into adapter->stats by
+ * e1000e_update_stats: every 2 s (the watchdog) and at every read of
+ * /proc/net/dev; the link's speed in Mb/s while it is up */
+struct e1000_hw_stats___in_e1000e {
+	u64 crcerrs, algnerrc, rxerrc, mpc, ecol, latecol, gprc, gptc, gorc, gotc, ruc, roc, cexterr;
+};
+struct e1000_adapter___in_e1000e {
+	struct e1000_hw_stats___in_e1000e stats;
+	u16 link_speed;
+};
+struct e1000_adapter___in_e1000 {          /* e1000's own (no stats callback: dev->stats) */
+	u16 link_speed;
+};
+/* vmxnet3 (module types, from its BTF): per queue, the device's counters
+ * in the queue descriptors it shares with the driver (UPT1 stats, which
+ * the device writes when the driver asks, VMXNET3_CMD_GET_STATS: at every
+ * read of /proc/net/dev, never by itself) and the driver's drops */
+struct UPT1_TxStats {
+	u64 ucastPktsTxOK, ucastBytesTxOK, mcastPktsTxOK, mcastBytesTxOK, bcastPktsTxOK, bcastBytesTxOK, pktsTxError;
+};
+struct UPT1_RxStats {
+	u64 ucastPktsRxOK, ucastBytesRxOK, mcastPktsRxOK, mcastBytesRxOK, bcastPktsRxOK, bcastBytesRxOK, pktsRxError;
+};
+struct Vmxnet3_TxQueueDesc {
+	struct UPT1_TxStats stats;
+};
+struct Vmxnet3_RxQueueDesc {
+	struct UPT1_RxStats stats;
+};
+struct vmxnet3_tq_driver_stats {
+	u64 drop_total;
+};
+struct vmxnet3_rq_driver_stats {
+	u64 drop_total;
+};
+struct vmxnet3_tx_queue {
+	struct vmxnet3_tq_driver_stats stats;
+};
+struct vmxnet3_rx_queue {
+	struct vmxnet3_rq_driver_stats stats;
+};
+struct vmxnet3_adapter {
+	struct vmxnet3_tx_queue tx_queue[1];      /* [VMXNET3_DEVICE_MAX_TX_QUEUES] */
+	struct vmxnet3_rx_queue rx_queue[1];
+	struct Vmxnet3_TxQueueDesc *tqd_start;
+	struct Vmxnet3_RxQueueDesc *rqd_start;
+	int num_rx_queues, num_tx_queues;
+	u32 link_speed;                            /* Mb/s */
+};
 /* veth (module type, from its BTF): the pair's other end, and the
  * transmits it could not take */
 struct veth_priv {
@@ -723,6 +774,10 @@ extern const struct net_device_ops bond_netdev_ops __kweak;
 extern const char dev_get_tstats64[] __kweak;             /* functions: their addresses alone */
 extern const char dummy_get_stats64[] __kweak;            /* the dummy module, when loaded */
 extern const char veth_get_stats64[] __kweak;             /* the veth module, when loaded */
+extern const char e1000e_get_stats64[] __kweak;           /* NIC drivers' stats callbacks, when loaded */
+extern const char vmxnet3_get_stats64[] __kweak;
+extern const char cp_get_stats[] __kweak;                 /* 8139cp */
+extern const char e1000_netdev_ops[] __kweak;             /* e1000: no stats callback, its ops tell it */
 extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state: file-static variables to 6.12; 6.13 moved
  * them into struct ntp_data tk_ntp_data (later an array, one per

@@ -20,9 +20,12 @@
  * module's BTF), dev->stats and the per-CPU tstats for a driver whose
  * callback is dev_get_tstats64 (a bridge, vxlan, ip tunnels), dummy's
  * lstats (its callback fills the transmits alone), dev->stats with the
- * core's tstats or dstats for a driver without a callback, veth's tstats
- * with its peer's transmits as its receives.  Any other driver's counters
- * (bonding's) are unknown (KM_ABSENT), never a guess. */
+ * core's tstats or dstats for a driver without a callback (e1000, and
+ * 8139cp, whose callback only adds a register of missed frames to it),
+ * veth's tstats with its peer's transmits as its receives, e1000e's
+ * adapter->stats and vmxnet3's queue descriptors (both as of the driver's
+ * last update: docs/metrics.md).  Any other driver's counters (bonding's)
+ * are unknown (KM_ABSENT), never a guess. */
 
 #define KM_MAX_NETDEVS 65536u
 #define KM_IFF_UP 0x1u
@@ -117,8 +120,9 @@ enum {
 	KN_G1,                                                   /* the device's words, one gather */
 	KN_CORE_RXD = KN_G1, KN_CORE_TXD,                        /* the core's drops, summed over CPUs */
 	KN_LO_PACKETS, KN_LO_BYTES,                              /* loopback */
-	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* virtio_net's queues, summed */
-	KN_V_SPEED,                                              /* virtio_net's link speed (Mb/s) */
+	KN_V_RXP, KN_V_RXB, KN_V_RXD, KN_V_TXP, KN_V_TXB, KN_V_TXE, /* the driver's own: virtio_net's queues, */
+	KN_V_RXE, KN_V_TXD,                                      /* summed, e1000e's, vmxnet3's; drops without the core's */
+	KN_V_SPEED, KN_V_SPEED_CARRIER,                          /* the driver's link speed (Mb/s); only with a carrier */
 	KN_BOND, KN_BOND_SLAVES, KN_BOND_UP,                     /* a bond's (KN_BOND: it is one) */
 	KN_P_RXP, KN_P_RXB, KN_P_TXP, KN_P_TXB, KN_P_RXD, KN_P_TXD, /* per-CPU tstats, dstats or dummy's lstats */
 	KN_VE_TXD,                                               /* veth: its transmits the peer dropped */
@@ -130,7 +134,7 @@ _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOC
  * dev->stats plus the per-CPU tstats (dev_get_tstats64: bridge, vxlan,
  * ip tunnels...) or dstats (6.7+, the core's, for a driver without a
  * callback), dummy's lstats (its transmits alone) */
-enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_VETH, KN_UNKNOWN };
+enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_VETH, KN_E1000E, KN_VMXNET3, KN_UNKNOWN };
 enum { KM_PCPU_STAT_TSTATS = 2, KM_PCPU_STAT_DSTATS = 3 };      /* enum netdev_stat_type */
 
 #define KM_IFF_MASTER 0x400u
@@ -166,6 +170,14 @@ KM_INLINE void km_bond(struct net_device *dev, u64 *blk)
 	blk[KN_BOND_UP] = up;
 }
 
+/* netdev_priv(): the driver's private area, after the net_device (6.12+
+ * keeps a pointer to it) */
+KM_INLINE u64 km_netdev_priv(struct net_device *dev)
+{
+	return KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
+					       : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
+}
+
 /* virtio_net's types are the module's: present only while it is loaded */
 KM_INLINE int km_virtio_types(void)
 {
@@ -176,9 +188,7 @@ KM_INLINE int km_virtio_types(void)
 /* virtio_net: each queue pair's counters, as virtnet_stats sums them */
 KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
 {
-	u64 priv = KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
-						   : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
-	struct virtnet_info *vi = (struct virtnet_info *)(unsigned long)priv;
+	struct virtnet_info *vi = (struct virtnet_info *)(unsigned long)km_netdev_priv(dev);
 	u64 a[4] = {km_addr(KP(vi->sq)), km_addr(KP(vi->rq)), km_addr(KP(vi->max_queue_pairs)),
 		    KFIELD_EXISTS(virtnet_info, speed) ? km_addr(KP(vi->speed)) : km_dummy_addr()}, v[4];
 	km_gather(a, 4, v);
@@ -200,6 +210,104 @@ KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
 	}
 	for (u32 f = 0; f < 6; f++)
 		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
+	blk[KN_V_TXD] = blk[KN_TX_DROPPED];         /* virtnet_stats: dev->stats' */
+}
+
+/* e1000e: e1000e_get_stats64's sums of adapter->stats, the NIC's
+ * registers as the driver last added them up; its speed while the
+ * carrier is on (e1000_get_link_ksettings) */
+KM_INLINE int km_e1000e_types(void)
+{
+	return KTYPE_EXISTS(e1000_adapter___in_e1000e) && KTYPE_EXISTS(e1000_hw_stats___in_e1000e);
+}
+KM_INLINE void km_e1000e(struct net_device *dev, u64 *blk)
+{
+	struct e1000_adapter___in_e1000e *ad = (struct e1000_adapter___in_e1000e *)(unsigned long)km_netdev_priv(dev);
+	enum { GPRC, GORC, GPTC, GOTC, RXERRC, CRCERRS, ALGNERRC, RUC, ROC, CEXTERR, ECOL, LATECOL, MPC, SPEED, N };
+	u64 a[N] = {km_addr(KP(ad->stats.gprc)), km_addr(KP(ad->stats.gorc)), km_addr(KP(ad->stats.gptc)),
+		    km_addr(KP(ad->stats.gotc)), km_addr(KP(ad->stats.rxerrc)), km_addr(KP(ad->stats.crcerrs)),
+		    km_addr(KP(ad->stats.algnerrc)), km_addr(KP(ad->stats.ruc)), km_addr(KP(ad->stats.roc)),
+		    km_addr(KP(ad->stats.cexterr)), km_addr(KP(ad->stats.ecol)), km_addr(KP(ad->stats.latecol)),
+		    km_addr(KP(ad->stats.mpc)), km_addr(KP(ad->link_speed))}, v[N];
+	km_gather(a, N, v);
+	blk[KN_V_RXP] = v[GPRC];
+	blk[KN_V_RXB] = v[GORC];
+	blk[KN_V_TXP] = v[GPTC];
+	blk[KN_V_TXB] = v[GOTC];
+	blk[KN_V_RXE] = v[RXERRC] + v[CRCERRS] + v[ALGNERRC] + v[RUC] + v[ROC] + v[CEXTERR];
+	blk[KN_V_TXE] = v[ECOL] + v[LATECOL];
+	blk[KN_V_RXD] = v[MPC];                     /* rx_missed_errors; no rx_dropped of its own */
+	blk[KN_V_TXD] = 0;                          /* "Tx Dropped needs to be maintained elsewhere" */
+	blk[KN_V_SPEED] = v[SPEED] & 0xffff;
+	blk[KN_V_SPEED_CARRIER] = 1;
+}
+
+/* e1000 (no stats callback: dev->stats) keeps its link's speed too, in
+ * its own struct e1000_adapter (e1000_get_link_ksettings) */
+KM_INLINE void km_e1000_speed(struct net_device *dev, u64 *blk)
+{
+	if (!&e1000_netdev_ops || blk[KN_OPS] != km_addr(e1000_netdev_ops) || !KTYPE_EXISTS(e1000_adapter___in_e1000))
+		return;
+	struct e1000_adapter___in_e1000 *ad = (struct e1000_adapter___in_e1000 *)(unsigned long)km_netdev_priv(dev);
+	u64 a = km_addr(KP(ad->link_speed)), v;
+	km_gather(&a, 1, &v);
+	blk[KN_V_SPEED] = v & 0xffff;
+	blk[KN_V_SPEED_CARRIER] = 1;
+}
+
+/* vmxnet3: vmxnet3_get_stats64's sums over its queues, a (queue, field)
+ * pair a lane: the device's counters in each queue descriptor (as of
+ * the last VMXNET3_CMD_GET_STATS) and the driver's drops (live) */
+KM_INLINE int km_vmxnet3_types(void)
+{
+	return KTYPE_EXISTS(vmxnet3_adapter) && KTYPE_EXISTS(Vmxnet3_TxQueueDesc) && KTYPE_EXISTS(Vmxnet3_RxQueueDesc) &&
+	       KTYPE_EXISTS(vmxnet3_tx_queue) && KTYPE_EXISTS(vmxnet3_rx_queue);
+}
+KM_INLINE void km_vmxnet3(struct net_device *dev, u64 *blk)
+{
+	struct vmxnet3_adapter *ad = (struct vmxnet3_adapter *)(unsigned long)km_netdev_priv(dev);
+	u64 a[5] = {km_addr(KP(ad->tqd_start)), km_addr(KP(ad->rqd_start)), km_addr(KP(ad->num_tx_queues)),
+		    km_addr(KP(ad->num_rx_queues)), km_addr(KP(ad->link_speed))}, v[5];
+	km_gather(a, 5, v);
+	blk[KN_V_SPEED] = v[4] & 0xffffffffu;
+	blk[KN_V_SPEED_CARRIER] = 1;
+	struct Vmxnet3_TxQueueDesc *tqd = (struct Vmxnet3_TxQueueDesc *)(unsigned long)v[0];
+	struct Vmxnet3_RxQueueDesc *rqd = (struct Vmxnet3_RxQueueDesc *)(unsigned long)v[1];
+	u32 ntx = (u32)(v[2] & 0xffffffffu), nrx = (u32)(v[3] & 0xffffffffu), lane = simt_lane(), nl = simt_nlanes();
+	if (ntx > 32)                               /* VMXNET3_DEVICE_MAX_TX_QUEUES */
+		ntx = 32;
+	if (nrx > 32)
+		nrx = 32;
+	if (!tqd)
+		ntx = 0;
+	if (!rqd)
+		nrx = 0;
+	/* the fields a queue adds: tx packets (3), bytes (3), errors, drops;
+	 * then rx the same; into RXP RXB RXE RXD / TXP TXB TXE TXD */
+	enum { F = 16 };
+	u64 dd = KSIZEOF(Vmxnet3_TxQueueDesc), rd = KSIZEOF(Vmxnet3_RxQueueDesc);
+	u64 tq = KSIZEOF(vmxnet3_tx_queue), rq = KSIZEOF(vmxnet3_rx_queue);
+	u64 base[F] = {km_addr(KP(tqd->stats.ucastPktsTxOK)), km_addr(KP(tqd->stats.mcastPktsTxOK)),
+		       km_addr(KP(tqd->stats.bcastPktsTxOK)), km_addr(KP(tqd->stats.ucastBytesTxOK)),
+		       km_addr(KP(tqd->stats.mcastBytesTxOK)), km_addr(KP(tqd->stats.bcastBytesTxOK)),
+		       km_addr(KP(tqd->stats.pktsTxError)), km_addr(KP(ad->tx_queue[0].stats.drop_total)),
+		       km_addr(KP(rqd->stats.ucastPktsRxOK)), km_addr(KP(rqd->stats.mcastPktsRxOK)),
+		       km_addr(KP(rqd->stats.bcastPktsRxOK)), km_addr(KP(rqd->stats.ucastBytesRxOK)),
+		       km_addr(KP(rqd->stats.mcastBytesRxOK)), km_addr(KP(rqd->stats.bcastBytesRxOK)),
+		       km_addr(KP(rqd->stats.pktsRxError)), km_addr(KP(ad->rx_queue[0].stats.drop_total))};
+	u64 stride[F] = {dd, dd, dd, dd, dd, dd, dd, tq, rd, rd, rd, rd, rd, rd, rd, rq};
+	u64 acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};   /* by slot - KN_V_RXP */
+	u32 n = 32 * F;                          /* pairs of up to 32 queues, F fields */
+	for (u32 j = lane; j < n; j += nl) {
+		u32 q = j / F, f = j % F, g = f % 8, rx = f >= 8;
+		/* packets (3), bytes (3), errors, drops */
+		u32 slot = g < 3 ? (rx ? KN_V_RXP : KN_V_TXP) : g < 6 ? (rx ? KN_V_RXB : KN_V_TXB)
+			   : g == 6 ? (rx ? KN_V_RXE : KN_V_TXE) : (rx ? KN_V_RXD : KN_V_TXD);
+		if (q < (rx ? nrx : ntx))
+			acc[slot - KN_V_RXP] += km_word(base[f] + (u64)q * stride[f]);
+	}
+	for (u32 f = 0; f < 8; f++)
+		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
 }
 
 /* veth: veth_get_stats64 sums its tstats (what it sent) and its peer's
@@ -210,9 +318,7 @@ KM_INLINE void km_virtio_queues(struct net_device *dev, u64 *blk)
  * totals go in virtio_net's slots, which a veth does not use. */
 KM_INLINE void km_veth(struct net_device *dev, u64 *blk)
 {
-	u64 priv = KFIELD_EXISTS(net_device, priv) ? km_addr(KP(dev->priv))
-						   : km_addr(dev) + ((KSIZEOF(net_device) + 31) & ~31ul);
-	struct veth_priv *vp = (struct veth_priv *)(unsigned long)priv;
+	struct veth_priv *vp = (struct veth_priv *)(unsigned long)km_netdev_priv(dev);
 	u64 a[2] = {km_addr(KP(vp->peer)), km_addr(KP(vp->dropped.counter))}, v[2];
 	km_gather(a, 2, v);
 	blk[KN_VE_TXD] = v[1];
@@ -246,9 +352,18 @@ KM_INLINE u64 km_net_kind(struct net_device *dev, u64 flags, int virtio, u64 get
 		       KFIELD_EXISTS(net_device___pcpu, pcpu_stat_type) &&
 		       (KR(((struct net_device___pcpu *)dev)->pcpu_stat_type) & 0xff) == KM_PCPU_STAT_TSTATS
 		       ? KN_VETH : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(e1000e_get_stats64) && &e1000e_get_stats64)
+		return km_e1000e_types() ? KN_E1000E : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(vmxnet3_get_stats64) && &vmxnet3_get_stats64)
+		return km_vmxnet3_types() ? KN_VMXNET3 : KN_UNKNOWN;
 	if (get64)
 		return get64 == km_addr(dev_get_tstats64) && &dev_get_tstats64 ? KN_TSTATS
 		       : get64 == km_addr(dummy_get_stats64) && &dummy_get_stats64 ? KN_DUMMY : KN_UNKNOWN;
+	/* 8139cp's callback adds the chip's count of missed frames (a
+	 * register) to dev->stats and returns it: dev->stats, less the
+	 * missed frames since the last read of /proc/net/dev */
+	if (get && get == km_addr(cp_get_stats) && &cp_get_stats)
+		return KN_GENERIC;
 	if (get)
 		return KN_UNKNOWN;
 	if (!KFIELD_EXISTS(net_device___pcpu, pcpu_stat_type))
@@ -378,11 +493,18 @@ int km_net_stats(u64 d, u64 *blk)
 		blk[KN_LO_BYTES] = s[1];
 	}
 	km_net_pcpu(dev, kind, blk);
-	for (u32 f = 0; f < 6; f++)
+	for (u32 f = 0; f < 8; f++)
 		blk[KN_V_RXP + f] = 0;
 	blk[KN_V_SPEED] = 0xffffffffu;
+	blk[KN_V_SPEED_CARRIER] = 0;
+	if (kind == KN_GENERIC)
+		km_e1000_speed(dev, blk);
 	if (kind == KN_VIRTIO && km_virtio_types())
 		km_virtio_queues(dev, blk);
+	if (kind == KN_E1000E)
+		km_e1000e(dev, blk);
+	if (kind == KN_VMXNET3)
+		km_vmxnet3(dev, blk);
 	blk[KN_VE_TXD] = 0;
 	if (kind == KN_VETH)
 		km_veth(dev, blk);
@@ -403,7 +525,9 @@ KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic, u64 perc
 	switch (blk[KN_KIND]) {
 	case KN_LOOPBACK: return (double)lo;
 	case KN_VIRTIO:
-	case KN_VETH: return (double)virtio;     /* (km_veth: its totals in virtio's slots) */
+	case KN_E1000E:
+	case KN_VMXNET3:
+	case KN_VETH: return (double)virtio;     /* (km_veth, km_e1000e, km_vmxnet3: their totals in these slots) */
 	case KN_GENERIC: return (double)generic;
 	case KN_TSTATS:
 	case KN_DSTATS: return (double)(generic + percpu);
@@ -443,7 +567,7 @@ double km_net_tx_bytes(u64 d, const u64 *blk)
 {
 	return km_nc(blk, blk[KN_LO_BYTES], blk[KN_V_TXB], blk[KN_TX_BYTES], blk[KN_P_TXB]);
 }
-double km_net_rx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, 0, blk[KN_RX_ERRORS], 0); }
+double km_net_rx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, blk[KN_V_RXE], blk[KN_RX_ERRORS], 0); }
 double km_net_tx_errors(u64 d, const u64 *blk) { return km_nc(blk, 0, blk[KN_V_TXE], blk[KN_TX_ERRORS], 0); }
 /* /proc/net/dev's receive "drop": rx_dropped + rx_missed_errors, and the core's */
 double km_net_rx_dropped(u64 d, const u64 *blk)
@@ -469,9 +593,11 @@ KM_INLINE double km_bondv(const u64 *blk, long i)
 double km_net_bond_slaves(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_SLAVES); }
 double km_net_bond_active(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_UP); }
 
-/* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field, and
- * veth's constant (veth_get_link_ksettings: SPEED_10000); no other driver
- * keeps one (ethtool asks the driver) */
+/* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field,
+ * e1000's, e1000e's and vmxnet3's link speed while the carrier is on
+ * (their get_link_ksettings), and veth's constant
+ * (veth_get_link_ksettings: SPEED_10000); no other driver we read keeps
+ * one (8139cp's asks the PHY) */
 double km_net_speed(u64 d, const u64 *blk)
 {
 	if (blk[KN_FAILED])
@@ -479,7 +605,9 @@ double km_net_speed(u64 d, const u64 *blk)
 	if (blk[KN_KIND] == KN_VETH)
 		return 10000.0 * 125000.0;
 	u64 mbps = blk[KN_V_SPEED];
-	if (blk[KN_KIND] != KN_VIRTIO || mbps == 0 || mbps >= 0x7fffffffu)
+	if (blk[KN_V_SPEED_CARRIER] && km_net_up(d, blk) != 1.0)
+		return KM_ABSENT;       /* no carrier: SPEED_UNKNOWN */
+	if (mbps == 0 || mbps >= 0x7fffffffu)
 		return KM_ABSENT;       /* SPEED_UNKNOWN, or no driver we read */
 	return (double)mbps * 125000.0;
 }
@@ -491,5 +619,5 @@ double km_net_tx_dropped(u64 d, const u64 *blk)
 		return km_nc(blk, 0, 0, 0, core);
 	if (blk[KN_KIND] == KN_VETH)
 		return km_nc(blk, 0, core + blk[KN_VE_TXD], 0, 0);
-	return km_nc(blk, core, core + blk[KN_TX_DROPPED], core + blk[KN_TX_DROPPED], blk[KN_P_TXD]);
+	return km_nc(blk, core, core + blk[KN_V_TXD], core + blk[KN_TX_DROPPED], blk[KN_P_TXD]);
 }

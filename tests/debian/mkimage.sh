@@ -43,10 +43,13 @@ rm -rf "$dir" && mkdir -p "$dir"
 root=$dir/root
 # what a small real server runs: systemd and its journal, udev, a network
 # set up by systemd-networkd (DHCP from QEMU's user-mode network), cron,
-# a time daemon, node_exporter, a web server and a database; stress-ng
-# and a compiler-free toolbox for the faults the tests make
+# a time daemon, node_exporter, a web server and a database; stress-ng,
+# ethtool and dmsetup for the faults the tests make (a NIC at 10 Mb/s, a
+# suspended device-mapper disk whose writers wait in D); the tests' own
+# static helpers come on a second disk, labelled sentinel, mounted on
+# /opt/sentinel when there is one (debguest.py makes it)
 pkgs=systemd-sysv,udev,dbus,systemd-timesyncd,linux-image-amd64,initramfs-tools,kmod,procps,iproute2,\
-iputils-ping,curl,ca-certificates,cron,logrotate,less,psmisc,util-linux,e2fsprogs,\
+iputils-ping,curl,ca-certificates,cron,logrotate,less,psmisc,util-linux,e2fsprogs,ethtool,dmsetup,\
 prometheus-node-exporter,stress-ng,nginx-light,postgresql
 echo "mkimage: installing Debian $suite with: $pkgs (a few minutes; packages from $mirror)" >&2
 t0=$(date +%s)
@@ -56,7 +59,7 @@ mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
 	--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
 	--customize-hook='echo sentinel-debian > "$1/etc/hostname"' \
 	--customize-hook='printf "127.0.0.1 localhost\n127.0.1.1 sentinel-debian\n" > "$1/etc/hosts"' \
-	--customize-hook='printf "LABEL=root / ext4 defaults,errors=remount-ro 0 1\n" > "$1/etc/fstab"' \
+	--customize-hook='printf "LABEL=root / ext4 defaults,errors=remount-ro 0 1\nLABEL=sentinel /opt/sentinel ext4 ro,nofail,x-systemd.device-timeout=5s 0 0\n" > "$1/etc/fstab"' \
 	--customize-hook='printf "[Match]\nName=en* eth*\n[Network]\nDHCP=ipv4\n" > "$1/etc/systemd/network/20-wired.network"' \
 	--customize-hook='chroot "$1" systemctl enable systemd-networkd >/dev/null 2>&1' \
 	--customize-hook='chroot "$1" passwd -d root >/dev/null' \

@@ -64,6 +64,12 @@ def main_kernel(ks, want=None):
                    "packs them)")
 
 
+# The NICs of physical machines and VMware's that QEMU emulates, by QEMU's
+# model name, and the driver Linux binds to each (rtl8139 is a C+ chip,
+# revision 0x20: 8139cp's, not 8139too's)
+PHYS_NICS = {"e1000e": "e1000e", "vmxnet3": "vmxnet3", "rtl8139": "8139cp", "e1000": "e1000"}
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     s = socket.socket()
@@ -169,7 +175,7 @@ class Guest:
     """One QEMU guest.  Use as a context manager."""
 
     def __init__(self, kdir, mem_mb=512, cpus=2, kaslr=True, la57=False, name=None,
-                 append="", extra=(), hotplug_mb=0, disks=1, nics=1, memfd=False, images=()):
+                 append="", extra=(), hotplug_mb=0, disks=1, nics=1, memfd=False, images=(), phys_nics=()):
         """extra: more initramfs archives (gzipped cpio) appended after the
         helpers: their files land in the guest's root.  hotplug_mb: room
         for memory plugged in later (hmp object_add and device_add pc-dimm).
@@ -177,7 +183,10 @@ class Guest:
         hypervisors back VMs: no file (self.ram is not there); read it
         through the QEMU process (qemu:PID, self.proc.pid).  images: disk
         images made on the host (a filesystem mkfs made), virtio disks
-        after the blank ones, written to a throwaway overlay (snapshot)."""
+        after the blank ones, written to a throwaway overlay (snapshot).
+        phys_nics: QEMU NIC models after the virtio ones (PHYS_NICS), each
+        on a user network of its own (10.0.3.0/24, 10.0.4.0/24, ...)."""
+        self.phys_nics = tuple(phys_nics)
         self.memfd = memfd
         self.kdir = kdir
         self.extra = list(extra)
@@ -317,6 +326,9 @@ class Guest:
         for i in range(self.nics):
             cmd += ["-netdev", "user,id=net%d" % i, "-device", "virtio-net-pci,netdev=net%d,romfile=%s" %
                     (i, ",speed=1000,duplex=full" if i == 0 else "")]
+        for i, model in enumerate(self.phys_nics):
+            cmd += ["-netdev", "user,id=pnet%d,net=10.0.%d.0/24" % (i, 3 + i),
+                    "-device", "%s,netdev=pnet%d,romfile=" % (model, i)]
         # 64 MiB virtio disks (sparse): /dev/vda, ext2 on /vda (the init script)
         for i in range(self.ndisks):
             cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe" % self._disk(i)]

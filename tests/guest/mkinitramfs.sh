@@ -55,6 +55,13 @@ add_module bridge
 add_module ipip
 add_module vrf
 add_module veth
+# the NICs of physical machines QEMU emulates (net.*: e1000e's and
+# vmxnet3's counters in their private structs, 8139cp's and e1000's in
+# dev->stats), each on its own user network beside virtio's eth0
+add_module e1000
+add_module e1000e
+add_module vmxnet3
+add_module 8139cp
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'

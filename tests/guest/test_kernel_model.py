@@ -469,7 +469,16 @@ def network(g):
     names no peer, receives: its peer's transmits); a second namespace, as
     a container has, holding veth1 (vethb's peer) and its own lo;
     conntrack (loaded with its hooks on) tracks them, its limit set to a
-    value of our own (host.conntrack_*)."""
+    value of our own (host.conntrack_*); the physical NICs (the guest's
+    phys_nics) named nic-DRIVER, each up on its own user network with
+    pings to its gateway."""
+    nets = " ".join("%s:%d" % (drv, 3 + i) for i, drv in enumerate(guest.PHYS_NICS[m] for m in g.phys_nics))
+    if nets:
+        g.check("for d in /sys/class/net/eth*; do v=$(readlink $d/device/driver); v=${v##*/}; "
+                "[ \"$v\" = virtio_net ] || ip link set ${d##*/} name nic-$v; done; "
+                "for p in %s; do ip link set nic-${p%%:*} up && ip addr add 10.0.${p#*:}.15/24 dev nic-${p%%:*}; done; "
+                "sleep 2; for p in %s; do ping -c 3 -W 1 10.0.${p#*:}.2 >/dev/null; done; true" % (nets, nets),
+                timeout=120)
     g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
             "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; "
             "ip link set dummy2 up && ip addr add 10.8.0.1/24 dev dummy2 && ping -c 3 -W 1 10.8.0.2 >/dev/null; "
@@ -675,7 +684,8 @@ def one_config(ks, kname, kaslr, la57):
     name = "%s %s %s" % (kname, "kaslr" if kaslr else "nokaslr", "5-level" if la57 else "4-level")
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="sentinel-xfs-") as tmp, \
-            guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km", images=fs_images(tmp)) as g:
+            guest.Guest(ks[kname], kaslr=kaslr, la57=la57, name="km", images=fs_images(tmp),
+                        phys_nics=tuple(guest.PHYS_NICS)) as g:
         boot = time.time() - t0
         rc, out, err = inspect(g.ram, "info")
         rel = g.check("read -r r < /proc/sys/kernel/osrelease; echo $r")
