@@ -73,6 +73,7 @@ S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 30 sh tests/image.sh "$B"
 S full "a hostile target and clients against sentineld built with ThreadSanitizer" 24 env SENTINEL_IMAGE_TSAN=1 sh tests/image.sh "$B"
 S full "kernel model: live Debian guests (QEMU)" 1 sh tests/guest/run.sh "$B/san/sentinel-inspect"
+S full "a real Debian system: Sentinel's metrics against node_exporter's (tests/debian)" 1 sh tests/debian/run.sh "$B"
 S full "engine: sentineld against a live guest (CPU backend)" 1 sh tests/engine/run.sh "$B/san" cpu
 S quick "compiler: CO-RE and LLView on IR (FileCheck)" 15 sh tests/compiler/run.sh "$B/san/rulec"
 S full "valgrind" 5 sh tests/valgrind.sh "$B/rulec"

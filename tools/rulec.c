@@ -101,6 +101,8 @@ static void list_metrics(const char *fmt)
 		puts("counter is a fraction of one CPU, so it compares with a percentage. `disk.*`");
 		puts("metrics have one value per block device (disks and partitions, as");
 		puts("/proc/diskstats lists them); an alert names the device in its `disk` label.\n");
+		puts("Which metric is which of node_exporter's, and how closely they agree on a real");
+		puts("Debian system (tests/debian/fidelity.py, in make check): docs/comparison.md.\n");
 		for (int e = 0; e < ENT__COUNT; e++) {
 			if (e == ENT_HOST)
 				printf("## Host\n\n");
