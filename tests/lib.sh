@@ -141,6 +141,19 @@ suite() {
 
 # py_suite NAME SCRIPT ARGS...: a Python test suite (it reports its own
 # PASS/FAIL lines into $RESULTS and ends with its CHECKS line).
+# guests_can_run NAME: whether guests can boot here; if not, NAME/* is
+# skipped with the reason (SENTINEL_SKIP_GUEST=1, or no QEMU)
+guests_can_run() {
+	if [ "${SENTINEL_SKIP_GUEST:-0}" = 1 ]; then
+		skip "$1/*" "SENTINEL_SKIP_GUEST=1"
+		return 1
+	fi
+	if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
+		skip "$1/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+		return 1
+	fi
+}
+
 py_suite() {
 	p_name=$1
 	shift

@@ -6,12 +6,5 @@
 set -u
 . "$(dirname "$0")/../lib.sh"
 build=$1
-if [ "${SENTINEL_SKIP_GUEST:-0}" = 1 ]; then
-	skip "debian/*" "SENTINEL_SKIP_GUEST=1"
-	exit 0
-fi
-if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-	skip "debian/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-	exit 0
-fi
+guests_can_run debian || exit 0
 py_suite debian/fidelity tests/debian/fidelity.py "$build/san" "$build/metrics.bundle"

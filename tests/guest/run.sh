@@ -5,14 +5,7 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 inspect=$1
 py=${PYTHON:-python3}
-if [ "${SENTINEL_SKIP_GUEST:-0}" = 1 ]; then
-	skip "guest/*" "SENTINEL_SKIP_GUEST=1"
-	exit 0
-fi
-if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
-	skip "guest/*" "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-	exit 0
-fi
+guests_can_run guest || exit 0
 py_suite guest/kernel-model tests/guest/test_kernel_model.py "$inspect"
 # bare metal from inside: the sentinel_pmem module, the static tools on pmem and kcore
 py_suite guest/baremetal tests/guest/test_baremetal.py build
