@@ -88,6 +88,10 @@ class DebianGuest(guest.Guest):
         its services); then wait for the system to settle."""
         super().start(timeout, tries)
         self.check("systemctl is-system-running --wait >/dev/null; true", timeout=timeout)
+        # the helpers' disk: fstab's entry gives up after 5 s (nofail), and
+        # under TCG udev may name the disk later than that
+        self.check("[ ! -e /dev/disk/by-label/sentinel ] || mountpoint -q /opt/sentinel || "
+                   "{ mkdir -p /opt/sentinel && mount -o ro LABEL=sentinel /opt/sentinel; }", timeout=60)
         return self
 
     def scrape(self, timeout=10):
