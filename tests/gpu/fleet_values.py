@@ -172,7 +172,8 @@ def main():
     try:
         ks = guest.kernels()
         imgs = [os.path.join(tmp, "g%d.core" % i) for i in range(3)]
-        with guest.Guest(guest.main_kernel(ks), name="fv") as g:
+        with guest.Guest(guest.main_kernel(ks), name="fv", phys_nics=tuple(guest.PHYS_NICS)) as g:
+            guest.phys_nics_up(g)           # e1000e's, vmxnet3's, 8139cp's and e1000's counters
             time.sleep(2)
             g.dump(imgs[0])
             g.check("for i in $(seq 300); do sleep 100000 & done; true")
@@ -226,6 +227,17 @@ def main():
         report(differ, "the three images differ (host.threads of t0 and t1: %s, %s)" %
                (cpu.get(("t0", 'sentinel_host_threads{target="t0"}')),
                 cpu.get(("t1", 'sentinel_host_threads{target="t1"}'))))
+        # the NICs of physical and VMware machines: read on both (their own structs), not unknown
+        nics = {}
+        for name, run in (("cpu", cpu), ("gpu", gpu)):
+            for (t, k), v in run.items():
+                if t == "t0" and k.startswith("sentinel_net_rx_bytes") and 'interface="nic-' in k:
+                    nics.setdefault(k.split('interface="', 1)[1].split('"', 1)[0], {})[name] = v
+        want = {"nic-" + d for d in guest.PHYS_NICS.values()}
+        report(set(nics) == want and all(len(v) == 2 and v["cpu"] == v["gpu"] and v["cpu"] not in ("NaN", "0")
+                                         for v in nics.values()),
+               "the NICs of physical and VMware machines, read on both backends: %s" %
+               ", ".join("%s rx %s" % (n, v.get("gpu")) for n, v in sorted(nics.items())), repr(nics))
         wrong = [(k[1], cpu[k], gpu.get(k)) for k in sorted(cpu) if gpu.get(k) != cpu[k]]
         extra = [k[1] for k in sorted(gpu) if k not in cpu]
         report(not wrong and not extra,

@@ -70,6 +70,23 @@ def main_kernel(ks, want=None):
 PHYS_NICS = {"e1000e": "e1000e", "vmxnet3": "vmxnet3", "rtl8139": "8139cp", "e1000": "e1000"}
 
 
+def phys_nics_up(g):
+    """A busybox guest's physical NICs (its phys_nics) named nic-DRIVER,
+    each up on its own user network (10.0.3.15, 10.0.4.15, ...), with
+    pings to its gateway: traffic for their counters; then one read of
+    /proc/net/dev."""
+    nets = " ".join("%s:%d" % (drv, 3 + i) for i, drv in enumerate(PHYS_NICS[m] for m in g.phys_nics))
+    if nets:
+        g.check("for d in /sys/class/net/eth*; do v=$(readlink $d/device/driver); v=${v##*/}; "
+                "[ \"$v\" = virtio_net ] || ip link set ${d##*/} name nic-$v; done; "
+                "for p in %s; do ip link set nic-${p%%:*} up && ip addr add 10.0.${p#*:}.15/24 dev nic-${p%%:*}; done; "
+                "sleep 2; for p in %s; do ping -c 3 -W 1 10.0.${p#*:}.2 >/dev/null; done; "
+                # vmxnet3's device writes its counters into RAM only when
+                # the driver asks, at a read of /proc/net/dev (as node_exporter's scrape does)
+                "while read -r l; do :; done < /proc/net/dev; true" % (nets, nets),
+                timeout=120)
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     s = socket.socket()

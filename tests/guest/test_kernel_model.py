@@ -472,13 +472,7 @@ def network(g):
     value of our own (host.conntrack_*); the physical NICs (the guest's
     phys_nics) named nic-DRIVER, each up on its own user network with
     pings to its gateway."""
-    nets = " ".join("%s:%d" % (drv, 3 + i) for i, drv in enumerate(guest.PHYS_NICS[m] for m in g.phys_nics))
-    if nets:
-        g.check("for d in /sys/class/net/eth*; do v=$(readlink $d/device/driver); v=${v##*/}; "
-                "[ \"$v\" = virtio_net ] || ip link set ${d##*/} name nic-$v; done; "
-                "for p in %s; do ip link set nic-${p%%:*} up && ip addr add 10.0.${p#*:}.15/24 dev nic-${p%%:*}; done; "
-                "sleep 2; for p in %s; do ping -c 3 -W 1 10.0.${p#*:}.2 >/dev/null; done; true" % (nets, nets),
-                timeout=120)
+    guest.phys_nics_up(g)
     g.check("ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && "
             "ping -c 3 -W 1 127.0.0.1 >/dev/null; ping -c 3 -W 1 10.0.2.2 >/dev/null; "
             "ip link set dummy2 up && ip addr add 10.8.0.1/24 dev dummy2 && ping -c 3 -W 1 10.8.0.2 >/dev/null; "
