@@ -29,6 +29,7 @@ import guest  # noqa: E402
 
 # the NIC models, in PCI order; the first carries node_exporter's port
 NICS = ("e1000e", "vmxnet3", "rtl8139", "e1000")
+FRAME_MAC = "52:54:00:5e:00:01"
 
 
 def image():
@@ -41,10 +42,16 @@ def image():
 class DebianGuest(guest.Guest):
     """A real Debian system booted from the image in `idir`."""
 
-    def __init__(self, idir, mem_mb=2048, cpus=2, kaslr=True, name=None, nics=NICS, append=""):
+    def __init__(self, idir, mem_mb=2048, cpus=2, kaslr=True, name=None, nics=NICS, append="", frame_nic=None):
+        """frame_nic: a QEMU NIC model for one more NIC, on a socket network
+        whose other end is this test (send_frames): raw Ethernet frames of
+        any size or content, as a misconfigured switch would deliver them;
+        its MAC is FRAME_MAC."""
         super().__init__(idir, mem_mb=mem_mb, cpus=cpus, kaslr=kaslr, name=name or "deb", append=append)
         self.nic_models = tuple(nics)
         self.exporter_port = guest.free_port()
+        self.frame_nic = frame_nic
+        self.frame_port = guest.free_port() if frame_nic else None
 
     @property
     def exporter(self):
@@ -81,7 +88,22 @@ class DebianGuest(guest.Guest):
             # subnet the guest would answer through whichever NIC it liked
             cmd += ["-netdev", "user,id=net%d,net=10.0.%d.0/24%s" % (i, 2 + i, fwd),
                     "-device", "%s,netdev=net%d,romfile=" % (model, i)]
+        if self.frame_nic:
+            cmd += ["-netdev", "socket,id=frames,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d" %
+                    (guest.free_port(), self.frame_port),
+                    "-device", "%s,netdev=frames,mac=%s,romfile=" % (self.frame_nic, FRAME_MAC)]
         return cmd
+
+    def send_frames(self, frames):
+        """Each frame (bytes: an Ethernet frame without its FCS) to the
+        frame NIC, one datagram each."""
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            for f in frames:
+                s.sendto(f, ("127.0.0.1", self.frame_port))
+        finally:
+            s.close()
 
     def start(self, timeout=300, tries=3):
         """Boot to systemd's multi-user target (the command loop is one of
