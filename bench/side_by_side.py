@@ -129,7 +129,7 @@ class Proc:
         self.name = name
         self.log = open(os.path.join(tmp, name + ".log"), "w")
         self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-        self.rss_max = 0
+        self.rss_max = self.private_max = 0
 
     def cpu_s(self):
         try:
@@ -140,11 +140,17 @@ class Proc:
             return 0.0
 
     def sample(self):
+        """Its largest RSS, and its largest private memory: sentineld's RSS
+        holds the guest's RAM it maps (shared with QEMU, the guest's pages)."""
         try:
             with open("/proc/%d/status" % self.p.pid) as f:
                 for line in f:
                     if line.startswith("VmRSS:"):
                         self.rss_max = max(self.rss_max, int(line.split()[1]) * 1024)
+            with open("/proc/%d/smaps_rollup" % self.p.pid) as f:
+                priv = sum(int(line.split()[1]) * 1024 for line in f if line.startswith(("Private_Clean:",
+                                                                                         "Private_Dirty:")))
+            self.private_max = max(self.private_max, priv)
         except OSError:
             pass
 
@@ -323,8 +329,8 @@ def main():
                 time.sleep(60)
         run_s = time.time() - tr0
         scrapes = {s: prom_query(prom_ports[s], "avg_over_time(up[%ds])" % int(run_s + 1)) for s in prom_ports}
-        usage = {k: {"cpu_s": round(p.cpu_s() - cpu0.get(k, 0), 1), "rss_mib": round(p.rss_max / 2 ** 20, 1)}
-                 for k, p in procs.items()}
+        usage = {k: {"cpu_s": round(p.cpu_s() - cpu0.get(k, 0), 1), "rss_mib": round(p.rss_max / 2 ** 20, 1),
+                     "private_mib": round(p.private_max / 2 ** 20, 1)} for k, p in procs.items()}
     finally:
         if poller:
             poller.stop_ = True
@@ -344,7 +350,8 @@ def main():
             cells.append("%s at %.1f s" % (a[1], a[0]) if a else "nothing")
         print("| %s | %s |" % (r["scenario"], " | ".join(cells)))
     print("\nover the %.0f s of scenarios, on this host: %s" % (run_s, ", ".join(
-        "%s %.1f s CPU, %.0f MiB" % (k, v["cpu_s"], v["rss_mib"]) for k, v in usage.items())))
+        "%s %.1f s CPU, %.0f MiB RSS (%.0f MiB its own)" % (k, v["cpu_s"], v["rss_mib"], v["private_mib"])
+        for k, v in usage.items())))
     print("scrapes that succeeded over the run: %s" % ", ".join(
         "%s %s" % (k, "%.0f%%" % (100 * v) if v is not None else "?") for k, v in scrapes.items()))
     print("raw: %s; logs: %s" % (out, tmp))
