@@ -59,6 +59,8 @@ def feed(g, stop):
 def main():
     sentineld = os.path.join(BUILD, "sentineld")
     sentinelctl = os.path.join(BUILD, "sentinelctl")
+    if not os.access(sentinelctl, os.X_OK):         # build/san has no sentinelctl of its own
+        sentinelctl = os.path.join(TOP, "build", "sentinelctl")
     if not os.access(sentineld, os.X_OK):
         report(False, "%s is not built" % sentineld)
         return
