@@ -39,6 +39,15 @@ def image():
     return out.strip().splitlines()[-1]
 
 
+def image_or_report(report):
+    """image(), or None after reporting why it could not be built."""
+    try:
+        return image()
+    except subprocess.CalledProcessError as e:
+        report(False, "the Debian image could not be built (tests/debian/mkimage.sh)", str(e))
+        return None
+
+
 class DebianGuest(guest.Guest):
     """A real Debian system booted from the image in `idir`."""
 

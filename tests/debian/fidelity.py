@@ -38,12 +38,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--t
 RES = guest.Results()
 
 
-def report(ok, name, detail=""):
-    print("%s fidelity/%s" % ("PASS" if ok else "FAIL", name), flush=True)
-    if not ok:
-        for line in str(detail).splitlines()[:30]:
-            print("     " + line)
-    RES.add("pass" if ok else "fail")
+report = guest.reporter(RES, "fidelity")
 
 # Each row: (Sentinel metric, its family, node_exporter metric, label
 # filters {label: regex}, kind, tolerance, why).  Families: host (one
@@ -342,10 +337,8 @@ def main():
     if not os.access(inspect, os.X_OK):
         report(False, "%s is not built" % inspect)
         return
-    try:
-        idir = debguest.image()
-    except subprocess.CalledProcessError as e:
-        report(False, "the Debian image could not be built (tests/debian/mkimage.sh)", str(e))
+    idir = debguest.image_or_report(report)
+    if not idir:
         return
     bundle = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(TOP, "build", "metrics.bundle"))
     RES.expect(2 * len(MAP))

@@ -31,12 +31,7 @@ RES = guest.Results()
 WAIT_S = 420        # [2m] windows covered, then for: 2m, with TCG's slack
 
 
-def report(ok, name, detail=""):
-    print("%s debian-rules/%s" % ("PASS" if ok else "FAIL", name), flush=True)
-    if not ok:
-        for line in str(detail).splitlines()[:30]:
-            print("     " + line)
-    RES.add("pass" if ok else "fail")
+report = guest.reporter(RES, "debian-rules")
 
 
 def frame(dst, size):
@@ -64,10 +59,8 @@ def main():
     if not os.access(sentineld, os.X_OK):
         report(False, "%s is not built" % sentineld)
         return
-    try:
-        idir = debguest.image()
-    except subprocess.CalledProcessError as e:
-        report(False, "the Debian image could not be built (tests/debian/mkimage.sh)", str(e))
+    idir = debguest.image_or_report(report)
+    if not idir:
         return
     RES.expect(4)
     tmp = tempfile.mkdtemp(prefix="sentinel-debrules-")

@@ -172,6 +172,18 @@ class Results:
         return 1 if self.failed else 0
 
 
+def reporter(res, prefix):
+    """A suite's report(ok, name, detail=""): its PASS or FAIL line under
+    prefix, the first 30 lines of the detail of a failure, and the count."""
+    def report(ok, name, detail=""):
+        print("%s %s/%s" % ("PASS" if ok else "FAIL", prefix, name), flush=True)
+        if not ok:
+            for line in str(detail).splitlines()[:30]:
+                print("     " + line)
+        res.add("pass" if ok else "fail")
+    return report
+
+
 # A container's network, one shell command (ends in "; "): a second
 # namespace held by a sleeper (its PID in /tmp/sentinel-netns.pids, which
 # metrics_check reads), vethb here and its peer veth1 there with its own
