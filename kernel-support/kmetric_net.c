@@ -260,8 +260,12 @@ KM_INLINE void km_e1000_speed(struct net_device *dev, u64 *blk)
  * the last VMXNET3_CMD_GET_STATS) and the driver's drops (live) */
 KM_INLINE int km_vmxnet3_types(void)
 {
+	/* every module type the reads name, or their relocations are
+	 * required ones: a kernel without the module's BTF (5.10) would
+	 * lose every interface's counters, not just this driver's */
 	return KTYPE_EXISTS(vmxnet3_adapter) && KTYPE_EXISTS(Vmxnet3_TxQueueDesc) && KTYPE_EXISTS(Vmxnet3_RxQueueDesc) &&
-	       KTYPE_EXISTS(vmxnet3_tx_queue) && KTYPE_EXISTS(vmxnet3_rx_queue);
+	       KTYPE_EXISTS(vmxnet3_tx_queue) && KTYPE_EXISTS(vmxnet3_rx_queue) && KTYPE_EXISTS(UPT1_TxStats) &&
+	       KTYPE_EXISTS(UPT1_RxStats) && KTYPE_EXISTS(vmxnet3_tq_driver_stats) && KTYPE_EXISTS(vmxnet3_rq_driver_stats);
 }
 KM_INLINE void km_vmxnet3(struct net_device *dev, u64 *blk)
 {
