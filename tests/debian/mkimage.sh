@@ -21,9 +21,16 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${SENTINEL_DEBIAN_CACHE:-$top/.cache/debian}
 suite=${SENTINEL_DEBIAN_SUITE:-bookworm}
 mirror=${SENTINEL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-# (comments left out: a changed comment builds nothing anew)
-sum=$(cat "$0" "$top/tests/debian/testshell" | grep -v '^[[:space:]]*#' | sha256sum | cut -c1-16)
+# (the recipe below its marker line and the command loop, comments left
+# out: a changed comment or message builds nothing anew)
+sum=$( (sed -n '/^# ---- the recipe/,$p' "$0"; cat "$top/tests/debian/testshell") | grep -v '^[[:space:]]*#' |
+	sha256sum | cut -c1-16)
 dir=$cache/$suite-$sum
+# one builder at a time (make check starts one in the background; a
+# second waits for it and finds the image ready)
+mkdir -p "$cache"
+exec 9> "$cache/$suite-$sum.lock"
+flock 9
 if [ -f "$dir/ready" ]; then
 	echo "$dir"
 	exit 0
@@ -39,6 +46,13 @@ if [ "$(id -u)" != 0 ]; then
 fi
 PATH=$PATH:/sbin:/usr/sbin
 
+# images of an older recipe are stale (a GiB each): this checkout's cache
+# keeps the newest alone
+for old in "$cache/$suite"-*; do
+	case $old in "$dir" | "$dir.lock") ;; *) rm -rf "$old" ;; esac
+done
+
+# ---- the recipe: what the image holds (the cache key: everything below)
 rm -rf "$dir" && mkdir -p "$dir"
 root=$dir/root
 # what a small real server runs: systemd and its journal, udev, a network

@@ -97,6 +97,10 @@ def main():
                         break
                 time.sleep(2)
             proc = g.check("while read -r l; do case $l in %s:*) echo \"$l\";; esac; done < /proc/net/dev" % ifname)
+            # what sentineld says of the rule and of the interface (a failure's detail)
+            p = subprocess.run([sentinelctl, "-s", sock, "--json", "rules"], capture_output=True, text=True, timeout=60)
+            state = [r for r in (json.loads(p.stdout).get("rules", []) if p.returncode == 0 else [])
+                     if r.get("name") == "NetworkReceiveErrors"] or p.stderr
         finally:
             stop.set()
             if d.poll() is None:
@@ -109,7 +113,8 @@ def main():
                (ifname, proc.strip()))
         report(fired is not None, "NetworkReceiveErrors fired for %s (e1000e) %.0f s after the first oversized frame "
                "(its [2m] windows covered, then for: 2m)" % (ifname, fired[0] if fired else -1),
-               "alerts: %s\nsentineld:\n%s" % (json.dumps(alerts)[:1500], text[-1500:]))
+               "alerts: %s\nthe rule: %s\nsentineld:\n%s" % (json.dumps(alerts)[:1500], json.dumps(state)[:1500],
+                                                           text[-1500:]))
         if fired:
             who = sorted({str(a.get("interface")) for a in fired[1]})
             report(who == [ifname], "... for that interface alone (%s)" % ", ".join(who), json.dumps(fired[1])[:1500])

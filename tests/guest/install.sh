@@ -7,7 +7,9 @@ apt_install() {
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "$1: installing: $2" >&2
 		# shellcheck disable=SC2086
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $2 >&2
+		# (waiting for dpkg's lock: make check builds the Debian image in
+		# the background while the guests' fetch may install too)
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $2 >&2
 	else
 		echo "$1: missing tools; run: apt-get install -y $2" >&2
 		exit 1
