@@ -10,6 +10,7 @@
 #include "ktarget.h"
 #include "msrc.h"
 #include "record.h"
+#include "reloc.h"
 #include "units.h"
 #include "util.h"
 
@@ -49,6 +50,12 @@ static void usage(FILE *out)
 "  btf FILE           save the kernel's BTF (raw) to FILE\n"
 "  metrics            every catalog metric, computed by the compiled metric\n"
 "                     library (the detector's own code) on the CPU or the GPU\n"
+"  dmesg              the kernel's log, from its printk ring (-n, -f, --kmsg)\n"
+"  relocs [TEXT]...   the metric library's relocations against this kernel's\n"
+"                     BTF (fields, types, sizes, symbols), each resolved or\n"
+"                     why not; only those naming TEXT (e.g. ___in_igb: a\n"
+"                     driver's types, read from its module's BTF); exit 1\n"
+"                     when one listed does not resolve (--bundle as for metrics)\n"
 "\n"
 "Sources (--source, or $SENTINEL_SOURCE):\n"
 "  ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file (share=on)\n"
@@ -433,6 +440,48 @@ static int inspect_bundle(const MetricsOpts *o, Bundle **b, char *err, size_t n)
 	return o->bundle ? bd_read(o->bundle, b, err, n) : comp_build_all(SENTINEL_VERSION, b, err, n);
 }
 
+/* relocs: the bundle's relocations resolved against this kernel, those
+ * whose description holds one of the texts (all with none).  A driver's
+ * reader names its module's types TYPE___in_MODULE: `relocs ___in_igb`
+ * on a kernel with igb loaded says whether it resolves, with or without
+ * the device. */
+static int cmd_relocs(const KTarget *t, const MetricsOpts *o, int argc, char **argv)
+{
+	char err[1024] = "";
+	Bundle *b = NULL;
+	RlResult res = {0};
+	int rc = 2;
+	unsigned listed = 0, bad = 0;
+	if (inspect_bundle(o, &b, err, sizeof err) || rl_resolve(b, t, &res, err, sizeof err))
+		goto out;
+	for (size_t i = 0; i < b->relos.n; i++) {
+		char d[256];
+		relo_describe(&b->relos.v[i], d, sizeof d);
+		int k = 0;
+		while (k < argc && !strstr(d, argv[k]))
+			k++;
+		if (argc && k == argc)
+			continue;
+		listed++;
+		if (res.ok[i]) {
+			printf("ok   %-#18llx %s\n", (unsigned long long)res.value[i], d);
+		} else {
+			printf("FAIL %-18s %s: %s\n", "", d, res.why[i] ? res.why[i] : "unresolved");
+			bad++;
+		}
+	}
+	printf("%u relocations listed, %u unresolved\n", listed, bad);
+	rc = bad || !listed ? 1 : 0;
+	if (!listed)
+		fprintf(stderr, "sentinel-inspect: no relocation names %s\n", argc ? argv[0] : "anything");
+out:
+	if (*err)
+		fprintf(stderr, "sentinel-inspect: %s\n", err);
+	rl_free(&res);
+	bd_free(b);
+	return rc;
+}
+
 static const double *tasks_pid;                 /* cmd_tasks' sort key (NaN last) */
 static int tasks_by_pid(const void *a, const void *b)
 {
@@ -726,6 +775,8 @@ static int run(const char *source, const KtOptions *ko, const char *cmd, int arg
 		rc = cmd_metrics(t, mo);
 	} else if (!strcmp(cmd, "dmesg")) {
 		rc = cmd_dmesg(t, dmo);
+	} else if (!strcmp(cmd, "relocs")) {
+		rc = cmd_relocs(t, mo, argc, argv);
 	} else if (!strcmp(cmd, "kallsyms")) {
 		for (size_t i = 0; i < t->nsyms; i++)
 			printf("%016llx %c %s\n", (unsigned long long)t->syms[i].addr, t->syms[i].type, t->syms[i].name);
@@ -900,9 +951,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentinel-inspect: no command; try 'sentinel-inspect --source ramfile:PATH info' or --help\n");
 	} else if (strcmp(pos[0], "info") && strcmp(pos[0], "read") && strcmp(pos[0], "tasks") && strcmp(pos[0], "sym") &&
 		   strcmp(pos[0], "xlate") && strcmp(pos[0], "kallsyms") && strcmp(pos[0], "btf") &&
-		   strcmp(pos[0], "metrics") && strcmp(pos[0], "dmesg")) {
+		   strcmp(pos[0], "metrics") && strcmp(pos[0], "dmesg") && strcmp(pos[0], "relocs")) {
 		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, "
-				"xlate, kallsyms, btf, metrics, dmesg\n", pos[0]);
+				"xlate, kallsyms, btf, metrics, dmesg, relocs\n", pos[0]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");
