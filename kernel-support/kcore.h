@@ -543,6 +543,119 @@ struct vmxnet3_adapter {
 	int num_rx_queues, num_tx_queues;
 	u32 link_speed;                            /* Mb/s */
 };
+/* Server and cloud NICs (module types, each named ___in_MODULE: looked
+ * up in that module's BTF alone, and every relocation through them
+ * optional, so that a kernel without the module loses nothing else).
+ * Checked against each Debian kernel's modules with the modules loaded
+ * and no device (sentinel-inspect relocs ___in_igb ...); their values
+ * are not checked in a guest: QEMU 7.2 emulates none of them
+ * (docs/kernel-sources.md).  What each callback returns:
+ * igb: adapter->stats64, as igb_update_stats last filled it (the 2 s
+ * watchdog and every /proc/net/dev read; frozen while the link is down);
+ * link_speed in Mb/s, 0 while the link is down */
+struct rtnl_link_stats64 {
+	u64 rx_packets, tx_packets, rx_bytes, tx_bytes, rx_errors, tx_errors, rx_dropped, tx_dropped;
+	u64 multicast, collisions, rx_length_errors, rx_over_errors, rx_crc_errors, rx_frame_errors, rx_fifo_errors;
+	u64 rx_missed_errors;
+};
+struct igb_adapter___in_igb {
+	struct rtnl_link_stats64 stats64;
+	u16 link_speed;
+};
+/* ixgbe: packets and bytes summed live over its rings (rx, tx and XDP's
+ * tx: arrays of 64 pointers, NULL while a ring is freed); its errors and
+ * missed frames in dev->stats (the 2 s service task); link_speed a mask
+ * of IXGBE_LINK_SPEED_* while link_up */
+struct ixgbe_queue_stats___in_ixgbe {
+	u64 packets, bytes;
+};
+struct ixgbe_ring___in_ixgbe {
+	struct ixgbe_queue_stats___in_ixgbe stats;
+};
+struct ixgbe_adapter___in_ixgbe {
+	struct ixgbe_ring___in_ixgbe *rx_ring[64], *tx_ring[64], *xdp_ring[64];
+	int num_rx_queues, num_tx_queues, num_xdp_queues;
+	u32 link_speed;
+	bool link_up;
+};
+/* i40e: the VSI's rings (arrays of num_queue_pairs pointers; XDP's only
+ * with a program) live; nothing while the VSI is down (state bit 0); the
+ * rest in vsi->net_stats (the 1 s service task) */
+struct i40e_queue_stats___in_i40e {
+	u64 packets, bytes;
+};
+struct i40e_ring___in_i40e {
+	struct i40e_queue_stats___in_i40e stats;
+};
+struct i40e_vsi___in_i40e {
+	struct i40e_ring___in_i40e **rx_rings, **tx_rings, **xdp_rings;
+	unsigned long state[1];
+	void *xdp_prog;
+	u16 num_queue_pairs;
+	struct rtnl_link_stats64 net_stats;
+};
+struct i40e_netdev_priv___in_i40e {
+	struct i40e_vsi___in_i40e *vsi;
+};
+/* ena: rings embedded in the adapter (128 each), live counters; drops
+ * from the device's keep-alive (1 s); nothing unless ENA_FLAG_DEV_UP
+ * (flags bit 1) */
+struct ena_stats_tx___in_ena {
+	u64 cnt, bytes;
+};
+struct ena_stats_rx___in_ena {
+	u64 cnt, bytes, xdp_drop;
+};
+struct ena_ring___in_ena {
+	struct ena_stats_tx___in_ena tx_stats;      /* (a union with rx_stats) */
+	struct ena_stats_rx___in_ena rx_stats;
+};
+struct ena_stats_dev___in_ena {
+	u64 rx_drops, tx_drops;
+};
+struct ena_adapter___in_ena {
+	struct ena_ring___in_ena tx_ring[1], rx_ring[1];   /* [ENA_MAX_NUM_IO_QUEUES] */
+	u32 num_io_queues, xdp_num_queues, xdp_first_ring;
+	unsigned long flags;
+	struct ena_stats_dev___in_ena dev_stats;
+};
+/* gve: arrays of rings (NULL while down), live counters; link_speed in
+ * Mb/s once ethtool asked the device (0 before) */
+struct gve_rx_ring___in_gve {
+	u64 rpackets, rbytes;
+};
+struct gve_tx_ring___in_gve {
+	u64 pkt_done, bytes_done;
+};
+struct gve_queue_config___in_gve {                /* to 6.14 */
+	u16 num_queues;
+};
+struct gve_priv___in_gve {
+	struct gve_rx_ring___in_gve *rx;
+	struct gve_tx_ring___in_gve *tx;
+	struct gve_queue_config___in_gve rx_cfg, tx_cfg;
+	u16 num_xdp_queues;                          /* 6.4 to 6.14 */
+	u64 link_speed;
+};
+/* 6.15+: a queue config of each kind, XDP's queues counted in tx_cfg's */
+struct gve_rx_queue_config___in_gve {
+	u16 num_queues;
+};
+struct gve_tx_queue_config___in_gve {
+	u16 num_queues, num_xdp_queues;
+};
+struct gve_priv___in_gve___615 {
+	struct gve_rx_queue_config___in_gve rx_cfg;
+	struct gve_tx_queue_config___in_gve tx_cfg;
+};
+/* 8139too (real RTL8139 chips): packets and bytes its own, live; the
+ * rest dev->stats */
+struct rtl8139_stats___in_8139too {
+	u64 packets, bytes;
+};
+struct rtl8139_private___in_8139too {
+	struct rtl8139_stats___in_8139too rx_stats, tx_stats;
+};
 /* veth (module type, from its BTF): the pair's other end, and the
  * transmits it could not take */
 struct veth_priv {
@@ -778,6 +891,12 @@ extern const char e1000e_get_stats64[] __kweak;           /* NIC drivers' stats 
 extern const char vmxnet3_get_stats64[] __kweak;
 extern const char cp_get_stats[] __kweak;                 /* 8139cp */
 extern const char e1000_netdev_ops[] __kweak;             /* e1000: no stats callback, its ops tell it */
+extern const char igb_get_stats64[] __kweak;
+extern const char ixgbe_get_stats64[] __kweak;
+extern const char i40e_get_netdev_stats_struct[] __kweak;
+extern const char ena_get_stats64[] __kweak;
+extern const char gve_get_stats[] __kweak;
+extern const char rtl8139_get_stats64[] __kweak;
 extern struct list_head mc_devices __kweak;              /* CONFIG_EDAC: static in edac_mc.c */   /* the bonding module, when loaded */
 /* kernel/time/ntp.c's state: file-static variables to 6.12; 6.13 moved
  * them into struct ntp_data tk_ntp_data (later an array, one per

@@ -24,8 +24,11 @@
  * 8139cp, whose callback only adds a register of missed frames to it),
  * veth's tstats with its peer's transmits as its receives, e1000e's
  * adapter->stats and vmxnet3's queue descriptors (both as of the driver's
- * last update: docs/metrics.md).  Any other driver's counters (bonding's)
- * are unknown (KM_ABSENT), never a guess. */
+ * last update: docs/metrics.md), and the server and cloud NICs' own
+ * (igb, ixgbe, i40e, ena, gve, 8139too: relocated against their modules'
+ * BTF, not run against their devices: docs/kernel-sources.md).  Any other
+ * driver's counters (bonding's, ice's, mlx5's) are unknown (KM_ABSENT),
+ * never a guess. */
 
 #define KM_MAX_NETDEVS 65536u
 #define KM_IFF_UP 0x1u
@@ -134,7 +137,11 @@ _Static_assert(KN__COUNT <= 64, "the block rulec gives km_net_stats (CG_OBJ_BLOC
  * dev->stats plus the per-CPU tstats (dev_get_tstats64: bridge, vxlan,
  * ip tunnels...) or dstats (6.7+, the core's, for a driver without a
  * callback), dummy's lstats (its transmits alone) */
-enum { KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_VETH, KN_E1000E, KN_VMXNET3, KN_UNKNOWN };
+enum {
+	KN_GENERIC, KN_LOOPBACK, KN_VIRTIO, KN_TSTATS, KN_DSTATS, KN_DUMMY, KN_VETH,
+	KN_E1000E, KN_VMXNET3, KN_IGB, KN_IXGBE, KN_I40E, KN_ENA, KN_GVE, KN_RTL8139,   /* their totals in KN_V_* */
+	KN_UNKNOWN
+};
 enum { KM_PCPU_STAT_TSTATS = 2, KM_PCPU_STAT_DSTATS = 3 };      /* enum netdev_stat_type */
 
 #define KM_IFF_MASTER 0x400u
@@ -314,6 +321,181 @@ KM_INLINE void km_vmxnet3(struct net_device *dev, u64 *blk)
 		blk[KN_V_RXP + f] = simt_sum_u64(acc[f]);
 }
 
+/* Sums of a (packets, bytes) pair over n rings, a (ring, field) pair a
+ * lane: the rings' pointers in an array at arr (ptrs), or the rings
+ * themselves stride bytes apart from arr; a NULL ring adds nothing. */
+KM_INLINE void km_ring_sums(u64 arr, u32 n, int ptrs, u64 stride, u64 off_p, u64 off_b, u64 *p, u64 *b)
+{
+	u32 lane = simt_lane(), nl = simt_nlanes();
+	u64 acc[2] = {0, 0};
+	for (u32 j = lane; j < 2 * n; j += nl) {
+		u32 q = j / 2, f = j % 2;
+		u64 r = ptrs ? km_word(arr + 8ull * q) : arr + (u64)q * stride;
+		if (r)
+			acc[f] += km_word(r + (f ? off_b : off_p));
+	}
+	*p = simt_sum_u64(acc[0]);
+	*b = simt_sum_u64(acc[1]);
+}
+
+/* a driver's errors and drops, into their KN_V_* slots */
+KM_INLINE void km_v_errs(u64 *blk, u64 rxe, u64 txe, u64 rxd, u64 txd)
+{
+	blk[KN_V_RXE] = rxe;
+	blk[KN_V_TXE] = txe;
+	blk[KN_V_RXD] = rxd;
+	blk[KN_V_TXD] = txd;
+}
+
+/* a count from a signed or narrow field, at most max */
+KM_INLINE u32 km_count(u64 v, u32 bits, u32 max)
+{
+	u64 c = bits < 64 ? v & ((1ull << bits) - 1) : v;
+	if (bits == 32 && (c >> 31))
+		return 0;                             /* a negative int */
+	return c > max ? max : (u32)c;
+}
+
+/* igb: igb_get_stats64 copies adapter->stats64 (igb_update_stats: the
+ * rings' packets and bytes, the registers' errors and missed frames) */
+KM_INLINE void km_igb(struct net_device *dev, u64 *blk)
+{
+	struct igb_adapter___in_igb *ad = (struct igb_adapter___in_igb *)(unsigned long)km_netdev_priv(dev);
+	enum { RXP, TXP, RXB, TXB, RXE, TXE, RXD, TXD, MISS, SPEED, N };
+	u64 a[N] = {km_addr(KP(ad->stats64.rx_packets)), km_addr(KP(ad->stats64.tx_packets)),
+		    km_addr(KP(ad->stats64.rx_bytes)), km_addr(KP(ad->stats64.tx_bytes)),
+		    km_addr(KP(ad->stats64.rx_errors)), km_addr(KP(ad->stats64.tx_errors)),
+		    km_addr(KP(ad->stats64.rx_dropped)), km_addr(KP(ad->stats64.tx_dropped)),
+		    km_addr(KP(ad->stats64.rx_missed_errors)), km_addr(KP(ad->link_speed))}, v[N];
+	km_gather(a, N, v);
+	blk[KN_V_RXP] = v[RXP];
+	blk[KN_V_TXP] = v[TXP];
+	blk[KN_V_RXB] = v[RXB];
+	blk[KN_V_TXB] = v[TXB];
+	km_v_errs(blk, v[RXE], v[TXE], v[RXD] + v[MISS], v[TXD]);
+	blk[KN_V_SPEED] = v[SPEED] & 0xffff;       /* 0 while the link is down */
+	blk[KN_V_SPEED_CARRIER] = 1;
+}
+
+/* ixgbe: ixgbe_get_stats64 sums its rings live (XDP's with the tx ones)
+ * and copies dev->stats' errors and missed frames */
+KM_INLINE u64 km_ixgbe_mbps(u64 m)
+{
+	return m & 0x80 ? 10000 : m & 0x800 ? 5000 : m & 0x400 ? 2500 : m & 0x20 ? 1000 : m & 0x8 ? 100 : m & 0x2 ? 10 : 0;
+}
+KM_INLINE void km_ixgbe(struct net_device *dev, u64 *blk)
+{
+	struct ixgbe_adapter___in_ixgbe *ad = (struct ixgbe_adapter___in_ixgbe *)(unsigned long)km_netdev_priv(dev);
+	u64 a[5] = {km_addr(KP(ad->num_rx_queues)), km_addr(KP(ad->num_tx_queues)), km_addr(KP(ad->num_xdp_queues)),
+		    km_addr(KP(ad->link_speed)), km_addr(KP(ad->link_up))}, v[5];
+	km_gather(a, 5, v);
+	u64 op = koffsetof(struct ixgbe_ring___in_ixgbe, stats.packets), ob = koffsetof(struct ixgbe_ring___in_ixgbe, stats.bytes);
+	u64 tp, tb, xp, xb;
+	km_ring_sums(km_addr(KP(ad->rx_ring[0])), km_count(v[0], 32, 64), 1, 0, op, ob, &blk[KN_V_RXP], &blk[KN_V_RXB]);
+	km_ring_sums(km_addr(KP(ad->tx_ring[0])), km_count(v[1], 32, 64), 1, 0, op, ob, &tp, &tb);
+	km_ring_sums(km_addr(KP(ad->xdp_ring[0])), km_count(v[2], 32, 64), 1, 0, op, ob, &xp, &xb);
+	blk[KN_V_TXP] = tp + xp;
+	blk[KN_V_TXB] = tb + xb;
+	km_v_errs(blk, blk[KN_RX_ERRORS], 0, blk[KN_RX_MISSED], 0);
+	blk[KN_V_SPEED] = v[4] & 0xff ? km_ixgbe_mbps(v[3] & 0xffffffffu) : 0;
+	blk[KN_V_SPEED_CARRIER] = 1;
+}
+
+/* i40e: i40e_get_netdev_stats_struct: nothing while the VSI is down;
+ * else its rings live (XDP's with a program) and vsi->net_stats' errors
+ * and drops.  Its speed is the firmware's link info: not read. */
+KM_INLINE void km_i40e(struct net_device *dev, u64 *blk)
+{
+	struct i40e_netdev_priv___in_i40e *np = (struct i40e_netdev_priv___in_i40e *)(unsigned long)km_netdev_priv(dev);
+	u64 va = km_addr(KP(np->vsi)), vv;
+	km_gather(&va, 1, &vv);
+	struct i40e_vsi___in_i40e *vsi = (struct i40e_vsi___in_i40e *)(unsigned long)vv;
+	u64 dm = km_dummy_addr();
+	enum { RX, TX, XDP, STATE, PROG, NQP, RXE, TXE, RXD, TXD, MISS, N };
+	u64 a[N] = {vsi ? km_addr(KP(vsi->rx_rings)) : dm, vsi ? km_addr(KP(vsi->tx_rings)) : dm,
+		    vsi ? km_addr(KP(vsi->xdp_rings)) : dm, vsi ? km_addr(KP(vsi->state[0])) : dm,
+		    vsi ? km_addr(KP(vsi->xdp_prog)) : dm, vsi ? km_addr(KP(vsi->num_queue_pairs)) : dm,
+		    vsi ? km_addr(KP(vsi->net_stats.rx_errors)) : dm, vsi ? km_addr(KP(vsi->net_stats.tx_errors)) : dm,
+		    vsi ? km_addr(KP(vsi->net_stats.rx_dropped)) : dm, vsi ? km_addr(KP(vsi->net_stats.tx_dropped)) : dm,
+		    vsi ? km_addr(KP(vsi->net_stats.rx_missed_errors)) : dm}, v[N];
+	km_gather(a, N, v);
+	if (!vsi || (v[STATE] & 1) || !v[TX])
+		return;                               /* __I40E_VSI_DOWN, or no rings: zeros */
+	u32 n = km_count(v[NQP], 16, 1024);
+	u64 op = koffsetof(struct i40e_ring___in_i40e, stats.packets), ob = koffsetof(struct i40e_ring___in_i40e, stats.bytes);
+	u64 tp, tb, xp = 0, xb = 0;
+	km_ring_sums(v[RX], v[RX] ? n : 0, 1, 0, op, ob, &blk[KN_V_RXP], &blk[KN_V_RXB]);
+	km_ring_sums(v[TX], n, 1, 0, op, ob, &tp, &tb);
+	km_ring_sums(v[XDP], v[PROG] && v[XDP] ? n : 0, 1, 0, op, ob, &xp, &xb);
+	blk[KN_V_TXP] = tp + xp;
+	blk[KN_V_TXB] = tb + xb;
+	km_v_errs(blk, v[RXE], v[TXE], v[RXD] + v[MISS], v[TXD]);
+}
+
+/* ena: ena_get_stats64: nothing unless the device is up; its rings
+ * (embedded) live, XDP's transmit rings after the others; the drops the
+ * device reports in its keep-alive.  (6.1's callback leaves XDP's rings
+ * out: the same without an XDP program; its XDP drops are not read.)
+ * Its speed is asked of the device: not read. */
+KM_INLINE void km_ena(struct net_device *dev, u64 *blk)
+{
+	struct ena_adapter___in_ena *ad = (struct ena_adapter___in_ena *)(unsigned long)km_netdev_priv(dev);
+	enum { NIO, NX, FLAGS, RXD, TXD, N };
+	u64 a[N] = {km_addr(KP(ad->num_io_queues)), km_addr(KP(ad->xdp_num_queues)), km_addr(KP(ad->flags)),
+		    km_addr(KP(ad->dev_stats.rx_drops)), km_addr(KP(ad->dev_stats.tx_drops))}, v[N];
+	km_gather(a, N, v);
+	if (!(v[FLAGS] & 2))
+		return;                               /* ENA_FLAG_DEV_UP clear: zeros */
+	u32 nio = km_count(v[NIO], 32, 128), nx = km_count(v[NX], 32, 128 - nio);
+	u64 st = KSIZEOF(ena_ring___in_ena);
+	km_ring_sums(km_addr(KP(ad->rx_ring[0])), nio, 0, st, koffsetof(struct ena_ring___in_ena, rx_stats.cnt),
+		     koffsetof(struct ena_ring___in_ena, rx_stats.bytes), &blk[KN_V_RXP], &blk[KN_V_RXB]);
+	km_ring_sums(km_addr(KP(ad->tx_ring[0])), nio + nx, 0, st, koffsetof(struct ena_ring___in_ena, tx_stats.cnt),
+		     koffsetof(struct ena_ring___in_ena, tx_stats.bytes), &blk[KN_V_TXP], &blk[KN_V_TXB]);
+	blk[KN_V_RXD] = v[RXD];
+	blk[KN_V_TXD] = v[TXD];
+}
+
+/* gve: gve_get_stats sums its rings (arrays of them, NULL while down)
+ * live; no errors or drops; link_speed once ethtool asked the device */
+KM_INLINE void km_gve(struct net_device *dev, u64 *blk)
+{
+	struct gve_priv___in_gve *pr = (struct gve_priv___in_gve *)(unsigned long)km_netdev_priv(dev);
+	struct gve_priv___in_gve___615 *pn = (struct gve_priv___in_gve___615 *)pr;
+	u64 dm = km_dummy_addr();
+	int split = KTYPE_EXISTS(gve_tx_queue_config___in_gve) && KTYPE_EXISTS(gve_rx_queue_config___in_gve);
+	int has_xdp = split || KFIELD_EXISTS(gve_priv___in_gve, num_xdp_queues);
+	enum { RX, TX, NRX, NTX, NX, SPEED, N };
+	u64 a[N] = {km_addr(KP(pr->rx)), km_addr(KP(pr->tx)),
+		    split ? km_addr(KP(pn->rx_cfg.num_queues)) : km_addr(KP(pr->rx_cfg.num_queues)),
+		    split ? km_addr(KP(pn->tx_cfg.num_queues)) : km_addr(KP(pr->tx_cfg.num_queues)),
+		    split ? km_addr(KP(pn->tx_cfg.num_xdp_queues)) : has_xdp ? km_addr(KP(pr->num_xdp_queues)) : dm,
+		    km_addr(KP(pr->link_speed))}, v[N];
+	km_gather(a, N, v);
+	u32 nrx = v[RX] ? km_count(v[NRX], 16, 1024) : 0;
+	u32 ntx = v[TX] ? km_count(v[NTX], 16, 1024) + (has_xdp ? km_count(v[NX], 16, 1024) : 0) : 0;
+	km_ring_sums(v[RX], nrx, 0, KSIZEOF(gve_rx_ring___in_gve), koffsetof(struct gve_rx_ring___in_gve, rpackets),
+		     koffsetof(struct gve_rx_ring___in_gve, rbytes), &blk[KN_V_RXP], &blk[KN_V_RXB]);
+	km_ring_sums(v[TX], ntx, 0, KSIZEOF(gve_tx_ring___in_gve), koffsetof(struct gve_tx_ring___in_gve, pkt_done),
+		     koffsetof(struct gve_tx_ring___in_gve, bytes_done), &blk[KN_V_TXP], &blk[KN_V_TXB]);
+	blk[KN_V_SPEED] = v[SPEED] > 0xffffffffu ? 0 : v[SPEED];
+}
+
+/* 8139too: rtl8139_get_stats64: its own packets and bytes, the rest
+ * dev->stats (missed frames still in the chip's register not yet added) */
+KM_INLINE void km_rtl8139(struct net_device *dev, u64 *blk)
+{
+	struct rtl8139_private___in_8139too *tp = (struct rtl8139_private___in_8139too *)(unsigned long)km_netdev_priv(dev);
+	u64 a[4] = {km_addr(KP(tp->rx_stats.packets)), km_addr(KP(tp->rx_stats.bytes)),
+		    km_addr(KP(tp->tx_stats.packets)), km_addr(KP(tp->tx_stats.bytes))}, v[4];
+	km_gather(a, 4, v);
+	blk[KN_V_RXP] = v[0];
+	blk[KN_V_RXB] = v[1];
+	blk[KN_V_TXP] = v[2];
+	blk[KN_V_TXB] = v[3];
+	km_v_errs(blk, blk[KN_RX_ERRORS], blk[KN_TX_ERRORS], blk[KN_RX_DROPPED] + blk[KN_RX_MISSED], blk[KN_TX_DROPPED]);
+}
+
 /* veth: veth_get_stats64 sums its tstats (what it sent) and its peer's
  * transmits as its receives (what one end sends the other receives), and
  * adds priv->dropped (sends the peer could not take) to its transmit
@@ -360,6 +542,28 @@ KM_INLINE u64 km_net_kind(struct net_device *dev, u64 flags, int virtio, u64 get
 		return km_e1000e_types() ? KN_E1000E : KN_UNKNOWN;
 	if (get64 && get64 == km_addr(vmxnet3_get_stats64) && &vmxnet3_get_stats64)
 		return km_vmxnet3_types() ? KN_VMXNET3 : KN_UNKNOWN;
+	/* server and cloud NICs, by their callbacks (module symbols) */
+	if (get64 && get64 == km_addr(igb_get_stats64) && &igb_get_stats64)
+		return KTYPE_EXISTS(igb_adapter___in_igb) ? KN_IGB : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(ixgbe_get_stats64) && &ixgbe_get_stats64)
+		return KTYPE_EXISTS(ixgbe_adapter___in_ixgbe) && KTYPE_EXISTS(ixgbe_ring___in_ixgbe) &&
+		       KTYPE_EXISTS(ixgbe_queue_stats___in_ixgbe) ? KN_IXGBE : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(i40e_get_netdev_stats_struct) && &i40e_get_netdev_stats_struct)
+		return KTYPE_EXISTS(i40e_netdev_priv___in_i40e) && KTYPE_EXISTS(i40e_vsi___in_i40e) &&
+		       KTYPE_EXISTS(i40e_ring___in_i40e) && KTYPE_EXISTS(i40e_queue_stats___in_i40e) ? KN_I40E : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(ena_get_stats64) && &ena_get_stats64)
+		return KTYPE_EXISTS(ena_adapter___in_ena) && KTYPE_EXISTS(ena_ring___in_ena) &&
+		       KTYPE_EXISTS(ena_stats_tx___in_ena) && KTYPE_EXISTS(ena_stats_rx___in_ena) &&
+		       KTYPE_EXISTS(ena_stats_dev___in_ena) ? KN_ENA : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(gve_get_stats) && &gve_get_stats)
+		return KTYPE_EXISTS(gve_priv___in_gve) && KTYPE_EXISTS(gve_rx_ring___in_gve) &&
+		       KTYPE_EXISTS(gve_tx_ring___in_gve) &&
+		       (KTYPE_EXISTS(gve_queue_config___in_gve) ||
+			(KTYPE_EXISTS(gve_tx_queue_config___in_gve) && KTYPE_EXISTS(gve_rx_queue_config___in_gve)))
+		       ? KN_GVE : KN_UNKNOWN;
+	if (get64 && get64 == km_addr(rtl8139_get_stats64) && &rtl8139_get_stats64)
+		return KTYPE_EXISTS(rtl8139_private___in_8139too) && KTYPE_EXISTS(rtl8139_stats___in_8139too)
+		       ? KN_RTL8139 : KN_UNKNOWN;
 	if (get64)
 		return get64 == km_addr(dev_get_tstats64) && &dev_get_tstats64 ? KN_TSTATS
 		       : get64 == km_addr(dummy_get_stats64) && &dummy_get_stats64 ? KN_DUMMY : KN_UNKNOWN;
@@ -501,14 +705,20 @@ int km_net_stats(u64 d, u64 *blk)
 		blk[KN_V_RXP + f] = 0;
 	blk[KN_V_SPEED] = 0xffffffffu;
 	blk[KN_V_SPEED_CARRIER] = 0;
-	if (kind == KN_GENERIC)
-		km_e1000_speed(dev, blk);
-	if (kind == KN_VIRTIO && km_virtio_types())
-		km_virtio_queues(dev, blk);
-	if (kind == KN_E1000E)
-		km_e1000e(dev, blk);
-	if (kind == KN_VMXNET3)
-		km_vmxnet3(dev, blk);
+	/* the driver's own counters (the kind is the warp's: one branch) */
+	switch (kind) {
+	case KN_GENERIC: km_e1000_speed(dev, blk); break;
+	case KN_VIRTIO: if (km_virtio_types()) km_virtio_queues(dev, blk); break;
+	case KN_E1000E: km_e1000e(dev, blk); break;
+	case KN_VMXNET3: km_vmxnet3(dev, blk); break;
+	case KN_IGB: km_igb(dev, blk); break;
+	case KN_IXGBE: km_ixgbe(dev, blk); break;
+	case KN_I40E: km_i40e(dev, blk); break;
+	case KN_ENA: km_ena(dev, blk); break;
+	case KN_GVE: km_gve(dev, blk); break;
+	case KN_RTL8139: km_rtl8139(dev, blk); break;
+	default: break;
+	}
 	blk[KN_VE_TXD] = 0;
 	if (kind == KN_VETH)
 		km_veth(dev, blk);
@@ -531,7 +741,13 @@ KM_INLINE double km_nc(const u64 *blk, u64 lo, u64 virtio, u64 generic, u64 perc
 	case KN_VIRTIO:
 	case KN_E1000E:
 	case KN_VMXNET3:
-	case KN_VETH: return (double)virtio;     /* (km_veth, km_e1000e, km_vmxnet3: their totals in these slots) */
+	case KN_IGB:
+	case KN_IXGBE:
+	case KN_I40E:
+	case KN_ENA:
+	case KN_GVE:
+	case KN_RTL8139:
+	case KN_VETH: return (double)virtio;     /* (km_veth and the NIC drivers' readers: their totals in these slots) */
 	case KN_GENERIC: return (double)generic;
 	case KN_TSTATS:
 	case KN_DSTATS: return (double)(generic + percpu);
@@ -598,10 +814,11 @@ double km_net_bond_slaves(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_
 double km_net_bond_active(u64 d, const u64 *blk) { return km_bondv(blk, KN_BOND_UP); }
 
 /* /sys/class/net/IF/speed, in bytes a second: virtio_net's own field,
- * e1000's, e1000e's and vmxnet3's link speed while the carrier is on
- * (their get_link_ksettings), and veth's constant
- * (veth_get_link_ksettings: SPEED_10000); no other driver we read keeps
- * one (8139cp's asks the PHY) */
+ * e1000's, e1000e's, vmxnet3's, igb's and ixgbe's link speed while the
+ * carrier is on (their get_link_ksettings), gve's once ethtool asked,
+ * and veth's constant (veth_get_link_ksettings: SPEED_10000); no other
+ * driver we read keeps one (8139cp's asks the PHY, i40e's and ena's the
+ * firmware) */
 double km_net_speed(u64 d, const u64 *blk)
 {
 	if (blk[KN_FAILED])

@@ -55,7 +55,8 @@ static void usage(FILE *out)
 "                     BTF (fields, types, sizes, symbols), each resolved or\n"
 "                     why not; only those naming TEXT (e.g. ___in_igb: a\n"
 "                     driver's types, read from its module's BTF); exit 1\n"
-"                     when one listed does not resolve (--bundle as for metrics)\n"
+"                     when one listed does not resolve or names what this\n"
+"                     kernel lacks (--bundle as for metrics)\n"
 "\n"
 "Sources (--source, or $SENTINEL_SOURCE):\n"
 "  ramfile:PATH[,split=auto|none|BYTES]  a QEMU guest's RAM file (share=on)\n"
@@ -463,14 +464,22 @@ static int cmd_relocs(const KTarget *t, const MetricsOpts *o, int argc, char **a
 		if (argc && k == argc)
 			continue;
 		listed++;
-		if (res.ok[i]) {
+		/* a weak symbol the kernel lacks, a type or field it has not:
+		 * resolved (the code tests them), but absent here */
+		const Relo *x = &b->relos.v[i];
+		bool absent = res.ok[i] && !res.value[i] &&
+			      (x->kind == RELO_SYM || x->kind == RELO_TYPE || x->kind == RELO_EXISTS);
+		if (absent) {
+			printf("no   %-18s %s: not in this kernel\n", "", d);
+			bad++;
+		} else if (res.ok[i]) {
 			printf("ok   %-#18llx %s\n", (unsigned long long)res.value[i], d);
 		} else {
 			printf("FAIL %-18s %s: %s\n", "", d, res.why[i] ? res.why[i] : "unresolved");
 			bad++;
 		}
 	}
-	printf("%u relocations listed, %u unresolved\n", listed, bad);
+	printf("%u relocations listed, %u unresolved or absent\n", listed, bad);
 	rc = bad || !listed ? 1 : 0;
 	if (!listed)
 		fprintf(stderr, "sentinel-inspect: no relocation names %s\n", argc ? argv[0] : "anything");
@@ -718,6 +727,8 @@ static int cmd_dmesg(const KTarget *t, const DmesgOpts *o)
 		signal(SIGTERM, inspect_on_signal);
 		DmesgOut live = {.o = o};
 		fflush(stdout);
+		fprintf(stderr, "sentinel-inspect: dmesg: following from record %llu (Ctrl-C to stop)\n",
+			(unsigned long long)next);
 		while (!inspect_quit) {
 			struct timespec ts = {(time_t)o->every, (long)((o->every - (double)(time_t)o->every) * 1e9)};
 			nanosleep(&ts, NULL);

@@ -62,6 +62,15 @@ add_module e1000
 add_module e1000e
 add_module vmxnet3
 add_module 8139cp
+# server and cloud NICs QEMU does not emulate: loaded without a device,
+# so that their modules' BTF is there to relocate their readers against
+# (sentinel-inspect relocs); 8139too after 8139cp, which has the chip
+add_module igb
+add_module ixgbe
+add_module i40e
+add_module ena
+add_module gve
+add_module 8139too
 echo "$load" > "$root/lib/modules/order"
 
 cat > "$root/init" <<'INIT'
