@@ -91,7 +91,7 @@ ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest $(B)/fuzz_discover
 endif
 
-.PHONY: all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image
+.PHONY: FORCE all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -100,15 +100,25 @@ ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(
 	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
+# The directories the programs read at run time (the configuration, the
+# compiler's back end): build/paths.stamp changes when they do (a
+# `make install PREFIX=/usr` after a build for /usr/local), and every
+# object is built again with them.
+$(B)/paths.stamp: FORCE
+	@mkdir -p $(B)
+	@printf 'SYSCONFDIR=%s\nPKGLIBDIR=%s\n' '$(SYSCONFDIR)' '$(PKGLIBDIR)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+
 # Header dependencies: the compiler writes each object's (-MMD) into
 # OBJ.d beside it, read back below; an object without one (never built,
 # or built before) is built again.
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
-$(B)/obj/%.o: %.c $(B)/obj/%.d config.mk
+$(B)/obj/%.o: %.c $(B)/obj/%.d config.mk $(B)/paths.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-$(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
+$(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk $(B)/paths.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -160,7 +170,7 @@ $(B)/san/test_klog: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_klog.o $(B)/san
 # -Wno-tsan: GCC says TSan does not model atomic_thread_fence; the rings' seqlock
 # reads it orders are checked by their sequence numbers, not by the fence alone
 TSAN_FLAGS := -O1 -g -fPIC -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-$(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk
+$(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk $(B)/paths.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -191,7 +201,7 @@ $(B)/san/sentineld: $(SAN_DEFAULTS) $(SD_SRC:%.c=$(B)/san/obj/%.o) $(ENG_SAN_OBJ
 	$(CC) $(SAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
 
 $(B)/sentinelctl: $(B)/obj/tools/sentinelctl.o
-	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lm $(LDFLAGS_USER)
+	$(CC) $(OPT_CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(INIH_LIBS) -lm $(LDFLAGS_USER)
 
 # rulec is the front end alone: checking rules never maps libLLVM.  Compiling,
 # --target and `rulec test` load librulec-backend.so (tools/rulec_backend.h), found
@@ -280,7 +290,7 @@ $(B)/portable/hostile_image: $(B)/obj/bench/hostile_image.o $(B)/libkernel.a
 
 $(B)/portable/sentinelctl: $(B)/obj/tools/sentinelctl.o
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm
+	$(CC) $(OPT_CFLAGS) -o $@ $^ -Wl,-Bstatic -ljansson -linih -Wl,-Bdynamic -lm
 
 # A real Debian 12 system (systemd, node_exporter, nginx, PostgreSQL; Debian's
 # kernel) as a QEMU image, built once by mmdebstrap and cached under
@@ -329,7 +339,7 @@ dkms-install:
 STATIC_ENG_SRC := $(filter-out engine/gpucap.c,$(ENG_SRC))
 STATIC_OBJ := $(addprefix $(B)/static/obj/,$(RULEC_LIB_SRC:.c=.o) $(KS_SRC:.c=.o) $(STATIC_ENG_SRC:.c=.o) rulec/nocompile.o)
 STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -ljansson -linih -lyaml -lm -lpthread
-$(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
+$(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk $(B)/paths.stamp
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -452,6 +462,9 @@ docs: $(B)/rulec
 	$(B)/rulec --list-metrics=markdown > docs/metrics.md
 
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+# the manual pages (docs/man): rulec(1), sentineld(8), sentinelctl(8),
+# sentinel-inspect(8), sentinel.conf(5), sentinel-rules(5)
+MANDIR ?= $(DATADIR)/man
 
 # Programs, the shipped rules (as the default rule directory, and for
 # reference), the configuration template and the systemd unit.  An
@@ -466,10 +479,15 @@ install: $(PROGRAMS)
 	install -m 644 rules/*.yaml rules/schema.json $(DESTDIR)$(DATADIR)/sentinel/rules/
 	install -m 644 examples/*.yaml examples/sentinel.conf $(DESTDIR)$(DATADIR)/sentinel/examples/
 	install -m 644 README.md docs/*.md $(DESTDIR)$(DATADIR)/doc/sentinel/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 docs/man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf ]; then \
 		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf"; \
 	else \
-		install -m 644 examples/sentinel.conf $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf; fi
+		sed 's|/etc/sentinel/|$(SYSCONFDIR)/sentinel/|g' examples/sentinel.conf > $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf && \
+		chmod 644 $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf; fi
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/rules ]; then \
 		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/sentinel/rules/"; \
 	else \
@@ -484,6 +502,9 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rulec $(DESTDIR)$(BINDIR)/sentinel-inspect $(DESTDIR)$(BINDIR)/sentineld \
 		$(DESTDIR)$(BINDIR)/sentinelctl $(DESTDIR)$(SYSTEMDUNITDIR)/sentineld.service \
 		$(DESTDIR)$(PKGLIBDIR)/librulec-backend.so
+	rm -f $(DESTDIR)$(MANDIR)/man1/rulec.1 $(DESTDIR)$(MANDIR)/man8/sentineld.8 \
+		$(DESTDIR)$(MANDIR)/man8/sentinelctl.8 $(DESTDIR)$(MANDIR)/man8/sentinel-inspect.8 \
+		$(DESTDIR)$(MANDIR)/man5/sentinel.conf.5 $(DESTDIR)$(MANDIR)/man5/sentinel-rules.5
 	rm -rf $(DESTDIR)$(DATADIR)/sentinel $(DESTDIR)$(DATADIR)/doc/sentinel
 
 clean:

@@ -53,6 +53,12 @@ else
 	expect_msg ctl-extra-argument 2 "unknown argument 'extra'" "$ctl" status extra
 	expect_msg ctl-no-command 2 "give a command" "$ctl" --json
 	expect_msg ctl-options-after-command 2 "cannot reach sentineld at /nonexistent.sock" "$ctl" status --json -s /nonexistent.sock
+	expect_msg ctl-unknown-command 2 "unknown command 'bogus'; the commands are status" "$ctl" bogus
+	# -c: the socket sentineld's configuration names
+	ctlconf=$(mktemp "$SENTINEL_TEST_TMP/ctl.XXXXXX")
+	printf '[engine]\nbackend = cpu\n[control]\nsocket = %s.sock ; its own\n' "$ctlconf" > "$ctlconf"
+	expect_msg ctl-config-names-socket 2 "cannot reach sentineld at $ctlconf.sock:" "$ctl" -c "$ctlconf" status
+	expect_msg ctl-config-unreadable 2 "cannot read /nonexistent.conf" "$ctl" -c /nonexistent.conf status
 fi
 d=$(dirname "$rulec")/sentineld
 expect_msg sentineld-unknown-option 2 "unknown argument '--nope'" "$d" --nope
@@ -85,6 +91,16 @@ for x in d["diagnostics"]:
     assert x["code"] and x["message"], x
 '; then pass "cli/json-output"; else fail "cli/json-output"; fi
 
+# docs/comparison.md's fidelity table is tests/debian/fidelity.py's MAP
+# (--table prints it): every row there, as the test compares it
+missing_rows=$(${PYTHON:-python3} tests/debian/fidelity.py --table | grep '^| `' | while IFS= read -r row; do
+	grep -qxF -- "$row" docs/comparison.md || printf '%s\n' "$row"; done)
+if [ -z "$missing_rows" ]; then
+	pass "cli/comparison-table-current"
+else
+	fail "cli/comparison-table-current" "rows of fidelity.py --table not in docs/comparison.md (paste its output):
+$missing_rows"
+fi
 # docs/metrics.md is generated from the catalog: it must be current.
 if "$rulec" --list-metrics=markdown | diff -u docs/metrics.md - > "$SENTINEL_TEST_TMP/metrics.diff"; then
 	pass "cli/docs-metrics-current"
@@ -110,11 +126,24 @@ unit=$inst/usr/lib/systemd/system/sentineld.service
 if make -s install $iargs > "$inst.log" 2>&1 &&
    "$inst/usr/bin/rulec" --check -q "$inst"/usr/share/sentinel/rules/*.yaml &&
    [ -f "$inst/usr/share/sentinel/rules/schema.json" ] && [ -f "$inst/usr/share/doc/sentinel/rules.md" ] &&
+   [ -f "$inst/usr/share/man/man1/rulec.1" ] && [ -f "$inst/usr/share/man/man5/sentinel-rules.5" ] &&
+   [ -f "$inst/usr/share/man/man8/sentineld.8" ] &&
+   grep -qx 'directory = /etc/sentinel/rules' "$inst/etc/sentinel/sentinel.conf" &&
    [ -x "$inst/usr/bin/sentineld" ] && [ -x "$inst/usr/bin/sentinelctl" ] && [ -f "$inst/etc/sentinel/rules/paper.yaml" ] &&
    grep -qx 'Type=notify' "$unit" && grep -qx 'ExecStart=/usr/bin/sentineld -c /etc/sentinel/sentinel.conf' "$unit"; then
 	pass "cli/make-install-destdir"
 else
 	fail "cli/make-install-destdir" "$(cat "$inst.log"; find "$inst" | head -30)"
+fi
+# PREFIX alone moves every directory (config.mk keeps only those configure
+# was given), the paths compiled into the programs with them
+# (build/paths.stamp), and the installed configuration names the rules
+# where they went
+dirs=$(make -s --no-print-directory PREFIX=/usr --eval 'print-dirs: ; @echo $(BINDIR) $(DATADIR) $(SYSCONFDIR) $(PKGLIBDIR) $(MANDIR)' print-dirs 2>&1)
+if [ "$dirs" = "/usr/bin /usr/share /etc /usr/lib/sentinel /usr/share/man" ]; then
+	pass "cli/prefix-moves-every-directory"
+else
+	fail "cli/prefix-moves-every-directory" "make PREFIX=/usr gives: $dirs (re-run ./configure if config.mk predates this)"
 fi
 # the installed configuration and rules are good: what stops it is the example's VM
 sed -e "s|= /etc/sentinel/rules|= $inst/etc/sentinel/rules|" -e "s|= /var/log/sentinel/|= $inst/|" "$inst/etc/sentinel/sentinel.conf" > "$inst/check.conf"

@@ -35,20 +35,26 @@ TIMES=$SENTINEL_TEST_TMP/times
 : > "$TIMES"
 LEFT=
 
+# wanted TIER NAME: whether this run runs the suite (SENTINEL_CHECK_ONLY,
+# the tier); a full suite left out of the quick tier is listed at the end
+wanted() {
+	if [ -n "${SENTINEL_CHECK_ONLY:-}" ] && ! printf '%s\n' "$2" | grep -Eq -- "$SENTINEL_CHECK_ONLY"; then
+		return 1
+	fi
+	if [ "$TIER" = quick ] && [ "$1" != quick ]; then
+		LEFT="$LEFT
+   $2"
+		return 1
+	fi
+}
+
 # S TIER NAME MIN CMD...: one suite, with the fewest checks it must report
 # (pass, fail or skip lines).  A quick suite runs in both tiers; a full one
 # in make check alone.
 S() {
 	tier=$1 name=$2 min=$3
 	shift 3
-	if [ -n "${SENTINEL_CHECK_ONLY:-}" ] && ! printf '%s\n' "$name" | grep -Eq -- "$SENTINEL_CHECK_ONLY"; then
-		return 0
-	fi
-	if [ "$TIER" = quick ] && [ "$tier" != quick ]; then
-		LEFT="$LEFT
-   $name"
-		return 0
-	fi
+	wanted "$tier" "$name" || return 0
 	echo "== $name" | tee -a "$LOG"
 	t0=$(date +%s)
 	suite "$name" "$min" "$@"
@@ -57,8 +63,53 @@ S() {
 	printf '%6d s  %s\n' $(($(date +%s) - t0)) "$name" >> "$TIMES"
 }
 
+# SB TIER NAME MIN CMD...: S in the background, for a suite that waits
+# for minutes or only computes, beside suites that are not timed to the
+# second; its output and results go to files of its own (its counts
+# cannot mix with the suite in front) until SJ, at the end, prints them,
+# adds them up and checks that it ran to its end (tests/lib.sh's suite())
+BG_SUITES=
+SB() {
+	tier=$1 name=$2 min=$3
+	shift 3
+	wanted "$tier" "$name" || return 0
+	bgn=$(($(printf '%s' "$BG_SUITES" | wc -l) + 1))
+	bg=$SENTINEL_TEST_TMP/bgsuite.$bgn
+	mkdir -p "$bg"
+	printf '%s\n' "$name" > "$bg/name"
+	echo "== $name: started in the background, collected at the end" | tee -a "$LOG"
+	(
+		RESULTS=$bg/results
+		: > "$RESULTS"
+		SUITE_SEQ=$((bgn * 1000))             # its scratch files apart from the others'
+		t0=$(date +%s)
+		suite "$name" "$min" "$@" > "$bg/out" 2>&1
+		printf '%6d s  %s (in the background)\n' $(($(date +%s) - t0)) "$name" > "$bg/time"
+		echo done > "$bg/done"
+	) &
+	echo $! > "$bg/pid"
+	BG_SUITES="$BG_SUITES
+$bg"
+}
+# SJ: every background suite, waited for and counted
+SJ() {
+	for bg in $BG_SUITES; do
+		wait "$(cat "$bg/pid")"
+		name=$(cat "$bg/name")
+		echo "== $name (from the background)" | tee -a "$LOG"
+		cat "$bg/out" | tee -a "$LOG"
+		cat "$bg/results" >> "$RESULTS"
+		if [ -f "$bg/done" ]; then
+			cat "$bg/time" >> "$TIMES"
+		else
+			fail "$name: ran to its end in the background" "its last lines: $(tail -n 3 "$bg/out")" | tee -a "$LOG"
+		fi
+	done
+	BG_SUITES=
+}
+
 S quick "layers: includes through -I, never by path" 3 sh tests/layers.sh
-S quick "test runner: a suite that dies, exits badly or runs short fails make check" 14 sh tests/selftest/run.sh
+S quick "test runner: a suite that dies, exits badly or runs short fails make check" 17 sh tests/selftest/run.sh
 S quick "unit tests (ASan/UBSan)" 190 c_tests "$B/san/test_unit"
 S quick "runtime: windows on a simulated clock (ASan/UBSan)" 330 c_tests "$B/san/test_snrt"
 S quick "notifier: HTTP delivery against a local server (ASan/UBSan)" 40 c_tests "$B/san/test_http"
@@ -69,6 +120,7 @@ S full "rulec: 600 rules in PTX parts that link (ASan/UBSan)" 3 sh tests/parts.s
 S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 14 sh tests/ruletest/run.sh "$B/san/rulec"
 S quick "rules in the docs: rule blocks and table rows that rulec checks (tests/docs, ASan/UBSan)" 50 sh tests/docs/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
+S quick "manual pages: mandoc's lint, every --help option in its page" 10 sh tests/man.sh "$B"
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 30 sh tests/image.sh "$B"
 S full "a hostile target and clients against sentineld built with ThreadSanitizer" 24 env SENTINEL_IMAGE_TSAN=1 sh tests/image.sh "$B"
@@ -82,11 +134,15 @@ if [ "$TIER" = full ] && [ "${SENTINEL_SKIP_GUEST:-0}" != 1 ] && command -v qemu
 	echo "-- the Debian image: building in the background if not cached ($SENTINEL_TEST_TMP/debian-image.log)"
 	sh tests/debian/mkimage.sh > "$SENTINEL_TEST_TMP/debian-image.log" 2>&1 &
 fi
+# then the shipped network rules on its e1000e: minutes of waiting for
+# [2m] windows and a for: 2m, beside the busybox guests (compared, not timed)
+SB full "a real Debian system: the shipped network rules on an e1000e (tests/debian/test_rules.py)" 4 sh tests/debian/rules.sh "$B"
 S full "kernel model: live Debian guests (QEMU)" 1 sh tests/guest/run.sh "$B/san/sentinel-inspect"
 S full "$DEBIAN_SUITE" 1 sh tests/debian/run.sh "$B"
 S full "engine: sentineld against a live guest (CPU backend)" 1 sh tests/engine/run.sh "$B/san" cpu
 S quick "compiler: CO-RE and LLView on IR (FileCheck)" 15 sh tests/compiler/run.sh "$B/san/rulec"
-S full "valgrind" 5 sh tests/valgrind.sh "$B/rulec"
+# valgrind computes and the fuzz smokes fuzz for fixed times: side by side
+SB full "valgrind" 5 sh tests/valgrind.sh "$B/rulec"
 S quick "fuzz smoke: front end (libFuzzer)" 1 sh tests/fuzz/run.sh smoke rules
 S quick "fuzz smoke: code generator (libFuzzer)" 1 sh tests/fuzz/run.sh smoke cg
 S quick "fuzz smoke: a hostile guest (libFuzzer, a real guest's RAM image)" 1 sh tests/fuzz/run.sh smoke guest
@@ -94,6 +150,7 @@ S quick "fuzz smoke: discovery and the host's parsers of guest memory (libFuzzer
 if [ -n "${SENTINEL_CHECK_EXTRA:-}" ]; then
 	. "$SENTINEL_CHECK_EXTRA"
 fi
+SJ
 
 p=$(results_count pass)
 f=$(results_count fail)

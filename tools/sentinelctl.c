@@ -3,6 +3,7 @@
  * The protocol is one JSON object per line each way: {"cmd": "status"} and
  * the daemon's answer.  --json prints the answer as it came.
  */
+#include <ini.h>
 #include <jansson.h>
 
 #include <errno.h>
@@ -20,6 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef SENTINEL_SYSCONFDIR
+#define SENTINEL_SYSCONFDIR "/usr/local/etc"
+#endif
 #ifndef SENTINEL_VERSION
 #define SENTINEL_VERSION "0.1.0"
 #endif
@@ -27,7 +31,7 @@
 static void usage(FILE *out)
 {
 	fputs(
-"Usage: sentinelctl [-s SOCKET] [--json] COMMAND\n"
+"Usage: sentinelctl [-s SOCKET | -c CONFIG] [--json] COMMAND\n"
 "\n"
 "Commands:\n"
 "  status   the backend, the GPU, the target, uptime, ticks, late ticks, drops\n"
@@ -37,8 +41,11 @@ static void usage(FILE *out)
 "           errors, print them (as rulec --check does) and change nothing\n"
 "\n"
 "Options:\n"
-"  -s, --socket PATH   sentineld's control socket (default /run/sentinel/sentinel.sock,\n"
-"                      or $SENTINEL_SOCKET)\n"
+"  -s, --socket PATH   sentineld's control socket\n"
+"  -c, --config FILE   the socket sentineld's configuration names ([control]\n"
+"                      socket); without -s or -c: $SENTINEL_SOCKET, else the\n"
+"                      installed configuration's (" SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf),\n"
+"                      else /run/sentinel/sentinel.sock\n"
 "  -t, --timeout SECS  wait at most this long for the answer (default 10; reload:\n"
 "                      600, as 10,000 rules take minutes to compile)\n"
 "      --json          print the daemon's answer as JSON\n"
@@ -97,7 +104,8 @@ static json_t *request(const char *path, const char *cmd, double timeout_s)
 			fprintf(stderr, "sentinelctl: sentineld at %s takes no new client (its backlog stayed full for %.0f "
 				"s): it may be stalled; see its log (journalctl -u sentineld)\n", path, timeout_s);
 		else
-			fprintf(stderr, "sentinelctl: cannot reach sentineld at %s: %s (is it running? as root? give -s)\n",
+			fprintf(stderr, "sentinelctl: cannot reach sentineld at %s: %s (is it running? as root? "
+					"give -s SOCKET or -c its sentinel.conf)\n",
 				path, strerror(errno));
 		goto out;
 	}
@@ -255,6 +263,38 @@ static void print_status(json_t *s)
 	print_targets(s);
 }
 
+/* A value for a person: 4 significant digits, k/M/G/T past 100,000
+ * (268.4M, not 2.68431e+08) */
+static void ctl_value(char *buf, size_t n, double v)
+{
+	static const char sfx[] = "kMGTPE";
+	double a = fabs(v);
+	int k = -1;
+	while (a >= 1e5 && k < 5) {
+		a /= 1000;
+		v /= 1000;
+		k++;
+	}
+	if (k < 0)
+		snprintf(buf, n, "%.4g", v);
+	else
+		snprintf(buf, n, "%.4g%c", v, sfx[k]);
+}
+
+/* A duration for a person: 9.2s, 3m05s, 2h10m, 1d03h */
+static void ctl_duration(char *buf, size_t n, double s)
+{
+	unsigned long t = s > 0 ? (unsigned long)s : 0;
+	if (s < 60)
+		snprintf(buf, n, "%.1fs", s > 0 ? s : 0.0);
+	else if (t < 3600)
+		snprintf(buf, n, "%lum%02lus", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, n, "%luh%02lum", t / 3600, t % 3600 / 60);
+	else
+		snprintf(buf, n, "%lud%02luh", t / 86400, t % 86400 / 3600);
+}
+
 static void print_rules(json_t *a, bool alerts)
 {
 	size_t i;
@@ -274,14 +314,16 @@ static void print_rules(json_t *a, bool alerts)
 		if (several)
 			printf("%-16s ", str(r, "target"));
 		char who[32] = "", val[32] = "-", since[32] = "";
-		if (json_object_get(r, "cpu"))
+		/* who it is about: only while it pends or fires */
+		bool active = !strcmp(str(r, "state"), "pending") || !strcmp(str(r, "state"), "firing");
+		if (active && json_object_get(r, "cpu"))
 			snprintf(who, sizeof who, "cpu %.0f", num(r, "cpu"));
-		else if (json_object_get(r, "pid"))
+		else if (active && json_object_get(r, "pid"))
 			snprintf(who, sizeof who, "pid %.0f", num(r, "pid"));
 		if (json_is_number(json_object_get(r, "value")))
-			snprintf(val, sizeof val, "%.6g", num(r, "value"));
+			ctl_value(val, sizeof val, num(r, "value"));
 		if (json_object_get(r, "for_s"))
-			snprintf(since, sizeof since, "%.1fs", num(r, "for_s"));
+			ctl_duration(since, sizeof since, num(r, "for_s"));
 		printf("%-28s %-9s %-8s %12s %-10s %s\n", str(r, "name"), str(r, "state"), str(r, "severity"), val, who,
 		       alerts ? str(r, "summary") : since);
 		if (!alerts && json_object_get(r, "disabled_because"))
@@ -315,20 +357,39 @@ static int ctl_run(const char *path, const char *cmd, bool json, double timeout_
 	return ok ? 0 : 1;
 }
 
+/* [control] socket in a sentinel.conf (inih, as sentineld reads it) */
+typedef struct { char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; } CtlSock;
+static int ctl_conf_key(void *user, const char *sec, const char *key, const char *val)
+{
+	if (!strcmp(sec, "control") && !strcmp(key, "socket"))
+		snprintf(((CtlSock *)user)->path, sizeof ((CtlSock *)user)->path, "%s", val);
+	return 1;
+}
+
+/* The socket a configuration file names: 0 (sock->path empty when it
+ * names none), or -1 when the file cannot be read. */
+static int ctl_conf_socket(const char *conf, CtlSock *sock)
+{
+	sock->path[0] = 0;
+	return ini_parse(conf, ctl_conf_key, sock) < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"help", no_argument, NULL, 'h'},    {"version", no_argument, NULL, 'V'},
 		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-		{"timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
+		{"timeout", required_argument, NULL, 't'}, {"config", required_argument, NULL, 'c'},
+		{NULL, 0, NULL, 0},
 	};
-	const char *path = getenv("SENTINEL_SOCKET") ? getenv("SENTINEL_SOCKET") : "/run/sentinel/sentinel.sock";
+	const char *path = NULL, *conf = NULL;
+	CtlSock sock;
 	bool json = false;
 	double timeout_s = 0;
 	char *end;
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hVs:t:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hVs:t:c:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -338,6 +399,9 @@ int main(int argc, char **argv)
 			return 0;
 		case 's':
 			path = optarg;
+			break;
+		case 'c':
+			conf = optarg;
 			break;
 		case 'j':
 			json = true;
@@ -351,8 +415,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case ':':
-			fprintf(stderr, "sentinelctl: %s needs a value (the control socket's path); see sentinelctl --help\n",
-				argv[optind - 1]);
+			fprintf(stderr, "sentinelctl: %s needs a value; see sentinelctl --help\n", argv[optind - 1]);
 			return 2;
 		default:
 			fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[optind - 1]);
@@ -364,10 +427,30 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sentinelctl: unknown argument '%s'; see sentinelctl --help\n", argv[optind + 1]);
 		return 2;
 	}
-	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "rules") && strcmp(cmd, "alerts") && strcmp(cmd, "reload"))) {
+	if (!cmd) {
 		fprintf(stderr, "sentinelctl: give a command: status, rules, alerts or reload (see --help)\n");
 		return 2;
 	}
+	if (strcmp(cmd, "status") && strcmp(cmd, "rules") && strcmp(cmd, "alerts") && strcmp(cmd, "reload")) {
+		fprintf(stderr, "sentinelctl: unknown command '%s'; the commands are status, rules, alerts and reload\n", cmd);
+		return 2;
+	}
+	/* the socket: -s, the one -c's file names, $SENTINEL_SOCKET, the
+	 * installed configuration's, the default */
+	if (!path && conf) {
+		if (ctl_conf_socket(conf, &sock) < 0) {
+			fprintf(stderr, "sentinelctl: cannot read %s: %s; give sentineld's configuration file\n", conf,
+				strerror(errno));
+			return 2;
+		}
+		path = sock.path[0] ? sock.path : "/run/sentinel/sentinel.sock";
+	}
+	if (!path)
+		path = getenv("SENTINEL_SOCKET");
+	if (!path && !ctl_conf_socket(SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf", &sock) && sock.path[0])
+		path = sock.path;
+	if (!path)
+		path = "/run/sentinel/sentinel.sock";
 	if (!timeout_s)
 		timeout_s = strcmp(cmd, "reload") ? 10 : 600;
 	return ctl_run(path, cmd, json, timeout_s);

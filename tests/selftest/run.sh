@@ -22,6 +22,9 @@ S quick "victim python-nochecks" 1 sh -c '. tests/lib.sh; py_suite victim.py tes
 S quick "victim python-few" 1 sh -c '. tests/lib.sh; py_suite victim.py tests/selftest/victim.py few'
 S quick "victim python-twice" 1 sh -c '. tests/lib.sh; py_suite victim.py tests/selftest/victim.py twice'
 S quick "victim python-ok" 1 sh -c '. tests/lib.sh; py_suite victim.py tests/selftest/victim.py ok'
+SB quick "victim sb-ok" 4 sh tests/selftest/victim.sh ok
+SB quick "victim sb-kill" 3 sh tests/selftest/victim.sh kill
+SB quick "victim sb-short" 5 sh tests/selftest/victim.sh short
 S quick "victim bg-ok" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py ok; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
 S quick "victim bg-kill" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py kill; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
 S quick "victim bg-few" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py few; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
@@ -63,3 +66,7 @@ one python-twice 2 1 "it says 2 checks but wrote 4 pass/fail lines"
 one bg-ok 0 0 "4 passed, 0 failed"
 one bg-kill 2 2 "killed by signal 9"
 one bg-few 2 1 "2 checks, fewer than the 10 it states"
+# make check's own background suites (tests/run.sh SB, collected by SJ)
+one sb-ok 0 0 "4 passed, 0 failed"
+one sb-kill 2 2 "killed by signal 9 after 2 checks"
+one sb-short 2 1 "3 checks, fewer than the 5 it must run"
