@@ -97,13 +97,16 @@ endif
 all: $(PROGRAMS)
 
 ALL_CFLAGS = $(LIBBPF_CFLAGS) $(JANSSON_CFLAGS) $(INIH_CFLAGS) $(CURL_CFLAGS) $(MHD_CFLAGS) $(SYSTEMD_CFLAGS) $(LLVM_CFLAGS) -Irulec -Ikernel-support -Ikernel-support/module -Iengine -Inotifier \
-	-DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"' \
 	-DLVM_BC_HOST='"$(B)/lib/sentinel.host.bc"' -DLVM_BC_NVPTX='"$(B)/lib/sentinel.nvptx.bc"'
 
 # The directories the programs read at run time (the configuration, the
-# compiler's back end): build/paths.stamp changes when they do (a
-# `make install PREFIX=/usr` after a build for /usr/local), and every
-# object is built again with them.
+# compiler's back end), compiled into the four objects that name them:
+# build/paths.stamp changes when they do (a `make install PREFIX=/usr`
+# after a build for /usr/local), and those objects are built again.
+PATH_OBJS := engine/config.o tools/rulec.o sentineld/sentineld.o tools/sentinelctl.o
+PATH_OBJ_FILES := $(foreach d,obj san/obj tsan/obj static/obj,$(addprefix $(B)/$(d)/,$(PATH_OBJS)))
+$(PATH_OBJ_FILES): ALL_CFLAGS += -DSENTINEL_SYSCONFDIR='"$(SYSCONFDIR)"' -DSENTINEL_PKGLIBDIR='"$(PKGLIBDIR)"'
+$(PATH_OBJ_FILES): $(B)/paths.stamp
 $(B)/paths.stamp: FORCE
 	@mkdir -p $(B)
 	@printf 'SYSCONFDIR=%s\nPKGLIBDIR=%s\n' '$(SYSCONFDIR)' '$(PKGLIBDIR)' > $@.tmp
@@ -114,11 +117,11 @@ FORCE:
 # OBJ.d beside it, read back below; an object without one (never built,
 # or built before) is built again.
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
-$(B)/obj/%.o: %.c $(B)/obj/%.d config.mk $(B)/paths.stamp
+$(B)/obj/%.o: %.c $(B)/obj/%.d config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT_CFLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-$(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk $(B)/paths.stamp
+$(B)/san/obj/%.o: %.c $(B)/san/obj/%.d config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -170,7 +173,7 @@ $(B)/san/test_klog: $(SAN_DEFAULTS) $(B)/san/obj/tests/unit/test_klog.o $(B)/san
 # -Wno-tsan: GCC says TSan does not model atomic_thread_fence; the rings' seqlock
 # reads it orders are checked by their sequence numbers, not by the fence alone
 TSAN_FLAGS := -O1 -g -fPIC -fsanitize=thread -fno-omit-frame-pointer -Wno-tsan
-$(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk $(B)/paths.stamp
+$(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(TSAN_FLAGS) $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -339,7 +342,7 @@ dkms-install:
 STATIC_ENG_SRC := $(filter-out engine/gpucap.c,$(ENG_SRC))
 STATIC_OBJ := $(addprefix $(B)/static/obj/,$(RULEC_LIB_SRC:.c=.o) $(KS_SRC:.c=.o) $(STATIC_ENG_SRC:.c=.o) rulec/nocompile.o)
 STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -ljansson -linih -lyaml -lm -lpthread
-$(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk $(B)/paths.stamp
+$(B)/static/obj/%.o: %.c $(B)/static/obj/%.d config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -g -DSENTINEL_STATIC $(ALL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 

@@ -26,6 +26,11 @@
 
 #include <stdint.h>
 
+/* The metric library's "not applicable here" (a cgroup without the
+ * controller, an interface that is not a bond: KM_ABSENT in
+ * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
+#define SN_ABSENT_BITS 0x7ff80000000005e1ull
+
 #define SN_ABI_VERSION 15u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u

@@ -129,9 +129,6 @@ static inline sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
 	return sn_one(s.t, s.v);
 }
 
-/* The metric library's "not applicable here" (a cgroup without the
- * controller: KM_ABSENT in kmetric_int.h): unknown, but not a read error. */
-#define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
 static inline void sn_count_error(sn_world *w, double v)
 {

@@ -212,7 +212,10 @@ typedef struct MetricsOpts {
 
 static void fmt_value(const Metric *m, double v, char *buf, size_t n)
 {
-	if (isnan(v))
+	union { double d; uint64_t u; } bits = {.d = v};
+	if (isnan(v) && bits.u == SN_ABSENT_BITS)
+		snprintf(buf, n, "<unknown>");     /* not here (lo's speed, a bond's slaves on lo) */
+	else if (isnan(v))
 		snprintf(buf, n, "<read error>");
 	else if (m->type == MT_STATE)
 		snprintf(buf, n, "%c", (char)v);
