@@ -486,6 +486,9 @@ install: $(PROGRAMS)
 	install -m 644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 docs/man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(DATADIR)/bash-completion/completions
+	install -m 644 tools/completion/sentinel.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/rulec
+	install -m 644 tools/completion/sentinel.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/sentinelctl
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf ]; then \
 		echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/sentinel/sentinel.conf"; \
 	else \
@@ -508,6 +511,7 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man1/rulec.1 $(DESTDIR)$(MANDIR)/man8/sentineld.8 \
 		$(DESTDIR)$(MANDIR)/man8/sentinelctl.8 $(DESTDIR)$(MANDIR)/man8/sentinel-inspect.8 \
 		$(DESTDIR)$(MANDIR)/man5/sentinel.conf.5 $(DESTDIR)$(MANDIR)/man5/sentinel-rules.5
+	rm -f $(DESTDIR)$(DATADIR)/bash-completion/completions/rulec $(DESTDIR)$(DATADIR)/bash-completion/completions/sentinelctl
 	rm -rf $(DESTDIR)$(DATADIR)/sentinel $(DESTDIR)$(DATADIR)/doc/sentinel
 
 clean:

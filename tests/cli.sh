@@ -127,7 +127,7 @@ if make -s install $iargs > "$inst.log" 2>&1 &&
    "$inst/usr/bin/rulec" --check -q "$inst"/usr/share/sentinel/rules/*.yaml &&
    [ -f "$inst/usr/share/sentinel/rules/schema.json" ] && [ -f "$inst/usr/share/doc/sentinel/rules.md" ] &&
    [ -f "$inst/usr/share/man/man1/rulec.1" ] && [ -f "$inst/usr/share/man/man5/sentinel-rules.5" ] &&
-   [ -f "$inst/usr/share/man/man8/sentineld.8" ] &&
+   [ -f "$inst/usr/share/man/man8/sentineld.8" ] && [ -f "$inst/usr/share/bash-completion/completions/sentinelctl" ] &&
    grep -qx 'directory = /etc/sentinel/rules' "$inst/etc/sentinel/sentinel.conf" &&
    [ -x "$inst/usr/bin/sentineld" ] && [ -x "$inst/usr/bin/sentinelctl" ] && [ -f "$inst/etc/sentinel/rules/paper.yaml" ] &&
    grep -qx 'Type=notify' "$unit" && grep -qx 'ExecStart=/usr/bin/sentineld -c /etc/sentinel/sentinel.conf' "$unit"; then

@@ -121,6 +121,7 @@ S quick "rulec test: the shipped rules' tests (ASan/UBSan)" 14 sh tests/ruletest
 S quick "rules in the docs: rule blocks and table rows that rulec checks (tests/docs, ASan/UBSan)" 50 sh tests/docs/run.sh "$B/san/rulec"
 S quick "JSON Schema for rule files" 1 sh tests/schema/run.sh "$B/rulec"
 S quick "manual pages: mandoc's lint, every --help option in its page" 10 sh tests/man.sh "$B"
+S quick "bash completion of rulec and sentinelctl" 8 sh tests/completion.sh
 S quick "kernel model: robustness (ASan/UBSan)" 60 c_tests "$B/san/test_kx"
 S quick "a real guest's image: discovery on threads (ASan, TSan), a hostile target and clients (sentineld)" 30 sh tests/image.sh "$B"
 S full "a hostile target and clients against sentineld built with ThreadSanitizer" 24 env SENTINEL_IMAGE_TSAN=1 sh tests/image.sh "$B"
