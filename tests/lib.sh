@@ -164,35 +164,3 @@ py_suite() {
 	echo "-- $p_name: $(($(date +%s) - p_t0)) s"
 	rm -f "$SUITE_OUT" "$SUITE_OUT.rc"
 }
-
-# py_suite_bg NAME SCRIPT ARGS...: py_suite in the background, for a suite
-# that mostly waits (a ten-minute for:) beside the ones that work; its
-# output and results go to files of its own (its counts cannot mix with
-# the suite in front) until py_suite_join NAME prints them, adds them to
-# $RESULTS and checks that it ran to its end.  Only one at a time.
-BG_DIR=
-py_suite_bg() {
-	BG_DIR=$SENTINEL_TEST_TMP/bg.$$
-	mkdir -p "$BG_DIR"
-	echo "-- $1: started in the background, collected at the end"
-	(
-		RESULTS=$BG_DIR/results
-		: > "$RESULTS"
-		SUITE_SEQ=1000
-		py_suite "$@" > "$BG_DIR/out" 2>&1
-		echo done > "$BG_DIR/done"
-	) &
-	BG_PID=$!
-}
-py_suite_join() {
-	wait "$BG_PID"
-	b_rc=$?
-	echo "== $1 (from the background)"
-	cat "$BG_DIR/out"
-	cat "$BG_DIR/results" >> "$RESULTS"
-	if [ ! -f "$BG_DIR/done" ] || [ "$b_rc" -ne 0 ]; then
-		fail "$1: ran to its end in the background" "exit status $b_rc; its last lines: $(tail -n 3 "$BG_DIR/out")"
-	fi
-	rm -rf "$BG_DIR"
-	BG_DIR=
-}

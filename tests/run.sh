@@ -109,7 +109,7 @@ SJ() {
 }
 
 S quick "layers: includes through -I, never by path" 3 sh tests/layers.sh
-S quick "test runner: a suite that dies, exits badly or runs short fails make check" 17 sh tests/selftest/run.sh
+S quick "test runner: a suite that dies, exits badly or runs short fails make check" 15 sh tests/selftest/run.sh
 S quick "unit tests (ASan/UBSan)" 190 c_tests "$B/san/test_unit"
 S quick "runtime: windows on a simulated clock (ASan/UBSan)" 330 c_tests "$B/san/test_snrt"
 S quick "notifier: HTTP delivery against a local server (ASan/UBSan)" 40 c_tests "$B/san/test_http"
@@ -140,7 +140,10 @@ fi
 SB full "a real Debian system: the shipped network rules on an e1000e (tests/debian/test_rules.py)" 4 sh tests/debian/rules.sh "$B"
 S full "kernel model: live Debian guests (QEMU)" 1 sh tests/guest/run.sh "$B/san/sentinel-inspect"
 S full "$DEBIAN_SUITE" 1 sh tests/debian/run.sh "$B"
-S full "engine: sentineld against a live guest (CPU backend)" 1 sh tests/engine/run.sh "$B/san" cpu
+# state across a restart: ten minutes of waiting on an idle guest of its
+# own, beside the engine suites (which skip it)
+SB full "engine: state across a restart (for: 10m; tests/engine/restart.sh)" 4 sh tests/engine/restart.sh "$B/san" cpu
+S full "engine: sentineld against a live guest (CPU backend)" 1 env SENTINEL_NOTIFY_SKIP=restart sh tests/engine/run.sh "$B/san" cpu
 S quick "compiler: CO-RE and LLView on IR (FileCheck)" 15 sh tests/compiler/run.sh "$B/san/rulec"
 # valgrind computes and the fuzz smokes fuzz for fixed times: side by side
 SB full "valgrind" 5 sh tests/valgrind.sh "$B/rulec"

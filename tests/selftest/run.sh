@@ -25,9 +25,7 @@ S quick "victim python-ok" 1 sh -c '. tests/lib.sh; py_suite victim.py tests/sel
 SB quick "victim sb-ok" 4 sh tests/selftest/victim.sh ok
 SB quick "victim sb-kill" 3 sh tests/selftest/victim.sh kill
 SB quick "victim sb-short" 5 sh tests/selftest/victim.sh short
-S quick "victim bg-ok" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py ok; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
-S quick "victim bg-kill" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py kill; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
-S quick "victim bg-few" 1 sh -c '. tests/lib.sh; py_suite_bg bg.py tests/selftest/victim.py few; py_suite victim.py tests/selftest/victim.py ok; py_suite_join bg.py'
+SB quick "victim sb-python-few" 1 sh -c '. tests/lib.sh; py_suite victim.py tests/selftest/victim.py few'
 X
 # one case: VICTIM, the exit status make check must give (0 or 2: make's
 # own for a failed recipe), the failures its closing line must count, and
@@ -61,12 +59,8 @@ one python-raise 2 2 "no CHECKS line"
 one python-nochecks 2 1 "no CHECKS line"
 one python-few 2 1 "2 checks, fewer than the 10 it states"
 one python-twice 2 1 "it says 2 checks but wrote 4 pass/fail lines"
-# a suite in the background (py_suite_bg): its checks and failures join
-# the run's at py_suite_join, never mixed into the suite in front
-one bg-ok 0 0 "4 passed, 0 failed"
-one bg-kill 2 2 "killed by signal 9"
-one bg-few 2 1 "2 checks, fewer than the 10 it states"
 # make check's own background suites (tests/run.sh SB, collected by SJ)
 one sb-ok 0 0 "4 passed, 0 failed"
 one sb-kill 2 2 "killed by signal 9 after 2 checks"
 one sb-short 2 1 "3 checks, fewer than the 5 it must run"
+one sb-python-few 2 1 "2 checks, fewer than the 10 it states"
