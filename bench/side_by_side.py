@@ -88,12 +88,36 @@ SCENARIOS = [
      "systemd-run --unit=leaky -p MemoryMax=512M stress-ng --vm 1 --vm-bytes 600M --vm-keep --timeout 1200s",
      "systemctl stop leaky; true",
      {"sentinel": ("CgroupMemoryNearLimit", "CgroupOomKill"), "prometheus": ()}, 300),
+    ("spinlock", "a spinlock deadlock: a test module's kernel thread takes a lock it holds, its CPU spins for good",
+     "insmod /usr/local/lib/sentinel-test/spindl.ko", None,
+     {"sentinel": ("TaskStuckInKernel", "CpuSoftLockup"), "prometheus": ()}, 120),
     ("hang", "the scheduler hung for good (SCHED_FIFO spinners on every CPU: no context switch again)",
      HELPER + "sentinel-freeze >/dev/null 2>&1 &", None,
      {"sentinel": ("NoContextSwitches",), "prometheus": ()}, 120),
     ("panic", "a kernel panic (sysrq c)", "echo c > /proc/sysrq-trigger &", None,
      {"sentinel": ("KernelPanic",), "prometheus": ()}, 120),
 ]
+
+
+# what the guest's kernel itself says of a scenario on its console, and
+# when (its soft-lockup watchdog; its RCU stall detector)
+KERNEL_SAYS = {"spinlock": ("soft lockup", "rcu_preempt detected stall", "rcu: INFO"),
+               "hang": ("soft lockup", "rcu_preempt detected stall", "rcu: INFO", "hung_task")}
+# after these the guest is booted again (the panic comes last)
+REBOOT_AFTER = ("spinlock", "hang")
+
+
+def console_says(g, start, needles):
+    """The first console line after byte `start` holding one of needles, or None."""
+    try:
+        with open(g.console, "rb") as f:
+            f.seek(start)
+            for line in f.read().decode(errors="replace").splitlines():
+                if any(n in line for n in needles):
+                    return line.strip()
+    except OSError:
+        pass
+    return None
 
 
 def community_rules(path):
@@ -287,6 +311,8 @@ def main():
             if ONLY and name not in ONLY:
                 continue
             print("\n== %s: %s" % (name, what), flush=True)
+            con0 = os.path.getsize(g.console) if os.path.exists(g.console) else 0
+            kernel_said = None
             t = time.time()
             rc, out = g.run(fault, timeout=120)
             if rc != 0:
@@ -302,11 +328,15 @@ def main():
                            for s, k in ((s, "sentinel" if s == "sentinel" else "prometheus") for s in STACKS))
                 if stop is None:
                     ups.append(prom_up(prom_ports["prometheus-" + FAST]))
+                if name in KERNEL_SAYS and kernel_said is None:
+                    line = console_says(g, con0, KERNEL_SAYS[name])
+                    if line:
+                        kernel_said = (round(time.time() - t, 1), line)
                 if done and time.time() - t > 30:
                     break
                 time.sleep(1)
             got = poller.since(t)
-            row = {"scenario": name, "what": what, "stacks": {}}
+            row = {"scenario": name, "what": what, "stacks": {}, "kernel_said": kernel_said}
             for s in STACKS:
                 w = want[s if s == "sentinel" else "prometheus"]
                 mine = got.get(s, [])
@@ -316,6 +346,9 @@ def main():
                                     "all": [(round(a[0], 1), a[1]) for a in mine]}
                 print("   %-15s %s" % (s, ", ".join("%s at %.1f s" % (a[1], a[0]) for a in mine) or "nothing"),
                       flush=True)
+            if name in KERNEL_SAYS:
+                print("   the guest's kernel on its console: %s" %
+                      ("at %.1f s: %s" % kernel_said if kernel_said else "nothing"), flush=True)
             if stop is None:
                 row["prometheus_up"] = [u for u in ups if u is not None][-3:]
                 print("   prometheus-%s's up{job=node} at the end: %s" % (FAST, row["prometheus_up"]), flush=True)
@@ -323,7 +356,7 @@ def main():
             if stop is not None:
                 g.run(stop, timeout=120)
                 time.sleep(float(os.environ.get("BENCH_QUIET_S", "90")))
-            elif name == "hang":
+            elif name in REBOOT_AFTER:
                 g.reboot(timeout=300)
                 g.check("systemctl is-system-running --wait >/dev/null; true", timeout=300)
                 time.sleep(60)

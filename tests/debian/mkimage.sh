@@ -23,8 +23,8 @@ suite=${SENTINEL_DEBIAN_SUITE:-bookworm}
 mirror=${SENTINEL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # (the recipe below its marker line and the command loop, comments left
 # out: a changed comment or message builds nothing anew)
-sum=$( (sed -n '/^# ---- the recipe/,$p' "$0"; cat "$top/tests/debian/testshell") | grep -v '^[[:space:]]*#' |
-	sha256sum | cut -c1-16)
+sum=$( (sed -n '/^# ---- the recipe/,$p' "$0"; cat "$top/tests/debian/testshell" "$top/tests/debian/spindl/"*) |
+	grep -v '^[[:space:]]*#' | sha256sum | cut -c1-16)
 dir=$cache/$suite-$sum
 # one builder at a time (make check starts one in the background; a
 # second waits for it and finds the image ready)
@@ -61,10 +61,15 @@ root=$dir/root
 # ethtool and dmsetup for the faults the tests make (a NIC at 10 Mb/s, a
 # suspended device-mapper disk whose writers wait in D); the tests' own
 # static helpers come on a second disk, labelled sentinel, mounted on
-# /opt/sentinel when there is one (debguest.py makes it)
+# /opt/sentinel when there is one (debguest.py makes it); the kernel's
+# headers, make and DKMS, as a host that builds an out-of-tree module has
+# them (the spinlock-deadlock test module is built here, against this
+# kernel; Sentinel's DKMS package builds in the guest); the libraries
+# Sentinel's package depends on, so installing it needs no network
 pkgs=systemd-sysv,udev,dbus,systemd-timesyncd,linux-image-amd64,initramfs-tools,kmod,procps,iproute2,\
 iputils-ping,curl,ca-certificates,cron,logrotate,less,psmisc,util-linux,e2fsprogs,ethtool,dmsetup,\
-prometheus-node-exporter,stress-ng,nginx-light,postgresql
+prometheus-node-exporter,stress-ng,nginx-light,postgresql,\
+linux-headers-amd64,make,dkms,libcurl4,libmicrohttpd12,libyaml-0-2,libbpf1,libjansson4,libinih1,libllvm19
 echo "mkimage: installing Debian $suite with: $pkgs (a few minutes; packages from $mirror)" >&2
 t0=$(date +%s)
 mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
@@ -82,6 +87,9 @@ mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
 	--customize-hook='printf "[Unit]\nDescription=Sentinel test driver'"'"'s command loop on ttyS1\nAfter=systemd-journald.service\n[Service]\nExecStart=/usr/local/sbin/testshell /dev/ttyS1\nRestart=always\nStandardInput=null\n[Install]\nWantedBy=multi-user.target\n" > "$1/etc/systemd/system/sentinel-testshell.service"' \
 	--customize-hook='chroot "$1" systemctl enable sentinel-testshell >/dev/null 2>&1' \
 	--customize-hook='mkdir -p "$1/etc/systemd/journald.conf.d" && printf "[Journal]\nStorage=persistent\nSystemMaxUse=64M\n" > "$1/etc/systemd/journald.conf.d/size.conf"' \
+	--customize-hook='mkdir -p "$1/usr/local/src/spindl" "$1/usr/local/lib/sentinel-test"' \
+	--customize-hook="copy-in $top/tests/debian/spindl/spindl.c $top/tests/debian/spindl/Kbuild /usr/local/src/spindl" \
+	--customize-hook='chroot "$1" sh -c "make -s -C /usr/src/linux-headers-\$(ls /lib/modules | sort -V | tail -n 1) M=/usr/local/src/spindl modules && cp /usr/local/src/spindl/spindl.ko /usr/local/lib/sentinel-test/"' \
 	--customize-hook='chroot "$1" dpkg-query -W -f "\${Package} \${Version}\n" > "$1/../packages"' \
 	"$suite" "$root" "$mirror" >&2
 kver=$(ls "$root/lib/modules" | sort -V | tail -n 1)
