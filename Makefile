@@ -91,7 +91,7 @@ ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest $(B)/fuzz_discover
 endif
 
-.PHONY: FORCE all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image
+.PHONY: FORCE all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image deb
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -310,9 +310,12 @@ gpu-pack: $(B)/portable/sentinel-inspect $(B)/portable/sentineld $(B)/portable/s
 #   make module [KDIR=...]   -> build/module/RELEASE/sentinel_pmem.ko (default: the running kernel)
 #   make module-install      that module for its kernel, the udev rule, depmod (root)
 #   make dkms-install        the source to /usr/src/sentinel-pmem-VERSION for DKMS, which builds it
-#                            for every kernel the distribution installs (root; docs/targets.md)
+#                            for every kernel the distribution installs, and loaded at boot
+#                            (modules-load.d) (root; docs/targets.md)
 KDIR ?= /lib/modules/$(shell uname -r)/build
 UDEVRULESDIR ?= /lib/udev/rules.d
+# dkms-install: the module is loaded at every boot (systemd-modules-load)
+MODULESLOADDIR ?= /usr/lib/modules-load.d
 MODULE_FILES := kernel-support/module/Kbuild kernel-support/module/Makefile kernel-support/module/sentinel_pmem.c \
 	kernel-support/module/sentinel_pmem.h
 module:
@@ -328,11 +331,19 @@ module-install:
 dkms-install:
 	install -d $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)
 	install -m 644 $(MODULE_FILES) $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)/
-	sed 's/@VERSION@/$(VERSION)/' kernel-support/module/dkms.conf > $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)/dkms.conf
+	sed 's/#MODULE_VERSION#/$(VERSION)/' kernel-support/module/dkms.conf > $(DESTDIR)/usr/src/sentinel-pmem-$(VERSION)/dkms.conf
 	install -D -m 644 kernel-support/module/60-sentinel-pmem.rules $(DESTDIR)$(UDEVRULESDIR)/60-sentinel-pmem.rules
+	install -d $(DESTDIR)$(MODULESLOADDIR)
+	echo sentinel_pmem > $(DESTDIR)$(MODULESLOADDIR)/sentinel-pmem.conf
 	@if [ -z "$(DESTDIR)" ]; then \
 		command -v dkms >/dev/null || { echo "dkms-install: no dkms (apt-get install dkms), the source is in /usr/src/sentinel-pmem-$(VERSION)" >&2; exit 1; }; \
 		dkms add sentinel-pmem/$(VERSION) && dkms install sentinel-pmem/$(VERSION); fi
+
+# make deb: the Debian packages (debian/): sentinel and sentinel-pmem-dkms,
+# built by dpkg-buildpackage in a copy of the tree -> build/deb/*.deb, and
+# what lintian says of them in build/deb/lintian.txt; docs/install.md
+deb:
+	@sh tools/mkdeb.sh $(B)/deb
 
 # make static: sentinel-inspect and sentineld linked statically, glibc and
 # all: one file to copy onto a machine, or to run inside a test guest.  The

@@ -51,8 +51,11 @@ def image_or_report(report):
 class DebianGuest(guest.Guest):
     """A real Debian system booted from the image in `idir`."""
 
-    def __init__(self, idir, mem_mb=2048, cpus=2, kaslr=True, name=None, nics=NICS, append="", frame_nic=None):
-        """frame_nic: a QEMU NIC model for one more NIC, on a socket network
+    def __init__(self, idir, mem_mb=2048, cpus=2, kaslr=True, name=None, nics=NICS, append="", frame_nic=None,
+                 disks=None):
+        """disks: {LABEL: DIRECTORY}, each directory's files on a small ext4
+        disk of that label (the guest mounts it: mount LABEL=... DIR).
+        frame_nic: a QEMU NIC model for one more NIC, on a socket network
         whose other end is this test (send_frames): raw Ethernet frames of
         any size or content, as a misconfigured switch would deliver them;
         its MAC is FRAME_MAC."""
@@ -61,11 +64,22 @@ class DebianGuest(guest.Guest):
         self.exporter_port = guest.free_port()
         self.frame_nic = frame_nic
         self.frame_port = guest.free_port() if frame_nic else None
+        self.disks = dict(disks or {})
 
     @property
     def exporter(self):
         """node_exporter's address on this machine."""
         return "http://127.0.0.1:%d/metrics" % self.exporter_port
+
+    def _disk(self, label, src):
+        """An ext4 image of label `label` holding directory src's files,
+        sized to fit them."""
+        img = os.path.join(self.tmp, label + ".img")
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(src) for f in fs)
+        subprocess.run(["mke2fs", "-q", "-t", "ext4", "-L", label, "-d", src, img,
+                        "%dM" % (32 + size * 5 // 4 // 2 ** 20)], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, PATH=os.environ.get("PATH", "") + ":/sbin:/usr/sbin"))
+        return img
 
     def _helpers(self):
         """The tests' static helpers (build/guest-helpers: sentinel-freeze,
@@ -73,13 +87,7 @@ class DebianGuest(guest.Guest):
         the image mounts on /opt/sentinel (its bin/ in no PATH: call them
         by path).  None when they are not built."""
         src = os.path.join(TOP, "build", "guest-helpers")
-        if not os.path.isdir(src):
-            return None
-        img = os.path.join(self.tmp, "helpers.img")
-        subprocess.run(["mke2fs", "-q", "-t", "ext4", "-L", "sentinel", "-d", src, img, "32M"], check=True,
-                       stdout=subprocess.DEVNULL,
-                       env=dict(os.environ, PATH=os.environ.get("PATH", "") + ":/sbin:/usr/sbin"))
-        return img
+        return self._disk("sentinel", src) if os.path.isdir(src) else None
 
     def _command(self):
         helpers = self._helpers()
@@ -89,8 +97,9 @@ class DebianGuest(guest.Guest):
             "-append", self._append("root=LABEL=root ro console=ttyS0 panic=-1 loglevel=4 systemd.show_status=0"),
             "-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % os.path.join(self.kdir, "rootfs.img"),
         ]
-        if helpers:
-            cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % helpers]
+        for img in [helpers] + [self._disk(label, src) for label, src in sorted(self.disks.items())]:
+            if img:
+                cmd += ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe,snapshot=on" % img]
         for i, model in enumerate(self.nic_models):
             fwd = ",hostfwd=tcp:127.0.0.1:%d-:9100" % self.exporter_port if i == 0 else ""
             # a network each (10.0.2.0/24, 10.0.3.0/24, ...): on one shared
