@@ -202,8 +202,8 @@ static void cf_labels(CfRead *R, CfTarget *t, const char *v)
 			vs++;
 		if (!eq || !cf_label_name_ok(p, kl) || vs >= len) {
 			cf_error(R, "labels takes NAME=VALUE pairs separated by commas (names of letters, digits and _, not "
-				 "alertname, severity, target, cpu, pid or comm), such as 'role=db, rack=r12'; not '%.*s'",
-				 (int)len, p);
+				 "alertname, alertstate, severity, target, cpu, pid or comm), such as 'role=db, rack=r12'; "
+				 "not '%.*s'", (int)len, p);
 			return;
 		}
 		for (size_t i = vs, l; i < len; i += l)
@@ -291,6 +291,14 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 			R->new_sec = false;
 			return 1;
 		}
+	}
+	/* inih takes "; ..." after a value as a comment, not "# ...": a value
+	 * with " #" in it is a comment meant (no key's value has one) */
+	const char *hash = strstr(v, " #") ? strstr(v, " #") : strstr(v, "\t#");
+	if (hash) {
+		cf_error(R, "%s = '%s': '#' starts a comment only at the start of a line (or use ';' after a value); "
+			 "put the comment on a line of its own", key, v);
+		return 1;
 	}
 #define IS(s, k) (!strcmp(sec, s) && !strcmp(key, k))
 	if (!strcmp(sec, "target") || !strncmp(sec, "target ", 7)) {

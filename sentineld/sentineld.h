@@ -41,6 +41,8 @@
 
 /* sentineld's exit status after a GPU fault (eng_gpu_lost): start it again */
 #define SENTINELD_EXIT_GPU_LOST 3
+/* --trial: the new rules did not run their ticks in time */
+#define SENTINELD_EXIT_TRIAL_SLOW 4
 
 #ifndef SENTINEL_VERSION
 #define SENTINEL_VERSION "0.1.0"

@@ -97,7 +97,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 			fprintf(stderr, "sentineld --trial: the new rules ran %llu of %d ticks in %.1f s\n",
 				(unsigned long long)(S.first_tick ? S.ticks - S.first_tick + 1 : 0), D_TRIAL_TICKS,
 				(double)(d_now() - t0) / 1e9);
-			rc = 4;
+			rc = SENTINELD_EXIT_TRIAL_SLOW;
 			goto out;
 		}
 	}

@@ -65,6 +65,11 @@ expect_msg sentineld-unknown-option 2 "unknown argument '--nope'" "$d" --nope
 expect_msg sentineld-config-needs-value 2 "needs a value" "$d" -c
 expect_msg sentineld-extra-argument 2 "unknown argument 'extra'" "$d" --check-config extra
 expect_msg sentineld-config-equals 2 "/nonexistent.conf" "$d" --config=/nonexistent.conf --check-config
+# a '#' comment after a value (inih takes ';' there, not '#'): said so, at its line
+hashconf=$(mktemp "$SENTINEL_TEST_TMP/hash.XXXXXX")
+printf '[target]\nsource = kcore # this host\n' > "$hashconf"
+expect_msg sentineld-inline-hash 2 "$hashconf:2: error: source = 'kcore # this host': '#' starts a comment only" \
+	"$d" -c "$hashconf" --check-config
 # A directory checks its *.yaml files: the sum over rules/ equals the files one by one.
 all=$("$rulec" --check rules/*.yaml 2>&1 | tail -n 1)
 dir=$("$rulec" --check rules/ 2>&1 | tail -n 1)
