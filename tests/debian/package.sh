@@ -2,7 +2,8 @@
 # Sentinel's Debian packages on a real systemd host (tests/debian/test_package.py):
 # `make deb`'s build (tools/mkdeb.sh, into BUILD-DIR/deb), then install,
 # DKMS, the service with kcore and pmem, reload, upgrade and purge in the
-# Debian test system.  make check runs it in the background (tests/run.sh SB).
+# Debian test system.  make check-system runs it in the background (tests/run.sh
+# SB, the system tier).
 #   sh tests/debian/package.sh BUILD-DIR
 set -u
 . "$(dirname "$0")/../lib.sh"
