@@ -25,7 +25,7 @@ SAN_FLAGS := -O1 -g -fPIC -fsanitize=address,undefined -fno-omit-frame-pointer -
 LIBS := $(YAML_LIBS) -lm
 
 RULEC_LIB_SRC := rulec/util.c rulec/diag.c rulec/catalog.c rulec/yamlt.c rulec/units.c \
-	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
+	rulec/parse.c rulec/check.c rulec/rulefile.c rulec/cg_plan.c rulec/cg_shape.c rulec/relo.c rulec/bundle.c rulec/tmpl.c \
 	rulec/ruletest.c rulec/rx.c
 RULEC_HDR := $(wildcard rulec/*.h rulec/*.def) kernel-support/snrt.h kernel-support/kstate.h
 
@@ -48,7 +48,7 @@ KS_LIBS := $(LIBBPF_LIBS)
 CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
-ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucap.c engine/engine.c engine/state.c engine/config.c engine/feed.c \
+ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucache.c engine/gpucap.c engine/engine.c engine/state.c engine/config.c engine/feed.c \
 	engine/record.c notifier/render.c
 # The remote sinks (http.h): the delivery thread, its queues, its spool, what it sends
 HTTP_SRC := notifier/http.c notifier/hqueue.c notifier/spool.c notifier/payload.c

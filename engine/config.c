@@ -63,6 +63,15 @@ static void cf_str(char **dst, const char *v)
 	*dst = strdup(v);
 }
 
+/* auto, none or a directory's absolute path (such as example) */
+static void cf_dir(CfRead *R, const char *key, const char *v, const char *example, char **dst)
+{
+	if (*v != '/' && strcmp(v, "auto") && strcmp(v, "none"))
+		cf_error(R, "%s takes auto, none or a directory's absolute path (such as %s), not '%s'", key, example, v);
+	else
+		cf_str(dst, v);
+}
+
 static bool cf_bool(CfRead *R, const char *key, const char *v, bool *out)
 {
 	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
@@ -351,11 +360,9 @@ static int cf_handler(void *user, const char *sec, const char *key, const char *
 		} else if (IS("engine", "reload_trial")) {
 			cf_bool(R, key, v, &c->reload_trial);
 		} else if (IS("engine", "state")) {
-			if (*v != '/' && strcmp(v, "auto") && strcmp(v, "none"))
-				cf_error(R, "state takes auto, none or a directory's absolute path (such as "
-					 "/var/lib/sentinel), not '%s'", v);
-			else
-				cf_str(&c->state, v);
+			cf_dir(R, key, v, "/var/lib/sentinel", &c->state);
+		} else if (IS("engine", "cache")) {
+			cf_dir(R, key, v, "/var/cache/sentinel", &c->cache);
 		} else if (IS("engine", "state_interval")) {
 			cf_duration(R, "state_interval", v, 1, 86400, "1s to 1d", "1m", &c->state_every_ns);
 		} else if (IS("engine", "state_tolerance")) {
@@ -602,6 +609,7 @@ void cf_free(Config *c)
 	free(c->jsonl);
 	free(c->record);
 	free(c->state);
+	free(c->cache);
 	free(c->alertmanager);
 	free(c->webhook);
 	free(c->external_url);

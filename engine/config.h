@@ -24,6 +24,9 @@
  *                                        or /var/lib/sentinel where it exists),
  *              state_interval = 1m,  state_tolerance = 1h  (how often it is written; an
  *                                        older one is not restored)
+ *              cache = auto | none | DIR        (what the GPU driver's JIT made of the rules,
+ *                                        kept across restarts: engine/gpucache.c; auto:
+ *                                        $CACHE_DIRECTORY or /var/cache/sentinel where it exists)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
  *              alertmanager = URL[,URL],  webhook = URL[,URL],  external_url = URL,
@@ -87,6 +90,7 @@ typedef struct Config {
 	char *record;              /* a recording of every tick's values (engine/record.h), or NULL */
 	bool reload_trial;         /* a reload first runs the new rules in a child process (sentineld --trial) */
 	char *state;               /* state = auto (NULL too), none, or a directory (sentineld/state.c) */
+	char *cache;               /* cache = auto (NULL too), none, or a directory (engine/gpucache.c) */
 	uint64_t state_every_ns;   /* state_interval */
 	uint64_t state_tolerance_ns; /* state_tolerance: an older state file is not restored */
 	bool log, log_pending;

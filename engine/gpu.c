@@ -167,9 +167,26 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	const char *lv = getenv("SENTINEL_GPU_JIT_O");  /* for bench/engine.py's comparison */
 	if (lv && *lv >= '0' && *lv <= '4' && !lv[1])
 		vals[3] = (void *)(uintptr_t)(unsigned)(*lv - '0');
-	CUlinkState ls = NULL;
-	void *cubin;
+	/* the cubin of an earlier link of the same parts, on this GPU and
+	 * driver, with these JIT options (gpucache.c) */
+	GpuCacheKey key;
+	int ident[4] = {g->cc_major, g->cc_minor, 0, (int)(uintptr_t)vals[3]};
+	g->d.DriverGetVersion(&ident[2]);
+	gpu_cache_key_init(&key);
+	gpu_cache_key_add(&key, ident, sizeof ident);
+	gpu_cache_key_add(&key, ptx->text, ptx->len);
 	size_t size;
+	void *cubin = gpu_cache_get(&key, &size, g->cache_note, sizeof g->cache_note);
+	if (cubin) {
+		CUresult c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
+		free(cubin);
+		gpu_trace("module loaded from the cache");
+		if (c == CUDA_SUCCESS)
+			return c;
+		g->mod = NULL;
+		snprintf(g->cache_note, sizeof g->cache_note, "the driver refused the cached cubin (%d): linking again", c);
+	}
+	CUlinkState ls = NULL;
 	gpu_trace("link: create");
 	CUresult c = g->d.LinkCreate(nopts, opts, vals, &ls);
 	/* rulec splits large rule sets into parts, each an input of its own
@@ -195,6 +212,10 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	if (c == CUDA_SUCCESS)
 		c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
 	gpu_trace("module loaded");
+	int w = c == CUDA_SUCCESS ? gpu_cache_put(&key, cubin, size) : 0;
+	if (w)
+		snprintf(g->cache_note, sizeof g->cache_note, "cannot write the linked cubin to the cache: %s",
+			 strerror(-w));
 	if (ls)
 		g->d.LinkDestroy(ls);
 	for (size_t i = 0; i < k; i++)

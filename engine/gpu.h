@@ -22,6 +22,15 @@
 
 typedef struct GpuCode GpuCode;
 
+/* What the driver's JIT made, kept under dir across restarts (gpucache.c):
+ * its compute cache of each PTX part, and each link's cubin.  Once, before
+ * the first gpu_open (NULL or "": no cache of ours).  0 or -errno. */
+int gpu_cache_setup(const char *dir);
+typedef struct GpuCacheStats {
+	unsigned long hits, misses, refused, written, evicted;   /* cubins */
+} GpuCacheStats;
+void gpu_cache_stats(GpuCacheStats *out, char *dir, size_t n);
+
 /* Load libcuda, pick the device, load the bundle's PTX.  On failure err
  * says why (no driver, no GPU, no PTX this GPU runs) and what to do. */
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n);

@@ -9,7 +9,9 @@
 #include "gpu.h"
 #include "cudadrv.h"
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define GPU_BLOCK 128               /* threads per block: 4 warps */
@@ -26,6 +28,15 @@ typedef struct GpuWake {
 /* the host function; arg: its GpuWake */
 void gpu_woken(void *arg);
 
+/* A linked cubin's key (gpucache.c): two 64-bit hashes of what decides it */
+typedef struct GpuCacheKey { uint64_t h[2]; } GpuCacheKey;
+void gpu_cache_key_init(GpuCacheKey *k);
+void gpu_cache_key_add(GpuCacheKey *k, const void *p, size_t n);
+/* The cubin cached for k (malloc'd), or NULL: none, or refused (why says
+ * which file and why; it is removed) */
+void *gpu_cache_get(const GpuCacheKey *k, size_t *len, char *why, size_t n);
+int gpu_cache_put(const GpuCacheKey *k, const void *cubin, size_t len);
+
 struct GpuCode {
 	CuDrv d;
 	CUdevice dev;
@@ -36,6 +47,7 @@ struct GpuCode {
 	char name[256];
 	int cc_major, cc_minor, sms;
 	const char *arch;
+	char cache_note[1400];        /* the cubin cache's last word, "" none (gpucache.c) */
 	unsigned grid;                /* blocks the on-demand kernel runs */
 	unsigned grid_main;           /* blocks the persistent kernel runs */
 	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */

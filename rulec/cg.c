@@ -46,6 +46,14 @@ typedef struct Cg {
 	LLVMValueRef value, entity;
 	bool deriving;            /* building rules_task_derive: windows are computed, not read */
 	bool in_rule;             /* building a rule_N: see cg_inline_in_rule */
+	/* building shape N's function rule_N(w, i): rule i's row of the data
+	 * tables (cg_rule_row); the shape's numbers, loaded in its entry */
+	LLVMValueRef ri, desc;
+	const Expr *lit[CG_MAX_LITS];
+	LLVMValueRef litv[CG_MAX_LITS];
+	unsigned nlit;
+	LLVMValueRef t_shape, t_desc, t_cbase, t_const;   /* the data tables (cg_tables) */
+	LLVMTypeRef desc_t;
 	/* the function's task columns and row count, taken in its entry
 	 * block on first use (cg_task_value); colfn says whose they are */
 	LLVMValueRef colfn, col[CG_MAX_TASKSLOTS], nrows, nan_cell;
@@ -672,6 +680,9 @@ static LLVMValueRef cg_expr(Cg *C, const Expr *e, Ent ent)
 {
 	switch (e->kind) {
 	case N_NUM:
+		for (unsigned k = 0; k < C->nlit; k++)
+			if (C->lit[k] == e)
+				return C->litv[k];
 		return cg_real(C, e->u.num.v);
 	case N_STR:
 		return cg_nan(C);          /* only inside comparisons */
@@ -744,12 +755,12 @@ static LLVMValueRef cg_begin(Cg *C, const char *name, LLVMTypeRef *params, unsig
 	return C->fn;
 }
 
-/* The rule's constants: an sn_rdesc, field for field (the asserts in
- * snrt.h's users hold this struct type to it). */
-static LLVMValueRef cg_rdesc(Cg *C, const Rule *r, int vent, int vec)
+/* The rule's descriptor: an sn_rdesc, field for field (the asserts at
+ * the top hold this struct type to it), its row of sn_rule_desc. */
+static LLVMValueRef cg_rdesc(Cg *C, const Rule *r)
 {
-	LLVMTypeRef ft[8] = {C->i64, C->i64, C->i32, C->i32, C->i32, C->i32, C->i32, C->i32};
-	LLVMTypeRef dt = LLVMStructTypeInContext(C->ctx, ft, 8, 0);
+	int vec = cg_vector_entity(r->expr);
+	int vent = vec >= 0 ? vec : cg_value_entity(r->expr);
 	unsigned sv = vec < 0 ? 0 : 1 + (vec == ENT_CPU ? SN_ENT_CPU : vec == ENT_TASK ? SN_ENT_TASK :
 					 SN_ENT_OBJ + (unsigned)(vec - ENT_FIRST_OBJ));
 	LLVMValueRef fv[8] = {
@@ -758,22 +769,76 @@ static LLVMValueRef cg_rdesc(Cg *C, const Rule *r, int vent, int vec)
 		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
 		cg_s32(C, vent == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1),
 		cg_u32(C, ent_is_obj(vent) ? (unsigned)(vent - ENT_FIRST_OBJ + 1) : 0), cg_u32(C, sv)};
-	LLVMValueRef desc = LLVMAddGlobal(C->m, dt, "rdesc");
-	LLVMSetInitializer(desc, LLVMConstStructInContext(C->ctx, fv, 8, 0));
-	LLVMSetGlobalConstant(desc, 1);
-	LLVMSetLinkage(desc, LLVMPrivateLinkage);
-	return desc;
+	return LLVMConstStructInContext(C->ctx, fv, 8, 0);
+}
+
+/* A table of the rules' data: external, so that it is one symbol in a PTX
+ * part of its own (compile.c), and never written. */
+static LLVMValueRef cg_data(Cg *C, const char *name, LLVMTypeRef elt, LLVMValueRef *vals, size_t n)
+{
+	LLVMValueRef g = LLVMAddGlobal(C->m, LLVMArrayType2(elt, n), name);
+	LLVMSetInitializer(g, LLVMConstArray2(elt, vals, n));
+	return g;
+}
+
+/* The data tables, a row per rule: sn_rule_shape (its shape, which
+ * rules_eval dispatches on), sn_rule_desc (its sn_rdesc), sn_rule_cbase
+ * (where its numbers start in sn_rule_const). */
+static int cg_tables(Cg *C)
+{
+	const CgShapes *S = &C->p->shapes;
+	size_t n = C->p->rs->n, big = n > S->nconsts ? n : S->nconsts;
+	LLVMValueRef *v = malloc((big ? big : 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = cg_u32(C, S->of[i]);
+	C->t_shape = cg_data(C, "sn_rule_shape", C->i32, v, n);
+	for (size_t i = 0; i < n; i++)
+		v[i] = cg_rdesc(C, &C->p->rs->v[i]);
+	C->t_desc = cg_data(C, "sn_rule_desc", C->desc_t, v, n);
+	for (size_t i = 0; i < n; i++)
+		v[i] = cg_u32(C, S->cbase[i]);
+	C->t_cbase = cg_data(C, "sn_rule_cbase", C->i32, v, n);
+	for (size_t i = 0; i < S->nconsts; i++)
+		v[i] = cg_real(C, S->consts[i]);
+	if (!S->nconsts)
+		v[0] = cg_real(C, 0);
+	C->t_const = cg_data(C, "sn_rule_const", C->dbl, v, S->nconsts ? S->nconsts : 1);
+	free(v);
+	return 0;
+}
+
+/* A load from a data table that no one writes (ld.global.nc on the GPU) */
+static LLVMValueRef cg_data_load(Cg *C, LLVMTypeRef t, LLVMValueRef table, LLVMValueRef idx, const char *name)
+{
+	LLVMValueRef l = LLVMBuildLoad2(C->b, t, LLVMBuildInBoundsGEP2(C->b, t, table, &idx, 1, ""), name);
+	unsigned kind = LLVMGetMDKindIDInContext(C->ctx, "invariant.load", 14);
+	LLVMSetMetadata(l, kind, LLVMMetadataAsValue(C->ctx, LLVMMDNodeInContext2(C->ctx, NULL, 0)));
+	return l;
+}
+
+/* In rule_N's entry: rule i's descriptor and the shape's numbers from
+ * its row (model: the shape's first rule, whose nodes cg_expr meets) */
+static void cg_rule_row(Cg *C, const Rule *model)
+{
+	C->desc = LLVMBuildInBoundsGEP2(C->b, C->desc_t, C->t_desc, &C->ri, 1, "desc");
+	C->nlit = cg_shape_lits(model, C->lit);
+	if (!C->nlit)
+		return;
+	LLVMValueRef base = cg_data_load(C, C->i32, C->t_cbase, C->ri, "cbase");
+	for (unsigned k = 0; k < C->nlit; k++)
+		C->litv[k] = cg_data_load(C, C->dbl, C->t_const, LLVMBuildAdd(C->b, base, cg_u32(C, k), ""), "num");
 }
 
 /* A per-entity rule: every entity's verdict, lanes striding, then the
  * states step (snrt_ent.c). */
-static void cg_rule_vector(Cg *C, const Rule *r, size_t i, int vec)
+static void cg_rule_vector(Cg *C, const Rule *r, int vec)
 {
-	LLVMValueRef desc = cg_rdesc(C, r, vec, vec);
 	/* an entity whose condition does not hold matters only when some
 	 * entity has a state (its own may): else the loop is any()'s, and the
 	 * call is not made (it is not inlined: 25,000 calls a tick cost) */
-	LLVMValueRef ba[2] = {C->w, cg_u32(C, (unsigned)i)};
+	LLVMValueRef ba[2] = {C->w, C->ri};
 	LLVMValueRef busy = LLVMBuildICmp(C->b, LLVMIntNE, cg_call(C, "sn_ent_busy", ba, 2), cg_s32(C, 0), "");
 	Ent ent;
 	Loop L = cg_entity_loop(C, vec, NULL, &ent);
@@ -783,41 +848,41 @@ static void cg_rule_vector(Cg *C, const Rule *r, size_t i, int vec)
 	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, ent) : cg_real(C, 0);
 	const Expr *v = cg_value_node(r->expr);
 	LLVMValueRef value = v && v->kind != N_CALL ? cg_expr(C, v->a, ent) : cg_nan(C);
-	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, ent.idx, cond, clear, value};
+	LLVMValueRef a[7] = {C->w, C->ri, C->desc, ent.idx, cond, clear, value};
 	cg_call(C, "sn_ent_put", a, 7);
 	cg_loop_end(C, &L);
-	LLVMValueRef e[3] = {C->w, cg_u32(C, (unsigned)i), desc};
+	LLVMValueRef e[3] = {C->w, C->ri, C->desc};
 	cg_call(C, "sn_ent_end", e, 3);
 }
 
-static LLVMValueRef cg_rule(Cg *C, size_t i)
+/* rule_N(w, i): shape N's code, for its rule i */
+static LLVMValueRef cg_rule(Cg *C, unsigned shape)
 {
-	const Rule *r = &C->p->rs->v[i];
+	const Rule *r = &C->p->rs->v[C->p->shapes.first[shape]];
 	char name[32];
-	snprintf(name, sizeof name, "rule_%zu", i);
-	LLVMValueRef fn = cg_begin(C, name, &C->ptr, 1);
+	snprintf(name, sizeof name, "rule_%u", shape);
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMValueRef fn = cg_begin(C, name, pt, 2);
+	C->ri = LLVMGetParam(fn, 1);
+	cg_rule_row(C, r);
 	Ent none = {-1, NULL};
 	C->in_rule = true;
 	int vec = cg_vector_entity(r->expr);
 	if (vec >= 0) {
-		cg_rule_vector(C, r, i, vec);
-		C->in_rule = false;
-		LLVMBuildRetVoid(C->b);
-		return fn;
+		cg_rule_vector(C, r, vec);
+	} else {
+		const Expr *vn = cg_value_node(r->expr);
+		C->track = vn && vn->kind == N_CALL ? vn : NULL;
+		C->value = C->entity = NULL;
+		LLVMValueRef cond = cg_expr(C, r->expr, none);
+		LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
+		LLVMValueRef value, entity;
+		cg_value(C, r->expr, &value, &entity);
+		LLVMValueRef a[7] = {C->w, C->ri, C->desc, cond, clear, value, LLVMBuildFPToSI(C->b, entity, C->i64, "")};
+		cg_call(C, "sn_step", a, 7);
 	}
-	const Expr *vn = cg_value_node(r->expr);
-	C->track = vn && vn->kind == N_CALL ? vn : NULL;
-	C->value = C->entity = NULL;
-	LLVMValueRef cond = cg_expr(C, r->expr, none);
-	LLVMValueRef clear = r->clear ? cg_expr(C, r->clear, none) : cg_real(C, 0);
-	LLVMValueRef value, entity;
-	cg_value(C, r->expr, &value, &entity);
-	int vent = cg_value_entity(r->expr);
-	LLVMValueRef desc = cg_rdesc(C, r, vent, -1);
-	LLVMValueRef a[7] = {C->w, cg_u32(C, (unsigned)i), desc, cond, clear, value,
-			     LLVMBuildFPToSI(C->b, entity, C->i64, "")};
-	cg_call(C, "sn_step", a, 7);
 	C->in_rule = false;
+	C->nlit = 0;
 	LLVMBuildRetVoid(C->b);
 	return fn;
 }
@@ -1016,12 +1081,22 @@ static void cg_switch(Cg *C, LLVMValueRef f, LLVMValueRef key, LLVMValueRef *cal
 	LLVMBuildRetVoid(C->b);
 }
 
-/* name(w, i): fns[i](w).  One switch of n cases is one function of n call
- * sites, which ptxas compiles in time worse than linear (10,000 rules took
- * 9 minutes to load); above CG_FANOUT rules the switch is on i / CG_FANOUT
- * and calls one of the functions dispatch_NAME_K (noinline, see
- * comp_internalize), each a switch of CG_FANOUT cases. */
-static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
+/* The key a dispatch function switches on: its second parameter, or for
+ * rules_eval the shape of rule i (sn_rule_shape[i]); less first. */
+static LLVMValueRef cg_key(Cg *C, LLVMValueRef f, bool shape, unsigned first)
+{
+	LLVMValueRef i = LLVMGetParam(f, 1);
+	LLVMValueRef k = shape ? cg_data_load(C, C->i32, C->t_shape, i, "shape") : i;
+	return first ? LLVMBuildSub(C->b, k, cg_u32(C, first), "k") : k;
+}
+
+/* name(w, i): fns[i](w), or with shape fns[sn_rule_shape[i]](w, i).  One
+ * switch of n cases is one function of n call sites, which ptxas compiles
+ * in time worse than linear (10,000 rules took 9 minutes to load); above
+ * CG_FANOUT the switch is on the key / CG_FANOUT and calls one of the
+ * functions dispatch_NAME_K (noinline, see comp_internalize), each a
+ * switch of CG_FANOUT cases. */
+static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n, bool shape)
 {
 	LLVMTypeRef pt[2] = {C->ptr, C->i32};
 	LLVMTypeRef ft = LLVMFunctionType(C->vd, pt, 2, 0);
@@ -1029,13 +1104,9 @@ static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
 	if (!f)
 		f = LLVMAddFunction(C->m, name, ft);
 	LLVMGlobalClearMetadata(f);     /* the library's declaration carried debug info */
-	if (n <= CG_FANOUT) {
-		cg_switch(C, f, NULL, fns, n, false);
-		return;
-	}
-	unsigned nchunks = (n + CG_FANOUT - 1) / CG_FANOUT;
-	LLVMValueRef *chunks = malloc(nchunks * sizeof *chunks);
-	if (!chunks) {
+	unsigned nchunks = n <= CG_FANOUT ? 0 : (n + CG_FANOUT - 1) / CG_FANOUT;
+	LLVMValueRef *chunks = nchunks ? malloc(nchunks * sizeof *chunks) : NULL;
+	if (nchunks && !chunks) {
 		if (!C->nerr++)
 			snprintf(C->err, C->errlen, "out of memory");
 		return;
@@ -1048,16 +1119,20 @@ static void cg_dispatch(Cg *C, const char *name, LLVMValueRef *fns, unsigned n)
 		unsigned first = c * CG_FANOUT, cnt = n - first < CG_FANOUT ? n - first : CG_FANOUT;
 		LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(C->ctx, chunks[c], "key");
 		LLVMPositionBuilderAtEnd(C->b, entry);
-		LLVMValueRef key = LLVMBuildSub(C->b, LLVMGetParam(chunks[c], 1), cg_u32(C, first), "k");
-		cg_switch(C, chunks[c], key, fns + first, cnt, false);
+		cg_switch(C, chunks[c], cg_key(C, chunks[c], shape, first), fns + first, cnt, shape);
 		/* the key block falls into the switch's entry */
 		LLVMPositionBuilderAtEnd(C->b, entry);
 		LLVMBuildBr(C->b, LLVMGetNextBasicBlock(entry));
 	}
 	LLVMBasicBlockRef top = LLVMAppendBasicBlockInContext(C->ctx, f, "key");
 	LLVMPositionBuilderAtEnd(C->b, top);
-	LLVMValueRef key = LLVMBuildUDiv(C->b, LLVMGetParam(f, 1), cg_u32(C, CG_FANOUT), "chunk");
-	cg_switch(C, f, key, chunks, nchunks, true);
+	LLVMValueRef key = cg_key(C, f, shape && !nchunks, 0);
+	if (nchunks) {
+		if (shape)
+			key = cg_data_load(C, C->i32, C->t_shape, key, "shape");
+		key = LLVMBuildUDiv(C->b, key, cg_u32(C, CG_FANOUT), "chunk");
+	}
+	cg_switch(C, f, key, nchunks ? chunks : fns, nchunks ? nchunks : n, nchunks || shape);
 	LLVMPositionBuilderAtEnd(C->b, top);
 	LLVMBuildBr(C->b, LLVMGetNextBasicBlock(top));
 	free(chunks);
@@ -1084,17 +1159,22 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 	for (unsigned j = 0; j < p->njobs && !C.nerr; j++)
 		fns[j] = cg_job(&C, j);
 	if (!C.nerr)
-		cg_dispatch(&C, "rules_collect", fns, p->njobs);
+		cg_dispatch(&C, "rules_collect", fns, p->njobs, false);
 	if (!C.nerr)
 		cg_task_derive(&C);          /* first: rules_task_row calls it */
 	if (!C.nerr)
 		cg_task_row(&C);
 	if (!C.nerr)
 		cg_obj_row(&C);
-	for (size_t i = 0; i < nrules && !C.nerr; i++)
-		fns[i] = cg_rule(&C, i);
+	/* the rules: a function per shape, a row of data per rule */
+	LLVMTypeRef dt[8] = {C.i64, C.i64, C.i32, C.i32, C.i32, C.i32, C.i32, C.i32};
+	C.desc_t = LLVMStructTypeInContext(C.ctx, dt, 8, 0);
+	if (!C.nerr && nrules && cg_tables(&C) && !C.nerr++)
+		snprintf(err, n, "out of memory");
+	for (unsigned s = 0; nrules && s < p->shapes.n && !C.nerr; s++)
+		fns[s] = cg_rule(&C, s);
 	if (!C.nerr)
-		cg_dispatch(&C, "rules_eval", fns, (unsigned)nrules);
+		cg_dispatch(&C, "rules_eval", fns, nrules ? p->shapes.n : 0, nrules > 0);
 	free(fns);
 	LLVMDisposeBuilder(C.b);
 	return C.nerr ? -EINVAL : 0;

@@ -40,6 +40,20 @@ typedef struct CgTwin {
 	bool partial;             /* known before it is covered (windows: partial) */
 } CgTwin;
 
+/* Rules that differ only in their numbers share one function, a shape
+ * (cg_shape.c): its numbers and the rule's descriptor are loaded from the
+ * rule's row of the data tables (sn_rule_*, cg.c), so a changed threshold
+ * changes data, not code.  Owned by the CgProg; freed by cg_free. */
+#define CG_MAX_LITS 64            /* numbers a shape loads; more stay in its code */
+typedef struct CgShapes {
+	unsigned n;               /* shapes */
+	uint32_t *of;             /* [rules]: rule i's shape */
+	uint32_t *first;          /* [n]: each shape's first rule, whose code is the shape's */
+	uint32_t *cbase;          /* [rules]: where rule i's numbers start in consts */
+	double *consts;           /* every rule's numbers, each rule's in cg_shape_lits' order */
+	size_t nconsts;
+} CgShapes;
+
 typedef struct CgProg {
 	const RuleSet *rs;        /* NULL: every catalog metric, no rules */
 	int slot[MET__COUNT];     /* value-table slot in its entity's table, -1 unused */
@@ -59,12 +73,19 @@ typedef struct CgProg {
 	CgJob jobs[MET__COUNT + 2 + ENT_NOBJ];
 	unsigned njobs;
 	MetSet *rule_metrics;     /* [rs->n]: the metrics rule i reads */
+	CgShapes shapes;          /* which rules share their code (cg_shape.c) */
 } CgProg;
 
 /* Plan rs (or, with rs NULL, every metric).  Errors go to d with the rule's
  * location; returns false when there were any. */
 bool cg_analyse(CgProg *p, const RuleSet *rs, DiagCtx *d);
 void cg_free(CgProg *p);
+
+/* The shapes of rs (0, or -ENOMEM); cg_analyse calls it. */
+int cg_shapes(CgShapes *s, const RuleSet *rs);
+void cg_shapes_free(CgShapes *s);
+/* The numbers r's shape loads, in order (at most CG_MAX_LITS); returns how many. */
+unsigned cg_shape_lits(const Rule *r, const Expr **lits);
 
 /* Generate rules_collect and rules_eval into m.  Returns 0, or -errno with
  * a message (a missing runtime function: a rulec bug). */

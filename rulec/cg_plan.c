@@ -169,6 +169,8 @@ bool cg_analyse(CgProg *p, const RuleSet *rs, DiagCtx *d)
 	for (unsigned k = 0; k < ENT_NOBJ; k++)
 		if (p->nobj[k] || p->objname[k])
 			p->jobs[p->njobs++] = (CgJob){JOB_OBJS, 0, (int)k};
+	if (ok && rs && cg_shapes(&p->shapes, rs))
+		u_oom();
 	return ok;
 }
 
@@ -176,6 +178,7 @@ void cg_free(CgProg *p)
 {
 	free(p->rule_metrics);
 	p->rule_metrics = NULL;
+	cg_shapes_free(&p->shapes);
 }
 
 

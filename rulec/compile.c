@@ -41,7 +41,9 @@ static void comp_phase(const CompOpts *o, const char *what, double *t0)
 static void comp_internalize(LLVMModuleRef m)
 {
 	static const char *const keep[] = {"sn_tick", "sn_tick_step", "sn_handoff", "sn_feed_tick", "sn_gpu_main",
-					   "sn_gpu_tick", "sn_gpu_fleet", KX_MEM_SYM, CORE_TABLE};
+					   "sn_gpu_tick", "sn_gpu_fleet", KX_MEM_SYM, CORE_TABLE,
+					   /* the rules' data: one definition, in a part of its own */
+					   "sn_rule_shape", "sn_rule_desc", "sn_rule_cbase", "sn_rule_const"};
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
 		size_t len;
 		const char *name = LLVMGetValueName2(f, &len);
@@ -218,18 +220,27 @@ static void comp_dispose(Target *T)
 		LLVMContextDispose(T->ctx);
 }
 
-/* Rules per PTX part: ptxas's time on one module grows faster than the
- * rule count (docs/benchmarks.md), on parts of this size it is linear.  A
- * multiple of the dispatcher's fan-out (cg.c), so each dispatch_rules_eval_K
- * lives with its rules. */
+/* Rule functions (shapes, cg_shape.c) per PTX part: ptxas's time on one
+ * module grows faster than the rule count (docs/benchmarks.md), on parts
+ * of this size it is linear.  A multiple of the dispatcher's fan-out
+ * (cg.c), so each dispatch_rules_eval_K lives with its rules. */
 #define COMP_PART_RULES 512u
 _Static_assert(COMP_PART_RULES % CG_FANOUT == 0, "a part holds whole dispatch functions");
 
-/* rule_N and dispatch_rules_eval_K go to part 1 + N / COMP_PART_RULES; the
- * kernel, the runtime, the jobs and the variables to part 0. */
+/* The parts of a rule set above COMP_PART_RULES rules: the kernel, the
+ * runtime and the jobs; the shapes' functions, COMP_PART_RULES a part; the
+ * rules' data (sn_rule_*) last, alone, so that a changed threshold
+ * changes one small part and the driver's JIT cache keeps the rest. */
+static unsigned comp_nparts(size_t nrules, unsigned nshapes)
+{
+	return nrules > COMP_PART_RULES ? 2 + (nshapes + COMP_PART_RULES - 1) / COMP_PART_RULES : 1;
+}
+
+/* rule_N and dispatch_rules_eval_K go to part 1 + N / COMP_PART_RULES,
+ * the data tables to the last part; the rest to part 0. */
 static unsigned comp_part_of(const char *name, void *arg)
 {
-	(void)arg;
+	unsigned nparts = *(const unsigned *)arg;
 	unsigned long k;
 	char *end;
 	if (!strncmp(name, "rule_", 5)) {
@@ -240,16 +251,18 @@ static unsigned comp_part_of(const char *name, void *arg)
 		k = strtoul(name + 20, &end, 10);
 		return *end ? 0 : 1 + (unsigned)(k * CG_FANOUT / COMP_PART_RULES);
 	}
+	if (!strncmp(name, "sn_rule_", 8))
+		return nparts - 1;
 	return 0;
 }
 
 /* One PTX text per architecture; each from its own copy of the module
  * (code generation may rewrite the IR it is given).  Above COMP_PART_RULES
  * rules, in parts (lvm_emit_parts), which --emit=ptx prints as they are. */
-static int comp_ptx(const Target *T, const char *archs, size_t nrules, Bundle *b, const CompOpts *o, char *err,
-		    size_t n)
+static int comp_ptx(const Target *T, const char *archs, size_t nrules, unsigned nshapes, Bundle *b,
+		    const CompOpts *o, char *err, size_t n)
 {
-	unsigned nparts = nrules > COMP_PART_RULES ? 1 + (unsigned)((nrules + COMP_PART_RULES - 1) / COMP_PART_RULES) : 1;
+	unsigned nparts = comp_nparts(nrules, nshapes);
 	char list[128];
 	const char *cpus[BD_MAX_PTX];
 	unsigned ncpus = 0;
@@ -264,7 +277,7 @@ static int comp_ptx(const Target *T, const char *archs, size_t nrules, Bundle *b
 	size_t len[BD_MAX_PTX] = {0};
 	int e = 0;
 	if (nparts > 1)
-		e = lvm_emit_parts(T->m, nparts, comp_part_of, NULL, cpus, ncpus, o->full, BD_PTX_PART, text, len, err, n);
+		e = lvm_emit_parts(T->m, nparts, comp_part_of, &nparts, cpus, ncpus, o->full, BD_PTX_PART, text, len, err, n);
 	for (unsigned c = 0; c < ncpus && !e && nparts == 1; c++) {
 		LLVMTargetMachineRef tm;
 		e = lvm_machine(LVM_NVPTX, cpus[c], o->full, &tm, err, n);
@@ -297,6 +310,7 @@ typedef struct Back {
 	const CompOpts *o;
 	const char *archs;        /* NVPTX: the architectures */
 	size_t nrules;
+	unsigned nshapes;
 	int e;
 	char err[1024];
 	double secs;
@@ -314,7 +328,7 @@ static void comp_back(Back *k)
 		k->e = lvm_emit(k->T->m, tm, &k->b->host_obj, &k->b->host_len, k->err, sizeof k->err);
 	LLVMDisposeTargetMachine(tm);
 	if (!k->e && k->T->t == LVM_NVPTX)
-		k->e = comp_ptx(k->T, k->archs, k->nrules, k->b, k->o, k->err, sizeof k->err);
+		k->e = comp_ptx(k->T, k->archs, k->nrules, k->nshapes, k->b, k->o, k->err, sizeof k->err);
 	k->secs = comp_now() - t0;
 }
 
@@ -381,7 +395,7 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	 * the host code on a thread of its own, the PTX here */
 	if (!e) {
 		Back host = {.T = &T[0], .b = b, .o = o};
-		Back gpu = {.T = &T[1], .b = b, .o = o, .nrules = p->rs ? p->rs->n : 0,
+		Back gpu = {.T = &T[1], .b = b, .o = o, .nrules = p->rs ? p->rs->n : 0, .nshapes = p->shapes.n,
 			    .archs = emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS};
 		pthread_t th;
 		bool threaded = nt == 2 && pthread_create(&th, NULL, comp_back_thread, &host) == 0;

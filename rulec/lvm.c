@@ -211,8 +211,12 @@ static void lvm_declare(LLVMModuleRef m, LLVMValueRef v)
 		d = LLVMAddFunction(m, "", LLVMGlobalGetValueType(v));
 		LLVMSetFunctionCallConv(d, LLVMGetFunctionCallConv(v));
 	} else {
-		d = LLVMAddGlobalInAddressSpace(m, LLVMGlobalGetValueType(v), "",
-						LLVMGetPointerAddressSpace(LLVMTypeOf(v)));
+		/* an array without its length: a part that reads the rules' data
+		 * does not change when the number of rules does */
+		LLVMTypeRef t = LLVMGlobalGetValueType(v);
+		if (LLVMGetTypeKind(t) == LLVMArrayTypeKind)
+			t = LLVMArrayType2(LLVMGetElementType(t), 0);
+		d = LLVMAddGlobalInAddressSpace(m, t, "", LLVMGetPointerAddressSpace(LLVMTypeOf(v)));
 		LLVMSetAlignment(d, LLVMGetAlignment(v));
 	}
 	LLVMReplaceAllUsesWith(v, d);
@@ -235,12 +239,11 @@ static int lvm_part(LLVMModuleRef m, unsigned p, LvmPartFn part, void *arg, char
 		if (!LLVMIsDeclaration(f) && part(LLVMGetValueName2(f, &(size_t){0}), arg) != p)
 			lvm_declare(m, f);
 	}
-	if (p)
-		for (LLVMValueRef g = LLVMGetFirstGlobal(m), next; g; g = next) {
-			next = LLVMGetNextGlobal(g);
-			if (!LLVMIsDeclaration(g) && !lvm_local(g))
-				lvm_declare(m, g);
-		}
+	for (LLVMValueRef g = LLVMGetFirstGlobal(m), next; g; g = next) {
+		next = LLVMGetNextGlobal(g);
+		if (!LLVMIsDeclaration(g) && !lvm_local(g) && part(LLVMGetValueName2(g, &(size_t){0}), arg) != p)
+			lvm_declare(m, g);
+	}
 	LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
 	LLVMErrorRef e = LLVMRunPasses(m, "globaldce", NULL, o);
 	LLVMDisposePassBuilderOptions(o);

@@ -48,7 +48,7 @@ int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, 
 
 /* Separately compiled PTX, for the driver's linker (ptxas's time on one
  * module grows faster than the rule count): nparts modules, of which
- * part(name, arg) says which defines each function (variables: part 0),
+ * part(name, arg) says which defines each function and variable,
  * made and emitted for each of the ncpus architectures on threads.
  * out[c] is architecture c's parts one after the other, each after a line
  * mark "K of N" (malloc'd, length outlen[c]).  m's local symbols become

@@ -271,6 +271,30 @@ static void usage(FILE *out)
 "fails every call of the process after one: start sentineld again).\n", out);
 }
 
+/* [engine] cache: where the GPU driver's JIT results are kept across
+ * restarts (engine/gpucache.c): auto is systemd's CacheDirectory= (the
+ * unit's /var/cache/sentinel), else /var/cache/sentinel where it exists.
+ * Before anything loads the driver: it reads CUDA_CACHE_PATH at cuInit.
+ * Without one the driver keeps its own (~/.nv) and each start links again. */
+void d_cache_setup(const Config *cf)
+{
+	const char *c = cf->cache, *env = getenv("CACHE_DIRECTORY");
+	char dir[1024] = "";
+	struct stat st;
+	if (c && !strcmp(c, "none"))
+		return;
+	if (c && strcmp(c, "auto"))
+		snprintf(dir, sizeof dir, "%s", c);
+	else if (env && *env)
+		snprintf(dir, sizeof dir, "%.*s", (int)strcspn(env, ":"), env);
+	else if (!stat("/var/cache/sentinel", &st) && S_ISDIR(st.st_mode))
+		snprintf(dir, sizeof dir, "/var/cache/sentinel");
+	int e = dir[0] ? gpu_cache_setup(dir) : 0;
+	if (e)
+		fprintf(stderr, "sentineld: [engine] cache = %s: cannot use it (%s); the GPU's code is linked again at "
+			"every start (make the directory writable, or set cache = none)\n", dir, strerror(-e));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -366,6 +390,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sentineld: %d error%s in %s; not starting\n", nerr, nerr == 1 ? "" : "s", config);
 		goto out;
 	}
+	d_cache_setup(&D.cf);
 	D.ntg = D.cf.ntargets;
 	if (!(D.tg = calloc(D.ntg, sizeof *D.tg))) {
 		fprintf(stderr, "sentineld: out of memory\n");

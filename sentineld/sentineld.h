@@ -362,6 +362,7 @@ typedef struct Daemon {
 sn_rstate *d_rule_states(Engine *e, char *err, size_t n);
 uint64_t d_now(void);
 void d_exit_gpu_lost(void);
+void d_cache_setup(const Config *cf);
 void d_drain(Daemon *D);
 void d_sd_notify(const char *state);
 

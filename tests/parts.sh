@@ -7,27 +7,44 @@ set -u
 rulec=$1
 
 # Large rule sets: PTX in parts the driver's linker compiles separately
-# (rulec/compile.c COMP_PART_RULES).  600 rules are three parts: the
-# runtime, rules 0-511, rules 512-599.  Each rule is defined in exactly one
-# part; with CUDA's ptxas and nvlink at hand, the parts compile separately
-# and link.
+# (rulec/compile.c COMP_PART_RULES).  600 generated rules are five shapes
+# (rulec/cg_shape.c: rules that differ only in their numbers share one
+# function): three parts, the runtime, the five shapes' functions, and the
+# rules' data (their numbers and descriptors).  Each shape is defined in
+# exactly one part; a changed threshold and for: change the data part
+# alone; with CUDA's ptxas and nvlink at hand, the parts compile
+# separately and link.
 big=$(mktemp -d "$SENTINEL_TEST_TMP/parts.XXXXXX")
 sh bench/gen_rules.sh 600 "$big" > /dev/null
 "$rulec" -q --emit=ptx "$big/sentinel.yaml" > "$big/all.ptx" 2> "$big/err"
 marks=$(grep -c '^// sentinel: part [0-9]* of 3$' "$big/all.ptx")
 defs=$(grep -c '^\.visible \.func rule_[0-9]*($' "$big/all.ptx")
 uniq=$(grep '^\.visible \.func rule_[0-9]*($' "$big/all.ptx" | sort -u | wc -l)
-if [ "$marks" -eq 3 ] && [ "$defs" -eq 600 ] && [ "$uniq" -eq 600 ]; then
+data=$(awk '/^\/\/ sentinel: part 3 of 3$/{f=1} f && /^\.visible \.global .* sn_rule_(shape|desc|cbase|const)\[/' "$big/all.ptx" | wc -l)
+if [ "$marks" -eq 3 ] && [ "$defs" -eq 5 ] && [ "$uniq" -eq 5 ] && [ "$data" -eq 4 ]; then
 	pass "cli/ptx-in-parts"
 else
-	fail "cli/ptx-in-parts" "$marks part marks (want 3), $defs rule definitions, $uniq distinct (want 600): $(cat "$big/err")"
+	fail "cli/ptx-in-parts" "$marks part marks (want 3), $defs shape functions, $uniq distinct (want 5), $data data tables in the last part (want 4): $(cat "$big/err")"
+fi
+split_parts() {     # split_parts FILE PREFIX: PREFIX1.ptx ... one file a part
+	awk -v d="$2" '/^\/\/ sentinel: part / { f = sprintf("%s%s.ptx", d, $4); next } { print > f }' "$1"
+}
+sed -e '0,/> 50%)/s//> 51%)/' -e '0,/for: 1s/s//for: 7s/' "$big/sentinel.yaml" > "$big/changed.yaml"
+"$rulec" -q --emit=ptx "$big/changed.yaml" > "$big/changed.ptx" 2>> "$big/err"
+split_parts "$big/all.ptx" "$big/a"
+split_parts "$big/changed.ptx" "$big/b"
+if ! cmp -s "$big/sentinel.yaml" "$big/changed.yaml" && cmp -s "$big/a1.ptx" "$big/b1.ptx" && cmp -s "$big/a2.ptx" "$big/b2.ptx" &&
+	! cmp -s "$big/a3.ptx" "$big/b3.ptx"; then
+	pass "cli/ptx-threshold-changes-data-alone"
+else
+	fail "cli/ptx-threshold-changes-data-alone" "a threshold and a for: changed: the runtime's and the shapes' parts must stay byte for byte, the data part must not ($(cmp "$big/a1.ptx" "$big/b1.ptx"; cmp "$big/a2.ptx" "$big/b2.ptx"; cmp "$big/a3.ptx" "$big/b3.ptx"))"
 fi
 "$rulec" -q -o "$big/x.bundle" "$big/sentinel.yaml" 2>> "$big/err"
 expect_msg ptx-parts-in-manifest 0 '"parts": 3' "$rulec" -q --emit=manifest "$big/sentinel.yaml"
 cuda=${CUDA_HOME:-/usr/local/cuda}/bin
 if command -v ptxas > /dev/null 2>&1 || [ -x "$cuda/ptxas" ]; then
 	PATH=$PATH:$cuda
-	awk -v d="$big" '/^\/\/ sentinel: part / { f = sprintf("%s/part%s.ptx", d, $4); next } { print > f }' "$big/all.ptx"
+	split_parts "$big/all.ptx" "$big/part"
 	out=$(for p in 1 2 3; do ptxas -c -arch=sm_90 "$big/part$p.ptx" -o "$big/part$p.o" || exit 1; done 2>&1 &&
 	      nvlink -arch=sm_90 "$big/part1.o" "$big/part2.o" "$big/part3.o" -o "$big/all.cubin" 2>&1)
 	if [ $? -eq 0 ] && [ -s "$big/all.cubin" ]; then pass "cli/ptx-parts-link"; else fail "cli/ptx-parts-link" "$out"; fi
