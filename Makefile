@@ -45,7 +45,7 @@ KS_SAN_OBJ := $(KS_SRC:%.c=$(B)/san/obj/%.o)
 KS_LIBS := $(LIBBPF_LIBS)
 
 # The compiler back end (LLVM) and the engine's loader.
-CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/libbc.c
+CC_SRC := rulec/lvm.c rulec/core.c rulec/llview.c rulec/cg.c rulec/compile.c rulec/compcache.c rulec/libbc.c
 # The engine and the templates' rendering; the sinks (HTTP, journal,
 # /metrics) apart: only sentineld links them and their libraries.
 ENG_SRC := engine/reloc.c engine/world.c engine/elfload.c engine/cpu.c engine/gpu.c engine/gpumap.c engine/gpurun.c engine/gpuwake.c engine/gpufleet.c engine/gpucache.c engine/gpucap.c engine/engine.c engine/state.c engine/config.c engine/feed.c \

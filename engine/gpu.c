@@ -169,12 +169,12 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 		vals[3] = (void *)(uintptr_t)(unsigned)(*lv - '0');
 	/* the cubin of an earlier link of the same parts, on this GPU and
 	 * driver, with these JIT options (gpucache.c) */
-	GpuCacheKey key;
+	BdKey key;
 	int ident[4] = {g->cc_major, g->cc_minor, 0, (int)(uintptr_t)vals[3]};
 	g->d.DriverGetVersion(&ident[2]);
-	gpu_cache_key_init(&key);
-	gpu_cache_key_add(&key, ident, sizeof ident);
-	gpu_cache_key_add(&key, ptx->text, ptx->len);
+	bd_key_init(&key, "sentinel cubin 1");
+	bd_key_add(&key, ident, sizeof ident);
+	bd_key_add(&key, ptx->text, ptx->len);
 	size_t size;
 	void *cubin = gpu_cache_get(&key, &size, g->cache_note, sizeof g->cache_note);
 	if (cubin) {

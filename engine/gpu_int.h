@@ -28,14 +28,10 @@ typedef struct GpuWake {
 /* the host function; arg: its GpuWake */
 void gpu_woken(void *arg);
 
-/* A linked cubin's key (gpucache.c): two 64-bit hashes of what decides it */
-typedef struct GpuCacheKey { uint64_t h[2]; } GpuCacheKey;
-void gpu_cache_key_init(GpuCacheKey *k);
-void gpu_cache_key_add(GpuCacheKey *k, const void *p, size_t n);
-/* The cubin cached for k (malloc'd), or NULL: none, or refused (why says
+/* The cubin cached for k (bundle.h's BdKey of what decides the link) (malloc'd), or NULL: none, or refused (why says
  * which file and why; it is removed) */
-void *gpu_cache_get(const GpuCacheKey *k, size_t *len, char *why, size_t n);
-int gpu_cache_put(const GpuCacheKey *k, const void *cubin, size_t len);
+void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n);
+int gpu_cache_put(const BdKey *k, const void *cubin, size_t len);
 
 struct GpuCode {
 	CuDrv d;

@@ -19,8 +19,8 @@
  * opens (the driver reads CUDA_CACHE_PATH at cuInit).
  */
 #include "gpu_int.h"
+#include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,29 +46,6 @@ static char gc_dir[1024];     /* "": no cache */
 static GpuCacheStats gc_stats;
 static pthread_mutex_t gc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t gc_fnv(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-void gpu_cache_key_init(GpuCacheKey *k)
-{
-	k->h[0] = 0xcbf29ce484222325ull;
-	k->h[1] = 0x84222325cbf29ce4ull;      /* a second, independent start */
-	gpu_cache_key_add(k, GC_MAGIC, 8);
-}
-
-void gpu_cache_key_add(GpuCacheKey *k, const void *p, size_t n)
-{
-	k->h[0] = gc_fnv(&n, sizeof n, gc_fnv(p, n, k->h[0]));
-	k->h[1] = gc_fnv(p, n, gc_fnv(&n, sizeof n, k->h[1]));
-}
-
 int gpu_cache_setup(const char *dir)
 {
 	if (!dir || !*dir) {
@@ -93,13 +70,13 @@ int gpu_cache_setup(const char *dir)
 	return 0;
 }
 
-static void gc_path(const GpuCacheKey *k, char *out, size_t n)
+static void gc_path(const BdKey *k, char *out, size_t n)
 {
 	snprintf(out, n, "%s/cubin/%016llx%016llx.cubin", gc_dir, (unsigned long long)k->h[0],
 		 (unsigned long long)k->h[1]);
 }
 
-void *gpu_cache_get(const GpuCacheKey *k, size_t *len, char *why, size_t n)
+void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n)
 {
 	*why = 0;
 	if (!gc_dir[0])
@@ -125,7 +102,7 @@ void *gpu_cache_get(const GpuCacheKey *k, size_t *len, char *why, size_t n)
 		bad = "truncated";
 	else if (!(body = malloc(h.len)))
 		bad = "out of memory";
-	else if (read(fd, body, h.len) != (ssize_t)h.len || gc_fnv(body, h.len, 0xcbf29ce484222325ull) != h.sum)
+	else if (read(fd, body, h.len) != (ssize_t)h.len || bd_fnv1a(body, h.len, BD_FNV_INIT) != h.sum)
 		bad = "corrupt (its checksum differs)";
 	close(fd);
 	pthread_mutex_lock(&gc_lock);
@@ -145,65 +122,14 @@ void *gpu_cache_get(const GpuCacheKey *k, size_t *len, char *why, size_t n)
 	return body;
 }
 
-typedef struct GcFile {
-	char name[64];
-	struct timespec mtime;
-	off_t size;
-} GcFile;
-
-static int gc_newest_first(const void *a, const void *b)
-{
-	const GcFile *x = a, *y = b;
-	if (x->mtime.tv_sec != y->mtime.tv_sec)
-		return x->mtime.tv_sec > y->mtime.tv_sec ? -1 : 1;
-	return x->mtime.tv_nsec > y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec < y->mtime.tv_nsec;
-}
-
-/* Past GC_MAX_FILES or GC_MAX_BYTES the least recently used go (and any
- * temporary file a crash left) */
-static void gc_prune(void)
-{
-	char sub[1100];
-	snprintf(sub, sizeof sub, "%s/cubin", gc_dir);
-	DIR *d = opendir(sub);
-	if (!d)
-		return;
-	GcFile f[256];
-	size_t nf = 0;
-	for (struct dirent *e; (e = readdir(d)) && nf < sizeof f / sizeof *f;) {
-		struct stat st;
-		size_t len = strlen(e->d_name);
-		if (e->d_name[0] == '.' || len >= sizeof f->name || fstatat(dirfd(d), e->d_name, &st, 0))
-			continue;
-		if (len < 6 || strcmp(e->d_name + len - 6, ".cubin")) {
-			if (time(NULL) - st.st_mtime > 3600)    /* a crash's leftover */
-				unlinkat(dirfd(d), e->d_name, 0);
-			continue;
-		}
-		memcpy(f[nf].name, e->d_name, len + 1);
-		f[nf].mtime = st.st_mtim;
-		f[nf++].size = st.st_size;
-	}
-	qsort(f, nf, sizeof *f, gc_newest_first);
-	unsigned long long bytes = 0;
-	for (size_t i = 0; i < nf; i++) {
-		bytes += (unsigned long long)f[i].size;
-		if (i >= GC_MAX_FILES || bytes > GC_MAX_BYTES) {
-			unlinkat(dirfd(d), f[i].name, 0);
-			gc_stats.evicted++;
-		}
-	}
-	closedir(d);
-}
-
-int gpu_cache_put(const GpuCacheKey *k, const void *cubin, size_t len)
+int gpu_cache_put(const BdKey *k, const void *cubin, size_t len)
 {
 	if (!gc_dir[0] || !len)
 		return 0;
 	char path[1200], tmp[1300];
 	gc_path(k, path, sizeof path);
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-	GcHeader h = {.key = {k->h[0], k->h[1]}, .len = len, .sum = gc_fnv(cubin, len, 0xcbf29ce484222325ull)};
+	GcHeader h = {.key = {k->h[0], k->h[1]}, .len = len, .sum = bd_fnv1a(cubin, len, BD_FNV_INIT)};
 	memcpy(h.magic, GC_MAGIC, 8);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -220,7 +146,9 @@ int gpu_cache_put(const GpuCacheKey *k, const void *cubin, size_t len)
 	pthread_mutex_lock(&gc_lock);
 	if (!e)
 		gc_stats.written++;
-	gc_prune();
+	char sub[1100];
+	snprintf(sub, sizeof sub, "%s/cubin", gc_dir);
+	gc_stats.evicted += u_dir_prune(sub, ".cubin", GC_MAX_FILES, GC_MAX_BYTES);
 	pthread_mutex_unlock(&gc_lock);
 	return e;
 }

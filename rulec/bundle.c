@@ -49,6 +49,19 @@ uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h)
 	return h;
 }
 
+void bd_key_init(BdKey *k, const char *domain)
+{
+	k->h[0] = BD_FNV_INIT;
+	k->h[1] = 0x84222325cbf29ce4ull;      /* a second, independent start */
+	bd_key_add(k, domain, strlen(domain));
+}
+
+void bd_key_add(BdKey *k, const void *p, size_t n)
+{
+	k->h[0] = bd_fnv1a(&n, sizeof n, bd_fnv1a(p, n, k->h[0]));
+	k->h[1] = bd_fnv1a(p, n, bd_fnv1a(&n, sizeof n, k->h[1]));
+}
+
 static const char *const bd_job_names[] = {
 #define X(id, name) [BD_JOB_##id] = name,
 	BD_JOB_KINDS(X)

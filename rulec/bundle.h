@@ -143,4 +143,10 @@ int bd_task_col(const Bundle *b, MetricId m);
 uint64_t bd_fnv1a(const void *data, size_t len, uint64_t h);
 #define BD_FNV_INIT 0xcbf29ce484222325ull
 
+/* A content key of 128 bits: two FNV-1a hashes from different starts, each
+ * input's length mixed in (the caches: rulec/compcache.c, engine/gpucache.c) */
+typedef struct BdKey { uint64_t h[2]; } BdKey;
+void bd_key_init(BdKey *k, const char *domain);
+void bd_key_add(BdKey *k, const void *p, size_t n);
+
 #endif

@@ -513,7 +513,19 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 	}
 	if (d->nerr)
 		return 1;
-	return comp_build(&c->plan, o, out, err, n);
+	char note[4400];
+	e = comp_cache_get(c->paths, c->npaths, o, out, note, sizeof note);
+	if (e) {
+		e = comp_build(&c->plan, o, out, err, n);
+		char put[1200];
+		if (!e && comp_cache_put(c->paths, c->npaths, o, *out, put, sizeof put) && !*note)
+			snprintf(note, sizeof note, "%s", put);
+	}
+	if (*note && o->progress)
+		fprintf(o->progress, "rulec: %s\n", note);
+	if (o->cache_note)
+		snprintf(o->cache_note, o->cache_note_len, "%s", note);
+	return e;
 }
 
 #define COMP_OOM "%s: out of memory checking the rules; nothing changed (free memory, then try again)"

@@ -25,6 +25,11 @@ typedef struct CompOpts {
 	bool host_only;           /* no GPU code: the bundle is for the CPU backend alone */
 	double tick_s;            /* comp_dir: the engine's tick, for the checker's warnings (a for:
 				   * or window shorter than it); 0: 100 ms */
+	/* comp_dir: a directory that keeps each compiled bundle (compcache.c),
+	 * NULL none; what it did (a hit, a refused file) in cache_note */
+	const char *cache_dir;
+	char *cache_note;
+	size_t cache_note_len;
 } CompOpts;
 
 /* The baseline PTX every GPU since Volta runs (the driver compiles it for
@@ -44,6 +49,12 @@ int comp_build_all(const char *version, Bundle **out, char *err, size_t n);
  * `rulec --check` prints them (malloc'd); -errno on other failures.  A
  * success with warnings returns 0 and *diags holds those. */
 int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, char *err, size_t n);
+
+/* compcache.c: the bundle an earlier compile of the same files, options
+ * and compiler kept in o->cache_dir (0), or none (-errno; note says why
+ * when a file was refused); keep b for them (0, or -errno and a note). */
+int comp_cache_get(char **paths, size_t npaths, const CompOpts *o, Bundle **out, char *note, size_t n);
+int comp_cache_put(char **paths, size_t npaths, const CompOpts *o, const Bundle *b, char *note, size_t n);
 
 /* Only what the plan's code would need from a kernel: generate and
  * relocate the host code, keep the relocations (rulec --check --target). */

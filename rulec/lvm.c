@@ -448,6 +448,12 @@ out:
 	return e;
 }
 
+void lvm_library_key(BdKey *k)
+{
+	bd_key_add(k, lvm_bc_host, (size_t)(lvm_bc_host_end - lvm_bc_host));
+	bd_key_add(k, lvm_bc_nvptx, (size_t)(lvm_bc_nvptx_end - lvm_bc_nvptx));
+}
+
 char *lvm_print(LLVMModuleRef m)
 {
 	char *s = LLVMPrintModuleToString(m);

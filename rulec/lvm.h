@@ -8,6 +8,8 @@
 #ifndef SENTINEL_LVM_H
 #define SENTINEL_LVM_H
 
+#include "bundle.h"
+
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/TargetMachine.h>
@@ -56,6 +58,9 @@ int lvm_emit(LLVMModuleRef m, LLVMTargetMachineRef tm, void **out, size_t *len, 
 typedef unsigned (*LvmPartFn)(const char *name, void *arg);
 int lvm_emit_parts(LLVMModuleRef m, unsigned nparts, LvmPartFn part, void *arg, const char *const *cpus,
 		   unsigned ncpus, bool full, const char *mark, char **out, size_t *outlen, char *err, size_t n);
+
+/* The runtime library's bitcode (both targets') into a content key */
+void lvm_library_key(BdKey *k);
 
 /* Textual IR of m, malloc'd. */
 char *lvm_print(LLVMModuleRef m);

@@ -1,6 +1,12 @@
 /* util.c - arena allocator, string buffers and small helpers. */
 #include "util.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -368,4 +374,52 @@ out:
 	*out = buf;
 	*len = n;
 	return 0;
+}
+
+typedef struct UFile {
+	char name[128];
+	struct timespec mtime;
+	off_t size;
+} UFile;
+
+static int u_newest_first(const void *a, const void *b)
+{
+	const UFile *x = a, *y = b;
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec > y->mtime.tv_sec ? -1 : 1;
+	return x->mtime.tv_nsec > y->mtime.tv_nsec ? -1 : x->mtime.tv_nsec < y->mtime.tv_nsec;
+}
+
+unsigned u_dir_prune(const char *dir, const char *suffix, unsigned max_files, unsigned long long max_bytes)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	UFile f[256];
+	size_t nf = 0, sl = strlen(suffix);
+	unsigned gone = 0;
+	for (struct dirent *e; (e = readdir(d)) && nf < sizeof f / sizeof *f;) {
+		struct stat st;
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] == '.' || len >= sizeof f->name || fstatat(dirfd(d), e->d_name, &st, 0) ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (len < sl || strcmp(e->d_name + len - sl, suffix)) {
+			if (time(NULL) - st.st_mtime > 3600 && !unlinkat(dirfd(d), e->d_name, 0))
+				gone++;
+			continue;
+		}
+		memcpy(f[nf].name, e->d_name, len + 1);
+		f[nf].mtime = st.st_mtim;
+		f[nf++].size = st.st_size;
+	}
+	qsort(f, nf, sizeof *f, u_newest_first);
+	unsigned long long bytes = 0;
+	for (size_t i = 0; i < nf; i++) {
+		bytes += (unsigned long long)f[i].size;
+		if ((i >= max_files || bytes > max_bytes) && !unlinkat(dirfd(d), f[i].name, 0))
+			gone++;
+	}
+	closedir(d);
+	return gone;
 }

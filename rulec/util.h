@@ -82,6 +82,11 @@ json_t *u_json_text(const char *s);
 
 /* Read a whole file; returns 0 or -errno.  -EFBIG when it exceeds limit. */
 int u_read_file(const char *path, size_t limit, char **out, size_t *len);
+/* A cache directory's bound: of its files ending in suffix, the most
+ * recently used max_files and at most max_bytes are kept, the rest
+ * removed; other files older than an hour (a crash's temporary ones) too.
+ * Returns how many it removed. */
+unsigned u_dir_prune(const char *dir, const char *suffix, unsigned max_files, unsigned long long max_bytes);
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -41,6 +41,8 @@ int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n)
 	if (d_thread(&t, d_compile_thread, &j))
 		return comp_dir(D->cf.rules_dir, &D->co, out, diags, err, n);
 	pthread_join(t, NULL);
+	if (D->cache_note[0])
+		nt_log(D->nt, 6, "%s", D->cache_note);
 	return j.r;
 }
 
@@ -158,6 +160,7 @@ static void *d_reload_thread(void *arg)
 		R->r_targets = d_targets_read(D, R);
 	if (!R->grow && !R->r_targets)
 		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	R->t_rules = d_now();
 	/* the GPU fleet: the same rules go on in its kernel (targets may come
 	 * and go); new rules, or a target's larger task table, take a new
 	 * fleet, with a new engine for every running target */
@@ -184,6 +187,7 @@ static void *d_reload_thread(void *arg)
 		if (R->r_open)
 			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
 	}
+	R->t_open = d_now();
 	/* new rules run a few ticks in a child process first, against the
 	 * first target that takes them: a fault there (fatal to a process's
 	 * CUDA, a SIGSEGV on the CPU) fails the reload, not sentineld */
@@ -198,6 +202,7 @@ static void *d_reload_thread(void *arg)
 		else if (!*R->trial)
 			snprintf(R->trial, sizeof R->trial, "ran");
 	}
+	R->t_trial = d_now();
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	d_wake(D->eo.wake_fd);
 	return NULL;
@@ -726,8 +731,11 @@ static int d_reload_finish(Daemon *D, char *msg, size_t n)
 	if (*R->trial)
 		snprintf(others + strlen(others), sizeof others - strlen(others), "; trial run first: %.150s", R->trial);
 	if (done)
-		snprintf(msg, n, "%.160s, reloaded in %.0f ms; handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
-			 "%.300s%s%.200s", what, (double)(t1 - R->t0) / 1e6, (unsigned long long)os.ticks,
+		snprintf(msg, n, "%.160s, reloaded in %.0f ms (rules %.0f ms, loaded %.0f ms, trial %.0f ms, handover %.0f ms); "
+			 "handover: old tick %llu, new tick %llu %.1f ms later (tick %.1f ms)"
+			 "%.300s%s%.200s", what, (double)(t1 - R->t0) / 1e6, (double)(R->t_rules - R->t0) / 1e6,
+			 (double)(R->t_open - R->t_rules) / 1e6, (double)(R->t_trial - R->t_open) / 1e6,
+			 (double)(t1 - R->t_trial) / 1e6, (unsigned long long)os.ticks,
 			 (unsigned long long)ns.first_tick, (double)(ns.first_tick_ns - os.last_tick_ns) / 1e6,
 			 (double)D->eo.tick_ns / 1e6, others, *settled ? "; " : "", settled);
 	else if (R->same)                /* the GPU fleet: the same rules run on */

@@ -276,23 +276,26 @@ static void usage(FILE *out)
  * unit's /var/cache/sentinel), else /var/cache/sentinel where it exists.
  * Before anything loads the driver: it reads CUDA_CACHE_PATH at cuInit.
  * Without one the driver keeps its own (~/.nv) and each start links again. */
-void d_cache_setup(const Config *cf)
+void d_cache_setup(const Config *cf, char *dir, size_t n)
 {
 	const char *c = cf->cache, *env = getenv("CACHE_DIRECTORY");
-	char dir[1024] = "";
 	struct stat st;
+	*dir = 0;
 	if (c && !strcmp(c, "none"))
 		return;
 	if (c && strcmp(c, "auto"))
-		snprintf(dir, sizeof dir, "%s", c);
+		snprintf(dir, n, "%s", c);
 	else if (env && *env)
-		snprintf(dir, sizeof dir, "%.*s", (int)strcspn(env, ":"), env);
+		snprintf(dir, n, "%.*s", (int)strcspn(env, ":"), env);
 	else if (!stat("/var/cache/sentinel", &st) && S_ISDIR(st.st_mode))
-		snprintf(dir, sizeof dir, "/var/cache/sentinel");
-	int e = dir[0] ? gpu_cache_setup(dir) : 0;
-	if (e)
-		fprintf(stderr, "sentineld: [engine] cache = %s: cannot use it (%s); the GPU's code is linked again at "
-			"every start (make the directory writable, or set cache = none)\n", dir, strerror(-e));
+		snprintf(dir, n, "/var/cache/sentinel");
+	int e = *dir ? gpu_cache_setup(dir) : 0;
+	if (e) {
+		fprintf(stderr, "sentineld: [engine] cache = %s: cannot use it (%s); the rules are compiled and the "
+			"GPU's code linked again at every start (make the directory writable, or set cache = none)\n",
+			dir, strerror(-e));
+		*dir = 0;
+	}
 }
 
 int main(int argc, char **argv)
@@ -390,7 +393,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sentineld: %d error%s in %s; not starting\n", nerr, nerr == 1 ? "" : "s", config);
 		goto out;
 	}
-	d_cache_setup(&D.cf);
+	d_cache_setup(&D.cf, D.cache_dir, sizeof D.cache_dir);
 	D.ntg = D.cf.ntargets;
 	if (!(D.tg = calloc(D.ntg, sizeof *D.tg))) {
 		fprintf(stderr, "sentineld: out of memory\n");
@@ -421,7 +424,9 @@ int main(int argc, char **argv)
 	 * which halves the compile of a start or reload; backend = cuda
 	 * compiles it to say what is wrong with the GPU */
 	D.co = (CompOpts){.archs = D.archs, .version = SENTINEL_VERSION,
-			  .host_only = !gpu && strcmp(D.cf.backend, "cuda"), .tick_s = (double)D.cf.tick_ns / 1e9};
+			  .host_only = !gpu && strcmp(D.cf.backend, "cuda"), .tick_s = (double)D.cf.tick_ns / 1e9,
+			  .cache_dir = D.cache_dir[0] ? D.cache_dir : NULL, .cache_note = D.cache_note,
+			  .cache_note_len = sizeof D.cache_note};
 	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
 	if (diags)                               /* errors (r == 1), or warnings: the rules run */
 		fputs(diags, stderr);

@@ -257,6 +257,7 @@ typedef struct DReload {
 	uint32_t grow;                /* 0: new rules; else the same rules with a task table of this many rows */
 	struct DTarget *grow_tg;      /* ... for this target */
 	uint64_t t0;
+	uint64_t t_rules, t_open, t_trial;  /* when each step ended (the message's breakdown) */
 	Bundle *nb;                   /* the engines for it: DTarget.ne */
 	char *diags;                  /* rule errors, rulec's format; or the configuration's */
 	char err[1024];
@@ -335,6 +336,8 @@ typedef struct Daemon {
 	EngFleet *fleet;              /* several targets on the GPU: one kernel for all (eo.fleet) */
 	CompOpts co;
 	char archs[64];
+	char cache_dir[1024];         /* [engine] cache resolved, "" none (d_cache_setup) */
+	char cache_note[4400];        /* the compile cache's last word (d_rules_load logs it) */
 	int lfd;
 	Client cl[D_MAX_CLIENTS];
 	uint64_t started_ns;
@@ -362,7 +365,7 @@ typedef struct Daemon {
 sn_rstate *d_rule_states(Engine *e, char *err, size_t n);
 uint64_t d_now(void);
 void d_exit_gpu_lost(void);
-void d_cache_setup(const Config *cf);
+void d_cache_setup(const Config *cf, char *dir, size_t n);
 void d_drain(Daemon *D);
 void d_sd_notify(const char *state);
 

@@ -44,7 +44,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		fprintf(stderr, "sentineld --trial: %s has errors\n", config);
 		goto out;
 	}
-	d_cache_setup(&D.cf);
+	d_cache_setup(&D.cf, D.cache_dir, sizeof D.cache_dir);
 	const CfTarget *cf = NULL;
 	for (unsigned i = 0; i < D.cf.ntargets && !cf; i++)
 		if (!strcmp(D.cf.targets[i].name, target))

@@ -52,7 +52,7 @@ SENTINELD = os.path.join(BUILD, "sentineld")
 SENTINELCTL = os.path.join(BUILD, "sentinelctl") if os.path.exists(os.path.join(BUILD, "sentinelctl")) \
     else os.path.join(TOP, "build", "sentinelctl")
 RESULTS = os.environ.get("RESULTS")
-MIN_CHECKS = 24
+MIN_CHECKS = 28
 reported = 0
 failures = 0
 
@@ -148,6 +148,56 @@ def series(text, name, **labels):
         if line.startswith(name + "{") and all(w in line.split("}")[0] for w in want):
             return float(line.rsplit(" ", 1)[1])
     return None
+
+
+def cache_checks(tmp):
+    """[engine] cache: the compiled rules kept across restarts (rulec/compcache.c).
+    Four starts of one target: the first compiles and keeps the bundle, the
+    second reads it back, a corrupted one is refused and compiled again, a
+    changed rule file compiles again."""
+    conf = os.path.join(tmp, "cache.conf")
+    cache = os.path.join(tmp, "cache")
+    with open(conf, "w") as f:
+        f.write("[target]\nsource = ramfile:%s/a.ram\n[rules]\ndirectory = %s/rules\n[engine]\nbackend = cpu\n"
+                "tick = 100ms\nstate = none\ncache = %s\n[notify]\nlog = yes\n[control]\nsocket = %s/ctl.sock\n" %
+                (tmp, tmp, cache, tmp))
+
+    def start():
+        path = os.path.join(tmp, "cache-%d.log" % len(os.listdir(tmp)))
+        with open(path, "w") as log:
+            p = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+        ticked = wait(lambda: status(tmp).get("ticks", 0) >= 1, 120, 0.5)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        return ticked, open(path).read()
+
+    def bundles():
+        d = os.path.join(cache, "bundle")
+        return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".bundle")) if os.path.isdir(d) else []
+
+    ticked, text = start()
+    report(ticked and len(bundles()) == 1 and "from the cache" not in text,
+           "cache: the first start compiles the rules and keeps the bundle (%s)" % bundles(), text[-2000:])
+    ticked, text = start()
+    report(ticked and "the rules' code from the cache" in text,
+           "cache: a second start with nothing changed reads it back, compiling nothing", text[-2000:])
+    kept = bundles()
+    if kept:
+        with open(kept[0], "r+b") as f:
+            f.seek(os.path.getsize(kept[0]) // 2)
+            f.write(b"\xde\xad\xbe\xef" * 64)
+    ticked, text = start()
+    report(ticked and "cannot be used" in text and "removed, compiling again" in text and len(bundles()) == 1,
+           "cache: a corrupted bundle is refused, removed and compiled again; the rules run", text[-2000:])
+    with open(os.path.join(tmp, "rules", "paper.yaml"), "a") as f:
+        f.write("# an edit\n")
+    ticked, text = start()
+    report(ticked and "from the cache" not in text and len(bundles()) == 2,
+           "cache: a changed rule file compiles again (%d bundles kept)" % len(bundles()), text[-2000:])
 
 
 def main():
@@ -406,6 +456,7 @@ def main():
         text = open(log.name).read()
         report("Sanitizer" not in text and "runtime error" not in text, "no sanitizer report", text[-3000:])
         proc = None
+        cache_checks(tmp)
     finally:
         if proc:
             proc.kill()

@@ -6,7 +6,7 @@
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
-#                        faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart]
+#                        startup [N]|faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -112,6 +112,18 @@ fi
 if [ "$what" = demo ]; then
 	# the main job (make demo) on the GPU
 	PYTHONUNBUFFERED=1 python3 examples/demo.py "$work/bin" || rc=1
+fi
+if [ "$what" = startup ]; then
+	# start and reload of N rules (bench/startup.py): caches empty, nothing
+	# changed, one threshold changed; against the binaries of an earlier
+	# commit in .device/base.tar.xz (base/sentineld, base/sentinelctl) when
+	# packed, in the same run
+	builds="$work/bin:new"
+	if [ -f "$d/base.tar.xz" ]; then
+		xz -dc "$d/base.tar.xz" | tar xf - -C "$work"
+		builds="$work/base:baseline $builds"
+	fi
+	BENCH_CACHE_KEY_baseline=0 PYTHONUNBUFFERED=1 python3 bench/startup.py cuda "${2:-10000}" $builds || rc=1
 fi
 if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
