@@ -133,11 +133,15 @@ def bench(build, name, ram):
                    r.get("message", r.get("error", r)), s1.get("ticks", 0) - s0.get("ticks", 0), row["reload_late"],
                    s1.get("last_tick_us")), flush=True)
         stop(p)
-    files = sum(len(fs) for _, _, fs in os.walk(cache))
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(cache) for f in fs)
-    row["cache"] = "%d files, %.1f MiB" % (files, size / 1048576)
+    parts = []
+    for sub in sorted(os.listdir(cache)):
+        fs = [os.path.join(d, f) for d, _, names in os.walk(os.path.join(cache, sub)) for f in names]
+        parts.append("%s %d files %.1f MiB" % (sub, len(fs), sum(os.path.getsize(f) for f in fs) / 1048576))
+    row["cache"] = ", ".join(parts)
     with open(os.path.join(tmp, "d.log")) as f:
-        row["log_tail"] = f.read()[-1500:]
+        for line in f:
+            if "cache" in line and "gpu-trace" not in line:
+                print("%s: sentineld: %s" % (name, line.strip()[:300]), flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
     return row
 
