@@ -91,7 +91,7 @@ ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest $(B)/fuzz_discover
 endif
 
-.PHONY: FORCE all check check-quick check-system demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image deb
+.PHONY: FORCE all check check-quick demo install uninstall clean distclean bench fuzz docs gpu-pack static module module-install dkms-install debian-image deb
 .DELETE_ON_ERROR:
 
 all: $(PROGRAMS)
@@ -372,12 +372,6 @@ $(B)/metrics.bundle: $(B)/rulec $(B)/librulec-backend.so $(RT_BC)
 
 check: $(PROGRAMS) $(TEST_PROGRAMS)
 	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" \
-		sh tests/run.sh
-
-# make check and the system tier: Sentinel's Debian packages installed,
-# upgraded and purged on the real Debian system (tests/debian/test_package.py)
-check-system: $(PROGRAMS) $(TEST_PROGRAMS)
-	@HAVE_FUZZER=$(HAVE_FUZZER) HAVE_PYSCHEMA=$(HAVE_PYSCHEMA) PYTHON="$(PYTHON)" SENTINEL_CHECK_TIER=system \
 		sh tests/run.sh
 
 # The edit loop's tier: no TCG guest but the hostile-guest fuzzer's one

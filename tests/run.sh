@@ -34,7 +34,6 @@ LOG=$SENTINEL_TEST_TMP/check.log
 TIMES=$SENTINEL_TEST_TMP/times
 : > "$TIMES"
 LEFT=
-SYSLEFT=
 
 # wanted TIER NAME: whether this run runs the suite (SENTINEL_CHECK_ONLY,
 # the tier); a full suite left out of the quick tier is listed at the end
@@ -44,13 +43,6 @@ wanted() {
 	fi
 	if [ "$TIER" = quick ] && [ "$1" != quick ]; then
 		LEFT="$LEFT
-   $2"
-		return 1
-	fi
-	# the system tier: SENTINEL_CHECK_TIER=system (make check-system) runs
-	# these too; make check names them at its end as not run
-	if [ "$1" = system ] && [ "$TIER" != system ]; then
-		SYSLEFT="$SYSLEFT
    $2"
 		return 1
 	fi
@@ -184,10 +176,6 @@ cat "$TIMES"
 if [ -n "$LEFT" ]; then
 	echo
 	echo "== not in the quick tier (make check runs them):$LEFT"
-fi
-if [ -n "$SYSLEFT" ]; then
-	echo
-	echo "== not run: the system tier (make check-system runs them too):$SYSLEFT"
 fi
 echo
 echo "$p passed, $f failed, $s skipped"

@@ -167,6 +167,7 @@ def cache_checks(tmp):
         with open(path, "w") as log:
             p = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
         ticked = wait(lambda: status(tmp).get("ticks", 0) >= 1, 120, 0.5)
+        seen.update(status(tmp).get("cache", {}))
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=60)
@@ -174,6 +175,8 @@ def cache_checks(tmp):
             p.kill()
             p.wait()
         return ticked, open(path).read()
+
+    seen = {}
 
     def bundles():
         d = os.path.join(cache, "bundle")
@@ -183,8 +186,9 @@ def cache_checks(tmp):
     report(ticked and len(bundles()) == 1 and "from the cache" not in text,
            "cache: the first start compiles the rules and keeps the bundle (%s)" % bundles(), text[-2000:])
     ticked, text = start()
-    report(ticked and "the rules' code from the cache" in text,
-           "cache: a second start with nothing changed reads it back, compiling nothing", text[-2000:])
+    report(ticked and "the rules' code from the cache" in text and seen.get("directory") == cache,
+           "cache: a second start with nothing changed reads it back, compiling nothing (status: %s)" % seen,
+           text[-2000:])
     kept = bundles()
     if kept:
         with open(kept[0], "r+b") as f:
