@@ -128,6 +128,10 @@ def bench(build, name, ram):
             s1 = status(build, sock)
             row["reload_late"] = s1.get("late_ticks", 0) - s0.get("late_ticks", 0)
             row["after_tick_us"] = s1.get("last_tick_us")
+            if os.environ.get("BENCH_TRACE"):
+                with open(os.path.join(tmp, "d.log")) as f:
+                    tr = [l.strip() for l in f if l.startswith("gpu-trace")]
+                print("%s: the reload's last GPU steps:\n  %s" % (name, "\n  ".join(tr[-int(os.environ["BENCH_TRACE"]):])))
             print("%s: reload of one changed threshold: %s (%s); then %s ticks, %s late, tick %s us" %
                   (name, "%.2f s" % row["reload"] if row["reload"] is not None else "failed",
                    r.get("message", r.get("error", r)), s1.get("ticks", 0) - s0.get("ticks", 0), row["reload_late"],
