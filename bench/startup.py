@@ -106,6 +106,15 @@ def bench(build, name, ram):
     knows = os.environ.get("BENCH_CACHE_KEY_" + name, "1") != "0"
     row = {"build": name}
     for what in ("cold", "warm"):
+        if what == "warm" and os.environ.get("BENCH_CORRUPT"):
+            # every cached cubin damaged: each must be refused (a log line),
+            # linked again, and the rules run all the same
+            for d, _, fs in os.walk(os.path.join(cache, "cubin")):
+                for f in fs:
+                    with open(os.path.join(d, f), "r+b") as x:
+                        x.seek(os.path.getsize(os.path.join(d, f)) // 2)
+                        x.write(b"\xde\xad" * 256)
+            print("%s: every cached cubin damaged before the warm start" % name, flush=True)
         p, sock, t = start(build, tmp, ram, rules, cache, knows)
         row[what] = t
         if t is None:

@@ -28,6 +28,7 @@ typedef struct GpuCode GpuCode;
 int gpu_cache_setup(const char *dir);
 typedef struct GpuCacheStats {
 	unsigned long hits, misses, refused, written, evicted;   /* cubins */
+	char last_refused[600];   /* why the last refused one was, "" none */
 } GpuCacheStats;
 void gpu_cache_stats(GpuCacheStats *out, char *dir, size_t n);
 

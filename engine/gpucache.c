@@ -113,6 +113,7 @@ void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n)
 		if (strcmp(bad, "out of memory"))
 			unlink(path);
 		gc_stats.refused++;
+		snprintf(gc_stats.last_refused, sizeof gc_stats.last_refused, "%s", why);
 	} else {
 		*len = h.len;
 		gc_stats.hits++;

@@ -188,6 +188,7 @@ static void *d_reload_thread(void *arg)
 			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
 	}
 	R->t_open = d_now();
+	d_cache_log(D);
 	/* new rules run a few ticks in a child process first, against the
 	 * first target that takes them: a fault there (fatal to a process's
 	 * CUDA, a SIGSEGV on the CPU) fails the reload, not sentineld */

@@ -298,6 +298,18 @@ void d_cache_setup(const Config *cf, char *dir, size_t n)
 	}
 }
 
+/* A cached cubin the GPU's load refused (corrupt, truncated, foreign):
+ * said once, after the engines that met it opened (on the loop at start,
+ * on the reload's thread; nt_log is safe on either) */
+void d_cache_log(Daemon *D)
+{
+	GpuCacheStats cs;
+	gpu_cache_stats(&cs, NULL, 0);
+	if (cs.refused > D->cubins_refused)
+		nt_log(D->nt, 4, "%s", cs.last_refused);
+	D->cubins_refused = cs.refused;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -519,6 +531,7 @@ int main(int argc, char **argv)
 	}
 	free(found);
 	free(found_err);
+	d_cache_log(&D);
 	if (D.ntg == 1 && !opened)
 		goto out;
 	if (D.cf.record && !check_only &&
