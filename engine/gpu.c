@@ -176,7 +176,7 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	bd_key_add(&key, ident, sizeof ident);
 	bd_key_add(&key, ptx->text, ptx->len);
 	size_t size;
-	void *cubin = gpu_cache_get(&key, &size, g->cache_note, sizeof g->cache_note);
+	void *cubin = gpu_cache_get(&key, &size);
 	if (cubin) {
 		CUresult c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
 		free(cubin);
@@ -184,7 +184,7 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 		if (c == CUDA_SUCCESS)
 			return c;
 		g->mod = NULL;
-		snprintf(g->cache_note, sizeof g->cache_note, "the driver refused the cached cubin (%d): linking again", c);
+		gpu_cache_refused(&key, c);
 	}
 	CUlinkState ls = NULL;
 	gpu_trace("link: create");
@@ -212,10 +212,8 @@ static CUresult gpu_load_ptx(GpuCode *g, const BdPtx *ptx, char *log, size_t log
 	if (c == CUDA_SUCCESS)
 		c = g->d.ModuleLoadDataEx(&g->mod, cubin, 2, opts, vals);
 	gpu_trace("module loaded");
-	int w = c == CUDA_SUCCESS ? gpu_cache_put(&key, cubin, size) : 0;
-	if (w)
-		snprintf(g->cache_note, sizeof g->cache_note, "cannot write the linked cubin to the cache: %s",
-			 strerror(-w));
+	if (c == CUDA_SUCCESS)
+		gpu_cache_put(&key, cubin, size);
 	if (ls)
 		g->d.LinkDestroy(ls);
 	for (size_t i = 0; i < k; i++)

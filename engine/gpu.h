@@ -27,10 +27,10 @@ typedef struct GpuCode GpuCode;
  * the first gpu_open (NULL or "": no cache of ours).  0 or -errno. */
 int gpu_cache_setup(const char *dir);
 typedef struct GpuCacheStats {
-	unsigned long hits, misses, refused, written, evicted;   /* cubins */
-	char last_refused[600];   /* why the last refused one was, "" none */
+	unsigned long hits, misses, refused, written, unwritten, evicted;   /* cubins */
+	char last_note[600];      /* the last refusal or failed write, in words; "" none */
 } GpuCacheStats;
-void gpu_cache_stats(GpuCacheStats *out, char *dir, size_t n);
+void gpu_cache_stats(GpuCacheStats *out);
 
 /* Load libcuda, pick the device, load the bundle's PTX.  On failure err
  * says why (no driver, no GPU, no PTX this GPU runs) and what to do. */

@@ -28,10 +28,14 @@ typedef struct GpuWake {
 /* the host function; arg: its GpuWake */
 void gpu_woken(void *arg);
 
-/* The cubin cached for k (bundle.h's BdKey of what decides the link) (malloc'd), or NULL: none, or refused (why says
- * which file and why; it is removed) */
-void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n);
-int gpu_cache_put(const BdKey *k, const void *cubin, size_t len);
+/* The cubin cached for k (bundle.h's BdKey of what decides the link),
+ * malloc'd, or NULL: none, or refused (removed; the stats' last_note says
+ * which file and why) */
+void *gpu_cache_get(const BdKey *k, size_t *len);
+/* Keep cubin for k; a failure is counted and said in the stats */
+void gpu_cache_put(const BdKey *k, const void *cubin, size_t len);
+/* A cubin the driver would not load from the cache: counted and said */
+void gpu_cache_refused(const BdKey *k, int cuerr);
 
 struct GpuCode {
 	CuDrv d;
@@ -43,7 +47,6 @@ struct GpuCode {
 	char name[256];
 	int cc_major, cc_minor, sms;
 	const char *arch;
-	char cache_note[1400];        /* the cubin cache's last word, "" none (gpucache.c) */
 	unsigned grid;                /* blocks the on-demand kernel runs */
 	unsigned grid_main;           /* blocks the persistent kernel runs */
 	CUstream run, copy;           /* the persistent kernel's stream; reads while it runs */

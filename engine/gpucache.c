@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,9 +77,23 @@ static void gc_path(const BdKey *k, char *out, size_t n)
 		 (unsigned long long)k->h[1]);
 }
 
-void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n)
+/* Count a refusal (or, refused false, a failed write) and keep its words
+ * for sentineld's log (d_cache_log); under gc_lock */
+static void gc_note(bool refused, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gc_note(bool refused, const char *fmt, ...)
 {
-	*why = 0;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(gc_stats.last_note, sizeof gc_stats.last_note, fmt, ap);
+	va_end(ap);
+	if (refused)
+		gc_stats.refused++;
+	else
+		gc_stats.unwritten++;
+}
+
+void *gpu_cache_get(const BdKey *k, size_t *len)
+{
 	if (!gc_dir[0])
 		return NULL;
 	char path[1200];
@@ -109,11 +124,9 @@ void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n)
 	if (bad) {
 		free(body);
 		body = NULL;
-		snprintf(why, n, "the cached cubin %s is %s: removed, linking again", path, bad);
 		if (strcmp(bad, "out of memory"))
 			unlink(path);
-		gc_stats.refused++;
-		snprintf(gc_stats.last_refused, sizeof gc_stats.last_refused, "%s", why);
+		gc_note(true, "the cached cubin %s is %s: removed, linking again", path, bad);
 	} else {
 		*len = h.len;
 		gc_stats.hits++;
@@ -123,22 +136,29 @@ void *gpu_cache_get(const BdKey *k, size_t *len, char *why, size_t n)
 	return body;
 }
 
-int gpu_cache_put(const BdKey *k, const void *cubin, size_t len)
+void gpu_cache_refused(const BdKey *k, int cuerr)
+{
+	char path[1200];
+	gc_path(k, path, sizeof path);
+	pthread_mutex_lock(&gc_lock);
+	gc_note(true, "the driver would not load the cached cubin %s (CUDA error %d): linking again", path, cuerr);
+	pthread_mutex_unlock(&gc_lock);
+}
+
+void gpu_cache_put(const BdKey *k, const void *cubin, size_t len)
 {
 	if (!gc_dir[0] || !len)
-		return 0;
+		return;
 	char path[1200], tmp[1300];
 	gc_path(k, path, sizeof path);
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
 	GcHeader h = {.key = {k->h[0], k->h[1]}, .len = len, .sum = bd_fnv1a(cubin, len, BD_FNV_INIT)};
 	memcpy(h.magic, GC_MAGIC, 8);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int e = 0;
-	if (write(fd, &h, sizeof h) != (ssize_t)sizeof h || write(fd, cubin, len) != (ssize_t)len)
+	int e = fd < 0 ? -errno : 0;
+	if (!e && (write(fd, &h, sizeof h) != (ssize_t)sizeof h || write(fd, cubin, len) != (ssize_t)len))
 		e = errno ? -errno : -EIO;
-	if (close(fd) && !e)
+	if (fd >= 0 && close(fd) && !e)
 		e = -errno;
 	if (!e && rename(tmp, path))
 		e = -errno;
@@ -147,18 +167,17 @@ int gpu_cache_put(const BdKey *k, const void *cubin, size_t len)
 	pthread_mutex_lock(&gc_lock);
 	if (!e)
 		gc_stats.written++;
+	else
+		gc_note(false, "cannot keep the linked cubin in %s: %s; the next start links again", path, strerror(-e));
 	char sub[1100];
 	snprintf(sub, sizeof sub, "%s/cubin", gc_dir);
 	gc_stats.evicted += u_dir_prune(sub, ".cubin", GC_MAX_FILES, GC_MAX_BYTES);
 	pthread_mutex_unlock(&gc_lock);
-	return e;
 }
 
-void gpu_cache_stats(GpuCacheStats *out, char *dir, size_t n)
+void gpu_cache_stats(GpuCacheStats *out)
 {
 	pthread_mutex_lock(&gc_lock);
 	*out = gc_stats;
 	pthread_mutex_unlock(&gc_lock);
-	if (dir)
-		snprintf(dir, n, "%s", gc_dir);
 }

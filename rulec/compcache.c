@@ -4,7 +4,8 @@
  * sentineld compiles its rule directory at every start and reload.  When
  * nothing that decides the bundle changed since an earlier compile, the
  * bundle that compile wrote is read back instead: DIR/bundle/KEY.bundle,
- * KEY a 128-bit hash of the rule files (names and bytes), the compile's
+ * KEY a 128-bit hash of the rule files (names and the bytes the front end
+ * read), the compile's
  * options (architectures, host only, -O2) and the compiler itself (its
  * version, the runtime library's bitcode and the running program's file:
  * a rebuilt or upgraded sentineld compiles again).  The rules are checked
@@ -30,9 +31,9 @@
 #define CC_MAX_FILES 8
 #define CC_MAX_BYTES (256ull << 20)
 
-/* What decides the bundle of these rule files; -errno when a file cannot
- * be read (then nothing is cached) */
-static int cc_key(char **paths, size_t npaths, const CompOpts *o, BdKey *k)
+/* What decides the bundle of rs's files (their names and the text the
+ * front end read, not read again) */
+static void cc_key(const RuleSet *rs, const CompOpts *o, BdKey *k)
 {
 	bd_key_init(k, "sentinel bundle 1");
 	unsigned abi = SN_ABI_VERSION;
@@ -50,17 +51,10 @@ static int cc_key(char **paths, size_t npaths, const CompOpts *o, BdKey *k)
 	bd_key_add(k, archs, strlen(archs));
 	bool flags[2] = {o->full, o->host_only};
 	bd_key_add(k, flags, sizeof flags);
-	for (size_t i = 0; i < npaths; i++) {
-		char *text;
-		size_t len;
-		int e = u_read_file(paths[i], 64u << 20, &text, &len);
-		if (e)
-			return e;
-		bd_key_add(k, paths[i], strlen(paths[i]));
-		bd_key_add(k, text, len);
-		free(text);
+	for (size_t i = 0; i < rs->nfiles; i++) {
+		bd_key_add(k, rs->files[i]->name, strlen(rs->files[i]->name));
+		bd_key_add(k, rs->files[i]->text, rs->files[i]->len);
 	}
-	return 0;
 }
 
 static void cc_path(const char *dir, const BdKey *k, char *out, size_t n)
@@ -69,13 +63,14 @@ static void cc_path(const char *dir, const BdKey *k, char *out, size_t n)
 		 (unsigned long long)k->h[1]);
 }
 
-int comp_cache_get(char **paths, size_t npaths, const CompOpts *o, Bundle **out, char *note, size_t n)
+int comp_cache_get(const RuleSet *rs, const CompOpts *o, Bundle **out, char *note, size_t n)
 {
 	BdKey k;
 	char path[4200], err[512];
 	*note = 0;
-	if (!o->cache_dir || o->emit || cc_key(paths, npaths, o, &k))
+	if (!o->cache_dir || o->emit)
 		return -ENOENT;
+	cc_key(rs, o, &k);
 	cc_path(o->cache_dir, &k, path, sizeof path);
 	if (access(path, R_OK))
 		return -ENOENT;
@@ -90,13 +85,14 @@ int comp_cache_get(char **paths, size_t npaths, const CompOpts *o, Bundle **out,
 	return 0;
 }
 
-int comp_cache_put(char **paths, size_t npaths, const CompOpts *o, const Bundle *b, char *note, size_t n)
+int comp_cache_put(const RuleSet *rs, const CompOpts *o, const Bundle *b, char *note, size_t n)
 {
 	BdKey k;
 	char sub[4200], path[4200], tmp[4300], err[512];
 	*note = 0;
-	if (!o->cache_dir || o->emit || cc_key(paths, npaths, o, &k))
+	if (!o->cache_dir || o->emit)
 		return 0;
+	cc_key(rs, o, &k);
 	snprintf(sub, sizeof sub, "%s/bundle", o->cache_dir);
 	if (mkdir(o->cache_dir, 0700) && errno != EEXIST)
 		return snprintf(note, n, "cannot make %s: %s", o->cache_dir, strerror(errno)), -errno;

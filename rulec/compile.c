@@ -514,11 +514,11 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 	if (d->nerr)
 		return 1;
 	char note[4400];
-	e = comp_cache_get(c->paths, c->npaths, o, out, note, sizeof note);
+	e = comp_cache_get(&c->rs, o, out, note, sizeof note);
 	if (e) {
 		e = comp_build(&c->plan, o, out, err, n);
 		char put[1200];
-		if (!e && comp_cache_put(c->paths, c->npaths, o, *out, put, sizeof put) && !*note)
+		if (!e && comp_cache_put(&c->rs, o, *out, put, sizeof put) && !*note)
 			snprintf(note, sizeof note, "%s", put);
 	}
 	if (*note && o->progress)

@@ -53,8 +53,8 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
 /* compcache.c: the bundle an earlier compile of the same files, options
  * and compiler kept in o->cache_dir (0), or none (-errno; note says why
  * when a file was refused); keep b for them (0, or -errno and a note). */
-int comp_cache_get(char **paths, size_t npaths, const CompOpts *o, Bundle **out, char *note, size_t n);
-int comp_cache_put(char **paths, size_t npaths, const CompOpts *o, const Bundle *b, char *note, size_t n);
+int comp_cache_get(const RuleSet *rs, const CompOpts *o, Bundle **out, char *note, size_t n);
+int comp_cache_put(const RuleSet *rs, const CompOpts *o, const Bundle *b, char *note, size_t n);
 
 /* Only what the plan's code would need from a kernel: generate and
  * relocate the host code, keep the relocations (rulec --check --target). */

@@ -156,11 +156,12 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "state", st);
 	if (D->cache_dir[0]) {           /* [engine] cache: what the GPU's links found there */
 		GpuCacheStats cs;
-		gpu_cache_stats(&cs, NULL, 0);
-		json_object_set_new(o, "cache", json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "directory", D->cache_dir,
-							   "cubins_loaded", (json_int_t)cs.hits, "cubins_linked",
-							   (json_int_t)cs.misses, "cubins_refused", (json_int_t)cs.refused,
-							   "cubins_written", (json_int_t)cs.written, "cubins_evicted",
+		gpu_cache_stats(&cs);
+		json_object_set_new(o, "cache", json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "directory",
+							   D->cache_dir, "cubins_loaded", (json_int_t)cs.hits,
+							   "cubins_linked", (json_int_t)cs.misses, "cubins_refused",
+							   (json_int_t)cs.refused, "cubins_written", (json_int_t)cs.written,
+							   "cubins_unwritten", (json_int_t)cs.unwritten, "cubins_evicted",
 							   (json_int_t)cs.evicted));
 	}
 	if (D->fleet) {                  /* one GPU kernel for all targets */

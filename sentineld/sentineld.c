@@ -271,6 +271,20 @@ static void usage(FILE *out)
 "fails every call of the process after one: start sentineld again).\n", out);
 }
 
+/* An `auto` directory ([engine] state, cache): systemd's, in the
+ * environment variable env (StateDirectory=, CacheDirectory=: one entry),
+ * else fallback where it exists, else "" (none). */
+void d_dir_auto(const char *env, const char *fallback, char *out, size_t n)
+{
+	const char *v = getenv(env);
+	struct stat st;
+	*out = 0;
+	if (v && *v && !strchr(v, ':'))
+		snprintf(out, n, "%s", v);
+	else if (!stat(fallback, &st) && S_ISDIR(st.st_mode))
+		snprintf(out, n, "%s", fallback);
+}
+
 /* [engine] cache: where the GPU driver's JIT results are kept across
  * restarts (engine/gpucache.c): auto is systemd's CacheDirectory= (the
  * unit's /var/cache/sentinel), else /var/cache/sentinel where it exists.
@@ -278,17 +292,14 @@ static void usage(FILE *out)
  * Without one the driver keeps its own (~/.nv) and each start links again. */
 void d_cache_setup(const Config *cf, char *dir, size_t n)
 {
-	const char *c = cf->cache, *env = getenv("CACHE_DIRECTORY");
-	struct stat st;
+	const char *c = cf->cache;
 	*dir = 0;
 	if (c && !strcmp(c, "none"))
 		return;
 	if (c && strcmp(c, "auto"))
 		snprintf(dir, n, "%s", c);
-	else if (env && *env)
-		snprintf(dir, n, "%.*s", (int)strcspn(env, ":"), env);
-	else if (!stat("/var/cache/sentinel", &st) && S_ISDIR(st.st_mode))
-		snprintf(dir, n, "/var/cache/sentinel");
+	else
+		d_dir_auto("CACHE_DIRECTORY", "/var/cache/sentinel", dir, n);
 	int e = *dir ? gpu_cache_setup(dir) : 0;
 	if (e) {
 		fprintf(stderr, "sentineld: [engine] cache = %s: cannot use it (%s); the rules are compiled and the "
@@ -298,16 +309,16 @@ void d_cache_setup(const Config *cf, char *dir, size_t n)
 	}
 }
 
-/* A cached cubin the GPU's load refused (corrupt, truncated, foreign):
- * said once, after the engines that met it opened (on the loop at start,
- * on the reload's thread; nt_log is safe on either) */
+/* A cached cubin the GPU's load refused (corrupt, truncated, foreign), or
+ * one it could not keep: said once, after the engines that met it opened
+ * (on the loop at start, on the reload's thread; nt_log is safe on either) */
 void d_cache_log(Daemon *D)
 {
 	GpuCacheStats cs;
-	gpu_cache_stats(&cs, NULL, 0);
-	if (cs.refused > D->cubins_refused)
-		nt_log(D->nt, 4, "%s", cs.last_refused);
-	D->cubins_refused = cs.refused;
+	gpu_cache_stats(&cs);
+	if (cs.refused + cs.unwritten > D->cubin_notes)
+		nt_log(D->nt, 4, "%s", cs.last_note);
+	D->cubin_notes = cs.refused + cs.unwritten;
 }
 
 int main(int argc, char **argv)

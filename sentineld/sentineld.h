@@ -338,7 +338,7 @@ typedef struct Daemon {
 	char archs[64];
 	char cache_dir[1024];         /* [engine] cache resolved, "" none (d_cache_setup) */
 	char cache_note[4400];        /* the compile cache's last word (d_rules_load logs it) */
-	unsigned long cubins_refused; /* the GPU cache's refusals logged so far (d_cache_log) */
+	unsigned long cubin_notes;    /* the GPU cache's refusals and failed writes logged so far (d_cache_log) */
 	int lfd;
 	Client cl[D_MAX_CLIENTS];
 	uint64_t started_ns;
@@ -366,6 +366,7 @@ typedef struct Daemon {
 sn_rstate *d_rule_states(Engine *e, char *err, size_t n);
 uint64_t d_now(void);
 void d_exit_gpu_lost(void);
+void d_dir_auto(const char *env, const char *fallback, char *out, size_t n);
 void d_cache_setup(const Config *cf, char *dir, size_t n);
 void d_cache_log(Daemon *D);
 void d_drain(Daemon *D);

@@ -64,12 +64,7 @@ static void d_st_resolve(Daemon *D)
 		snprintf(W->dir, sizeof W->dir, "%s", s);
 		return;
 	}
-	const char *env = getenv("STATE_DIRECTORY");
-	struct stat st;
-	if (env && *env && !strchr(env, ':'))
-		snprintf(W->dir, sizeof W->dir, "%s", env);
-	else if (!stat("/var/lib/sentinel", &st) && S_ISDIR(st.st_mode))
-		snprintf(W->dir, sizeof W->dir, "/var/lib/sentinel");
+	d_dir_auto("STATE_DIRECTORY", "/var/lib/sentinel", W->dir, sizeof W->dir);
 }
 
 static void d_st_path(const Daemon *D, const DTarget *T, char *out, size_t n)
