@@ -89,9 +89,12 @@ MAP = [
      "runtime's), and under load each of the three stressors can be runnable at one read and not the next"),
     ("host.procs_blocked", "host", "node_procs_blocked", {}, "gauge", "ncpus", "a moment's value"),
     # /proc/loadavg
-    ("host.load1", "host", "node_load1", {}, "gauge", 0.005, "avenrun[0], printed to 2 decimals"),
-    ("host.load5", "host", "node_load5", {}, "gauge", 0.005, "avenrun[1], 2 decimals"),
-    ("host.load15", "host", "node_load15", {}, "gauge", 0.005, "avenrun[2], 2 decimals"),
+    # /proc/loadavg rounds by adding FIXED_1/200, which is 10/2048 in integers (not 0.005), then truncates
+    # to 2 decimals: the printed value is off by up to 0.01 - 10/2048 (a CI run: 0.18505859375 printed 0.18)
+    ("host.load1", "host", "node_load1", {}, "gauge", "0.01 - 10/2048",
+     "avenrun[0], printed to 2 decimals after adding 10/2048"),
+    ("host.load5", "host", "node_load5", {}, "gauge", "0.01 - 10/2048", "avenrun[1], as load1"),
+    ("host.load15", "host", "node_load15", {}, "gauge", "0.01 - 10/2048", "avenrun[2], as load1"),
     # /proc/meminfo (meminfo_linux.go: kB * 1024)
     ("host.mem_total", "host", "node_memory_MemTotal_bytes", {}, "exact", None, "totalram_pages"),
     ("host.mem_free", "host", "node_memory_MemFree_bytes", {}, "gauge", 32 << 20,
