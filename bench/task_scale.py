@@ -19,7 +19,10 @@ runs each [engine] read_budget in turn, e.g. none,auto; the name
 `pertask` is rules/ with HungTask made per task, one alert per hung task
 capped at 100, to compare with rules/'s any(); `pertask-busy` adds a
 per-task rule that holds for most tasks, every state taken and the
-overflow raised):
+overflow raised; BENCH_THREADS may list several, e.g. 1,4,8, each run in
+turn; BENCH_BASELINE=DIR runs DIR's sentineld and sentinelctl (an older
+build) against the same guests after this build's, for a before and after
+in one run):
 the tick's length (median, p99, longest sampled), late ticks of all ticks,
 and on the GPU the median and longest time of each phase of the tick.
 Prints a table; results go in docs/benchmarks.md by hand.
@@ -42,16 +45,17 @@ SIZES = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "60,5000,50000")
 SECS = float(sys.argv[4]) if len(sys.argv) > 4 else 10
 CHURN = float(sys.argv[5]) if len(sys.argv) > 5 else 20
 RULES = os.environ.get("BENCH_RULES", os.path.join(TOP, "rules")).split(",")
-THREADS = os.environ.get("BENCH_THREADS", "auto")
+THREADS = os.environ.get("BENCH_THREADS", "auto").split(",")
+BASELINE = os.environ.get("BENCH_BASELINE")
 # [engine] read_budget, each in turn against the same guest (none,auto: what counting the reads costs)
 BUDGETS = os.environ.get("BENCH_READ_BUDGET", "auto").split(",")          # the CPU backend's [engine] threads
 PER_PROC = int(os.environ.get("BENCH_THREADS_PER_PROC", "1"))   # N tasks as N / PER_PROC processes
 START_S = float(os.environ.get("BENCH_START_S", "90"))     # to compile, load and tick (10,000 rules: minutes)
 
 
-def ctl(sock, cmd):
-    p = subprocess.run([os.path.join(BUILD, "sentinelctl"), "-s", sock, "--json", cmd], capture_output=True,
-                       text=True, timeout=120)
+def ctl_of(sock, cmd, build=None):
+    p = subprocess.run([os.path.join(build or BUILD, "sentinelctl"), "-s", sock, "--json", cmd],
+                       capture_output=True, text=True, timeout=120)
     return json.loads(p.stdout) if p.stdout.startswith("{") else {"error": p.stderr}
 
 
@@ -60,15 +64,19 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def measure(tmp, ram, backend, n, rules, budget="auto"):
+def measure(tmp, ram, backend, n, rules, budget="auto", threads="auto", build=None):
+    build = build or BUILD
+
+    def ctl(sock, cmd):
+        return ctl_of(sock, cmd, build)
     sock = os.path.join(tmp, "ctl-%s.sock" % backend)
     conf = os.path.join(tmp, "b-%s.conf" % backend)
     with open(conf, "w") as f:
         f.write("[target]\nsource = ramfile:%s\n[rules]\ndirectory = %s\n[engine]\nbackend = %s\ntick = 10ms\n"
                 "tasks = %d\nthreads = %s\nread_budget = %s\n[notify]\nlog = no\n[control]\nsocket = %s\n" %
-                (ram, rules, backend, n * 5 // 4 + 1024, THREADS, budget, sock))
+                (ram, rules, backend, n * 5 // 4 + 1024, threads, budget, sock))
     log = open(os.path.join(tmp, "d-%s.log" % backend), "w")
-    p = subprocess.Popen([os.path.join(BUILD, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    p = subprocess.Popen([os.path.join(build, "sentineld"), "-c", conf], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + START_S
         while time.time() < deadline and p.poll() is None:
@@ -172,16 +180,19 @@ def main():
                 label = "%d threads in %d processes" % (threads, tasks)
             tmp = tempfile.mkdtemp(prefix="sentinel-tsb-")
             try:
-                for rules, b, bud in [(r, b, u) for r in RULES for u in BUDGETS for b in BACKENDS]:
-                    r = measure(tmp, g.ram, b, tasks, rules, bud)
+                builds = [(BUILD, "")] + ([(BASELINE, " (baseline)")] if BASELINE else [])
+                for rules, b, bud, th, (bd, tag) in [(r, b, u, t, x) for r in RULES for u in BUDGETS for b in BACKENDS
+                                                     for t in (THREADS if b == "cpu" else ["auto"]) for x in builds]:
+                    r = measure(tmp, g.ram, b, tasks, rules, bud, th, bd)
                     if len(RULES) > 1:
                         print("rules: %s" % rules, flush=True)
                     what = label if len(RULES) == 1 else "%s, %s" % (label, os.path.basename(rules.rstrip("/")))
                     if len(BUDGETS) > 1:
                         what += ", read_budget %s" % bud
-                    rows.append((what, b, r))
+                    bl = b + (", %s threads" % th if b == "cpu" and len(THREADS) > 1 else "") + tag
+                    rows.append((what, bl, r))
                     print("%6d tasks  %-4s  tick median %7.0f us  p99 %7.0f us  longest %7.0f us  late %d of %d  "
-                          "read errors %d" % (tasks, b, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
+                          "read errors %d" % (tasks, bl, r["median"], r["p99"], r["max"], r["late"], r["ticks"],
                                               r["errors"]), flush=True)
                     print("        reads a tick %d, the most %d; read budget %s, %d ticks cut off" %
                           (r["reads"], r["max_reads"], r["budget"], r["over_budget"]), flush=True)

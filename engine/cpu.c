@@ -8,18 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A worker of the tick's threads: thread t of the pool (0 is the caller). */
+/* Thread t of a tick's pool (0 is the caller).  Each has its own copy of
+ * the bundle's code (el_load, the same object): its own globals, so its
+ * read count (kx_cur, llview_rt.c) is its own.  One shared counter,
+ * incremented by every read of every thread, was a cache line passed
+ * between the cores on each read. */
 typedef struct CpuWorker {
 	struct CpuCode *c;
 	uint32_t t;
 	pthread_t th;
-} CpuWorker;
+	ElfImage *img;             /* workers' own; thread 0 uses CpuCode.img */
+	void (*step)(sn_world *, uint32_t, uint32_t, uint32_t, uint64_t);
+	kx_cur *cur;               /* that code's kx_cur */
+	uint64_t reads;            /* the count its reads add to (kx_cur.reads) */
+	uint64_t base;             /* the tick's count when this step began */
+} __attribute__((aligned(64))) CpuWorker;
 
 struct CpuCode {
 	ElfImage *img;             /* the bundle's x86-64 code, linked in (elfload.h) */
 	void (*tick)(sn_world *, uint32_t, uint32_t, uint64_t);
 	void (*step)(sn_world *, uint32_t, uint32_t, uint32_t, uint64_t);
-	/* [engine] threads > 1: T - 1 workers beside the caller, meeting at
+	/* [engine] threads > 1: T workers, [0] the caller, meeting at
 	 * `start` for a tick and at `bar` after each of its steps */
 	uint32_t T;
 	CpuWorker *workers;
@@ -36,16 +45,24 @@ struct CpuCode {
 	void (*feed)(sn_world *, uint64_t, const sn_feed *);
 	kx_mem *mem;
 	uint64_t *relo;
+	kx_cur *cur;
 	size_t nrelo;
+	const void *obj;           /* the bundle's object, for the workers' copies (cpu_threads) */
+	size_t objlen;
 };
 
-static int cpu_lookup(CpuCode *c, const char *name, void **out, char *err, size_t n)
+static int cpu_lookup_in(ElfImage *img, const char *name, void **out, char *err, size_t n)
 {
-	*out = el_sym(c->img, name);
+	*out = el_sym(img, name);
 	if (*out)
 		return 0;
 	snprintf(err, n, "the bundle's x86-64 code has no %s: a bundle and engine mismatch; recompile the rules", name);
 	return -ENOEXEC;
+}
+
+static int cpu_lookup(CpuCode *c, const char *name, void **out, char *err, size_t n)
+{
+	return cpu_lookup_in(c->img, name, out, err, n);
 }
 
 int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
@@ -62,7 +79,7 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 		free(c);
 		return r;
 	}
-	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL, *feed = NULL, *step = NULL;
+	void *tick = NULL, *mem = NULL, *relo = NULL, *handoff = NULL, *feed = NULL, *step = NULL, *cur = NULL;
 	r = cpu_lookup(c, "sn_tick", &tick, err, n);
 	if (!r)
 		r = cpu_lookup(c, "sn_tick_step", &step, err, n);
@@ -74,6 +91,8 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 		r = cpu_lookup(c, KX_MEM_SYM, &mem, err, n);
 	if (!r)
 		r = cpu_lookup(c, KX_RELO_SYM, &relo, err, n);
+	if (!r)
+		r = cpu_lookup(c, KX_CUR_SYM, &cur, err, n);
 	if (r) {
 		cpu_close(c);
 		return r;
@@ -85,7 +104,10 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	c->feed = (void (*)(sn_world *, uint64_t, const sn_feed *))feed;
 	c->mem = mem;
 	c->relo = relo;
+	c->cur = cur;
 	c->nrelo = b->relos.n;
+	c->obj = b->host_obj;
+	c->objlen = b->host_len;
 	*out = c;
 	return 0;
 }
@@ -98,16 +120,37 @@ int cpu_bind(CpuCode *c, const kx_mem *mem, const uint64_t *relo, size_t nrelo, 
 	}
 	memcpy(c->mem, mem, sizeof *mem);
 	memcpy(c->relo, relo, nrelo * sizeof *relo);
+	for (uint32_t t = 1; c->workers && t < c->T; t++) {
+		ElfImage *im = c->workers[t].img;
+		memcpy(el_sym(im, KX_MEM_SYM), mem, sizeof *mem);
+		memcpy(el_sym(im, KX_RELO_SYM), relo, nrelo * sizeof *relo);
+	}
 	return 0;
 }
 
-/* Thread t's part of a tick: every step, and the barrier after it. */
+/* Thread t's part of a tick: every step, and the barrier after it.  The
+ * leader's BEGIN starts the tick's count (sn_budget_begin, at the world's
+ * counter); from then on each thread counts its own reads from the
+ * tick's count so far (its walks stop at the budget on that) and adds
+ * them to the world's before the barrier.  Within a step the threads'
+ * walks may together read up to T times what the budget has left. */
 static void cpu_steps(CpuCode *c, uint32_t t)
 {
+	CpuWorker *k = &c->workers[t];
+	sn_world *w = c->w;
 	for (uint32_t s = 0; s < SN_STEPS; s++) {
-		c->step(c->w, s, t, c->T, c->now);
+		if (s > SN_STEP_BEGIN && s < SN_STEP_END) {
+			k->base = k->reads = __atomic_load_n(&w->reads, __ATOMIC_RELAXED);
+			k->cur->reads = &k->reads;
+			k->cur->budget = w->read_budget;
+		}
+		k->step(w, s, t, c->T, c->now);
+		if (s > SN_STEP_BEGIN && s < SN_STEP_END && k->reads != k->base)
+			__atomic_fetch_add(&w->reads, k->reads - k->base, __ATOMIC_RELAXED);
 		pthread_barrier_wait(&c->bar);
 	}
+	/* the leader's code counts at the world's again on a tick on one
+	 * thread: its sn_budget_begin points it there */
 }
 
 static void *cpu_worker(void *arg)
@@ -136,58 +179,93 @@ static void cpu_gate(CpuCode *c, int gate)
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Stop the workers (c->T - 1 of them, all started and past the gate). */
+/* Stop the workers (c->T - 1 of them, all started and past the gate) and
+ * free their code. */
 static void cpu_threads_stop(CpuCode *c)
 {
 	if (!c->workers)
 		return;
 	__atomic_store_n(&c->quit, 1, __ATOMIC_RELEASE);
 	pthread_barrier_wait(&c->start);
-	for (uint32_t i = 0; i + 1 < c->T; i++)
-		pthread_join(c->workers[i].th, NULL);
+	for (uint32_t t = 1; t < c->T; t++)
+		pthread_join(c->workers[t].th, NULL);
 	pthread_barrier_destroy(&c->start);
 	pthread_barrier_destroy(&c->bar);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
+	for (uint32_t t = 1; t < c->T; t++)
+		el_free(c->workers[t].img);
 	free(c->workers);
 	c->workers = NULL;
 	c->T = 1;
+}
+
+/* Worker t's own copy of the code, bound as the leader's is. */
+static int cpu_worker_code(CpuCode *c, CpuWorker *k, char *err, size_t n)
+{
+	void *step = NULL, *mem = NULL, *relo = NULL, *cur = NULL;
+	int r = el_load(c->obj, c->objlen, &k->img, err, n);
+	if (!r)
+		r = cpu_lookup_in(k->img, "sn_tick_step", &step, err, n);
+	if (!r)
+		r = cpu_lookup_in(k->img, KX_MEM_SYM, &mem, err, n);
+	if (!r)
+		r = cpu_lookup_in(k->img, KX_RELO_SYM, &relo, err, n);
+	if (!r)
+		r = cpu_lookup_in(k->img, KX_CUR_SYM, &cur, err, n);
+	if (r)
+		return r;
+	k->step = (void (*)(sn_world *, uint32_t, uint32_t, uint32_t, uint64_t))step;
+	k->cur = cur;
+	memcpy(mem, c->mem, sizeof *c->mem);
+	memcpy(relo, c->relo, c->nrelo * sizeof *c->relo);
+	return 0;
 }
 
 int cpu_threads(CpuCode *c, uint32_t threads, char *err, size_t n)
 {
 	if (threads <= 1 || c->workers)
 		return 0;
-	CpuWorker *ws = calloc(threads - 1, sizeof *ws);
+	CpuWorker *ws = aligned_alloc(64, threads * sizeof *ws);
 	if (!ws)
 		return -ENOMEM;
-	int e = pthread_barrier_init(&c->start, NULL, threads);
-	if (!e && (e = pthread_barrier_init(&c->bar, NULL, threads)))
+	memset(ws, 0, threads * sizeof *ws);
+	ws[0] = (CpuWorker){.c = c, .t = 0, .img = c->img, .step = c->step, .cur = c->cur};
+	int e = 0;
+	for (uint32_t t = 1; t < threads && !e; t++) {
+		ws[t] = (CpuWorker){.c = c, .t = t};
+		e = cpu_worker_code(c, &ws[t], err, n);   /* says what failed */
+	}
+	if (!e && (e = -pthread_barrier_init(&c->start, NULL, threads)) == 0 &&
+	    (e = -pthread_barrier_init(&c->bar, NULL, threads)))
 		pthread_barrier_destroy(&c->start);
+	if (e && ws[threads - 1].img)              /* the code loaded: a barrier failed */
+		snprintf(err, n, "cannot set up the tick's %u threads: %s", threads, strerror(-e));
 	if (e) {
+		for (uint32_t t = 1; t < threads; t++)
+			el_free(ws[t].img);
 		free(ws);
-		snprintf(err, n, "cannot set up the tick's %u threads: %s", threads, strerror(e));
-		return -e;
+		return e;
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	c->gate = 0;
-	uint32_t started = 0;
-	for (; started + 1 < threads; started++) {
-		ws[started] = (CpuWorker){.c = c, .t = started + 1};
+	uint32_t started = 1;
+	for (; started < threads; started++)
 		if ((e = pthread_create(&ws[started].th, NULL, cpu_worker, &ws[started])))
 			break;
-	}
 	if (e) {
 		cpu_gate(c, 2);                     /* the started ones leave before any barrier */
-		for (uint32_t i = 0; i < started; i++)
-			pthread_join(ws[i].th, NULL);
+		for (uint32_t t = 1; t < started; t++)
+			pthread_join(ws[t].th, NULL);
 		pthread_barrier_destroy(&c->start);
 		pthread_barrier_destroy(&c->bar);
 		pthread_mutex_destroy(&c->mu);
 		pthread_cond_destroy(&c->cv);
+		for (uint32_t t = 1; t < threads; t++)
+			el_free(ws[t].img);
 		free(ws);
-		snprintf(err, n, "cannot start the tick's thread %u of %u: %s; set [engine] threads lower", started + 2,
+		snprintf(err, n, "cannot start the tick's thread %u of %u: %s; set [engine] threads lower", started + 1,
 			 threads, strerror(e));
 		return -e;
 	}

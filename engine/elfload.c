@@ -16,6 +16,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -365,6 +366,28 @@ static int el_exports(ElLink *L, ElfImage *im)
 	return 0;
 }
 
+/* With SENTINEL_PERF_MAP set, each function's place in the perf map of
+ * this process (/tmp/perf-PID.map, appended: a reload adds its code), so
+ * that `perf report` names the rules' and the runtime's functions.  Best
+ * effort: a profile's aid, never an error. */
+static void el_perf_map(const ElLink *L)
+{
+	if (!getenv("SENTINEL_PERF_MAP"))
+		return;
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+	FILE *f = fopen(path, "a");
+	if (!f)
+		return;
+	for (size_t i = 1; i < L->nsym; i++) {
+		const Elf64_Sym *y = &L->sym[i];
+		if (ELF64_ST_TYPE(y->st_info) == STT_FUNC && L->addr[i] && y->st_shndx != SHN_UNDEF)
+			fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", L->addr[i], (uint64_t)(y->st_size ? y->st_size : 1),
+				el_name(L, y->st_name));
+	}
+	fclose(f);
+}
+
 int el_load(const void *obj, size_t len, ElfImage **out, char *err, size_t n)
 {
 	ElLink L = {.obj = obj, .len = len, .err = err, .n = n};
@@ -407,6 +430,7 @@ int el_load(const void *obj, size_t len, ElfImage **out, char *err, size_t n)
 		e = el_fail(&L, -errno, "cannot protect it: %s", strerror(errno));
 		goto out;
 	}
+	el_perf_map(&L);
 out:
 	free(L.sec);
 	free(L.addr);

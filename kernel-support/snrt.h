@@ -491,6 +491,12 @@ typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN
  * windows: partial) */
 #define SN_W_PARTIAL 0x100u
 double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
+/* The oldest of entity e's len items (in time order) whose start t0 lies
+ * within lim of t1 (t0n: the newest item's t0), or len - 1 if none before
+ * the newest does: rate() and delta()'s old end (snrt_hist.c; exported
+ * for test_snrt, which checks it against a binary search). */
+uint32_t sn_win_start(const sn_hist *H, uint32_t e, uint32_t len, uint64_t t0n, uint64_t t1, uint64_t lim,
+		      uint64_t tick_ns);
 
 /* The alert state machine of rule `rule`: cond and clear are 1, 0 or NaN
  * (unknown: a read error); clear is ignored unless d->has_clear.  entity:

@@ -98,6 +98,66 @@ static double sn_fit_value(const sn_fit *f, int at)
 	return at ? (f->y - slope * f->x) / f->w : slope;
 }
 
+/* Whether item k of entity e's history starts before the window, whose
+ * newest sample is at t1 and which reaches lim back from it. */
+static inline int sn_win_before(const sn_hist *H, uint32_t e, uint32_t k, uint64_t t1, uint64_t lim)
+{
+	return t1 - sn_hist_item(H, e, k).t0 > lim;
+}
+
+/* The oldest of the len items of entity e's history that starts inside the
+ * window (the newest, len - 1, if none before it does): the first k with
+ * !sn_win_before(k) (items are in time order, so that is monotone).  The
+ * answer of a binary search over [0, len - 1], found in constant time
+ * where the items are evenly spaced, as a history's are once it has run a
+ * while: the guess from the spacing (the stride, or the last two samples'), then at most
+ * SN_WIN_STEPS items either way to where the predicate changes; only a
+ * history with gaps (a paused target, a task's first ticks) falls back to
+ * the search, over what the steps left.  Exactly the search's answer
+ * (test_snrt checks it against the search on histories with gaps). */
+#define SN_WIN_STEPS 3u
+uint32_t sn_win_start(const sn_hist *H, uint32_t e, uint32_t len, uint64_t t0n, uint64_t t1, uint64_t lim,
+		      uint64_t tick_ns)
+{
+	/* the spacing: a downsampled history's stride, else the last two
+	 * samples' (next to each other in memory: the newest's line or the
+	 * one before; the tick's when they are one), which follows ticks
+	 * that run late */
+	uint64_t sp = H->stride_ns;
+	if (!sp && len >= 2) {
+		uint64_t t0p = sn_hist_item(H, e, len - 2).t0;
+		sp = t0n > t0p ? t0n - t0p : 0;
+	}
+	if (!sp)
+		sp = tick_ns;
+	uint64_t d = t1 - t0n;                   /* the newest item's own span */
+	uint64_t back = sp && lim > d ? (lim - d) / sp : 0;
+	uint32_t lo = 0, hi = len - 1;
+	uint32_t g = back >= hi ? 0 : hi - (uint32_t)back;
+	/* forward while g is before the window */
+	for (uint32_t s = 0; g < hi && sn_win_before(H, e, g, t1, lim); s++, g++)
+		if (s == SN_WIN_STEPS) {
+			lo = g + 1;
+			goto search;
+		}
+	/* g is inside (or the newest): back while the one before it is too */
+	for (uint32_t s = 0; g > 0 && !sn_win_before(H, e, g - 1, t1, lim); s++, g--)
+		if (s == SN_WIN_STEPS) {
+			hi = g - 1;
+			goto search;
+		}
+	return g;
+search:
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (sn_win_before(H, e, mid, t1, lim))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, double window_s)
 {
 	uint32_t partial = fn & SN_W_PARTIAL;
@@ -128,18 +188,10 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	if (line)
 		sn_fit_add(&fit, &newest, newest.t1);
 	if (fn == SN_W_RATE || fn == SN_W_DELTA) {
-		/* only the ends count: the oldest item inside the window by
-		 * binary search (items are in time order), 8 reads for 256
-		 * items instead of up to 256; a rule over 50,000 tasks reads
-		 * this once a task a tick */
-		uint32_t lo = 0, hi = len - 1;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (newest.t1 - sn_hist_item(H, entity, mid).t0 > win + slack)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		/* only the ends count: the oldest item inside the window
+		 * (sn_win_start: 2 reads next to each other where items are
+		 * evenly spaced, instead of a walk or a search) */
+		uint32_t lo = sn_win_start(H, entity, len, newest.t0, newest.t1, win + slack, w->tick_ns);
 		if (lo < len - 1)
 			oldest = sn_hist_item(H, entity, lo);
 		beyond = lo > 0;

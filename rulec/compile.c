@@ -38,17 +38,21 @@ static void comp_phase(const CompOpts *o, const char *what, double *t0)
 
 /* Everything but the entry points becomes internal, so the optimiser
  * inlines the library into the rules and drops what no rule reads. */
-static void comp_internalize(LLVMModuleRef m)
+static void comp_internalize(LLVMModuleRef m, bool host)
 {
 	static const char *const keep[] = {"sn_tick", "sn_tick_step", "sn_handoff", "sn_feed_tick", "sn_gpu_main",
 					   "sn_gpu_tick", "sn_gpu_fleet", KX_MEM_SYM, CORE_TABLE,
 					   /* the rules' data: one definition, in a part of its own */
-					   "sn_rule_shape", "sn_rule_desc", "sn_rule_cbase", "sn_rule_const"};
+					   "sn_rule_shape", "sn_rule_desc", "sn_rule_cbase", "sn_rule_const",
+					   /* the host's read count, a thread's own (engine/cpu.c); on
+					    * the GPU a block's, in shared memory */
+					   KX_CUR_SYM};
+	size_t nkeep = sizeof keep / sizeof *keep - !host;
 	for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
 		size_t len;
 		const char *name = LLVMGetValueName2(f, &len);
 		bool k = false;
-		for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+		for (size_t i = 0; i < nkeep; i++)
 			k = k || !strcmp(name, keep[i]);
 		if (!LLVMIsDeclaration(f) && !k)
 			LLVMSetLinkage(f, LLVMInternalLinkage);
@@ -72,7 +76,7 @@ static void comp_internalize(LLVMModuleRef m)
 		size_t len;
 		const char *name = LLVMGetValueName2(g, &len);
 		bool k = false;
-		for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+		for (size_t i = 0; i < nkeep; i++)
 			k = k || !strcmp(name, keep[i]);
 		if (!LLVMIsDeclaration(g) && !k)
 			LLVMSetLinkage(g, LLVMInternalLinkage);
@@ -376,7 +380,7 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 		goto out;
 	}
 	for (int i = 0; i < nt && !e; i++) {
-		comp_internalize(T[i].m);
+		comp_internalize(T[i].m, T[i].t != LVM_NVPTX);
 		LLVMStripModuleDebugInfo(T[i].m);
 	}
 	if (!e && emit && (!strcmp(emit, "llvm-opt") || !strcmp(emit, "llvm-host"))) {

@@ -113,7 +113,7 @@ int lvm_machine(LvmTarget t, const char *cpu, bool full, LLVMTargetMachineRef *o
 		cpu = t == LVM_NVPTX ? "sm_70" : LVM_HOST_CPU;
 	/* PTX 7.8 (CUDA 11.8 drivers and later) has everything we use */
 	const char *features = t == LVM_NVPTX ? "+ptx78" : "";
-	*out = LLVMCreateTargetMachine(target, triple, cpu, features, full ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelNone,
+	*out = LLVMCreateTargetMachine(target, triple, cpu, features, full || t != LVM_NVPTX ? LLVMCodeGenLevelDefault : LLVMCodeGenLevelNone,
 				       t == LVM_NVPTX ? LLVMRelocDefault : LLVMRelocPIC, LLVMCodeModelDefault);
 	if (!*out)
 		return lvm_msg(err, n, -ENOTSUP, triple, "LLVM cannot make a target machine for this CPU");

@@ -36,9 +36,12 @@ int lvm_load_library(LLVMContextRef ctx, LvmTarget t, LLVMModuleRef *out, char *
 int lvm_load_file(LLVMContextRef ctx, const char *path, LLVMModuleRef *out, char *err, size_t n);
 
 /* A target machine: cpu is e.g. "sm_70" for NVPTX (NULL: LVM_HOST_CPU for
- * the host).  Code generation is fast (FastISel, no machine-level
+ * the host).  PTX code generation is fast (FastISel, no machine-level
  * optimisation) unless full: the IR is optimised already, and the driver's
- * ptxas optimises PTX again when it loads it. */
+ * ptxas optimises PTX again when it loads it.  x86-64 is what the CPU
+ * backend runs as it is: always the default level (registers allocated,
+ * not every value spilled to the stack; its code a third smaller and its
+ * tick at 25,000 tasks faster for about 0.5 s more of compile). */
 int lvm_machine(LvmTarget t, const char *cpu, bool full, LLVMTargetMachineRef *out, char *err, size_t n);
 
 int lvm_verify(LLVMModuleRef m, const char *what, char *err, size_t n);

@@ -63,7 +63,12 @@ if [ "$what" = scale ]; then
 		cuda "${2:-5000,50000}" || rc=1
 fi
 if [ "$what" = taskbench ]; then
-	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py)
+	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py);
+	# BENCH_WITH_BASELINE=1: .device/base.tar.xz's build too, against the same guests
+	if [ -n "${BENCH_WITH_BASELINE:-}" ] && [ -f "$d/base.tar.xz" ]; then
+		xz -dc "$d/base.tar.xz" | tar xf - -C "$work"
+		export BENCH_BASELINE="$work/base"
+	fi
 	PYTHONUNBUFFERED=1 python3 bench/task_scale.py "$work/bin" "${2:-cuda,cpu}" "${3:-60,5000,50000}" "${4:-10}" || rc=1
 fi
 if [ "$what" = fuzz ]; then

@@ -927,6 +927,77 @@ out:
 	free(c);
 }
 
+/* sn_win_start (rate() and delta()'s old end, found from the spacing of
+ * items) against the binary search it replaced, on histories of every
+ * kind it meets: evenly spaced, with gaps (a paused target), jittered
+ * ticks, buckets of a stride with their first samples anywhere inside, a
+ * ring that wrapped, windows shorter than one item and longer than all. */
+static uint32_t ws_search(const sn_hist *H, uint32_t len, uint64_t t1, uint64_t lim)
+{
+	uint32_t lo = 0, hi = len - 1;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint32_t i = (H->pos[0] + H->cap - len + mid) % H->cap;
+		uint64_t t0 = H->stride_ns ? H->bkt[i].t0 : H->ring[i].t;
+		if (t1 - t0 > lim)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void test_win_start(void)
+{
+	enum { CAP = 300 };
+	static sn_sample ring[CAP];
+	static sn_bucket bkt[CAP];
+	uint32_t pos, len;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned bad = 0, cases = 0;
+	for (unsigned c = 0; c < 20000; c++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t r = seed >> 11;
+		int bucketed = r & 1, gaps = (r >> 1) % 4 == 0, jitter = (r >> 3) & 1;
+		uint64_t tick = 1000000ull * (1 + (r >> 4) % 1000), stride = bucketed ? tick * (2 + (r >> 14) % 60) : 0;
+		sn_hist H = {.cap = CAP, .entities = 1, .stride_ns = stride, .pos = &pos, .len = &len};
+		if (bucketed)
+			H.bkt = bkt;
+		else
+			H.ring = ring;
+		len = 1 + (uint32_t)((r >> 20) % CAP);
+		pos = (uint32_t)((r >> 30) % CAP);
+		uint64_t t = 1000000000000ull, sp = stride ? stride : tick;
+		for (uint32_t k = 0; k < len; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t q = seed >> 11;
+			uint32_t i = (pos + CAP - len + k) % CAP;
+			uint64_t t0 = stride ? t / stride * stride + (jitter ? q % stride : 0) : t + (jitter ? q % (tick / 4) : 0);
+			if (stride) {
+				uint64_t t1 = t0 + (q >> 20) % (stride - (t0 % stride));
+				bkt[i] = (sn_bucket){.t0 = t0, .t1 = t1};
+			} else {
+				ring[i] = (sn_sample){t0, 0};
+			}
+			t += sp;
+			if (gaps && (q >> 40) % 16 == 0)
+				t += sp * (1 + (q >> 44) % 200);       /* a pause */
+		}
+		uint32_t newest = (pos + CAP - 1) % CAP;
+		uint64_t t0n = stride ? bkt[newest].t0 : ring[newest].t, t1 = stride ? bkt[newest].t1 : t0n;
+		for (unsigned j = 0; j < 8; j++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t lim = (seed >> 11) % (sp * (uint64_t)(len + 10) * (gaps ? 4 : 1) + 1);
+			uint32_t want = ws_search(&H, len, t1, lim);
+			uint32_t got = sn_win_start(&H, 0, len, t0n, t1, lim, tick);
+			cases++;
+			bad += got != want;
+		}
+	}
+	CHECK("the window's old end from the items' spacing = the binary search's, %u cases (gaps, jitter, buckets, "
+	      "wrapped rings)", bad == 0, cases);
+}
+
 int main(void)
 {
 	static const double ticks[] = {0.001, 0.01, 0.1, 1, 10, 60};
@@ -942,6 +1013,7 @@ int main(void)
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
+	test_win_start();
 	test_reload(10, 120, 0.1);
 	test_reload(120, 10, 0.1);
 	test_reload(60, 3600, 1);
