@@ -86,7 +86,7 @@ RT_BC := $(B)/lib/sentinel.host.bc $(B)/lib/sentinel.nvptx.bc
 
 PROGRAMS := $(B)/rulec $(B)/librulec-backend.so $(B)/sentinel-inspect $(B)/sentineld $(B)/sentinelctl
 TEST_PROGRAMS := $(B)/san/rulec $(B)/san/librulec-backend.so $(B)/san/test_unit $(B)/san/sentinel-inspect $(B)/san/test_kx $(B)/metrics.bundle \
-	$(B)/san/sentineld $(B)/san/test_snrt $(B)/san/test_discover $(B)/tsan/test_discover $(B)/tsan/sentineld $(B)/san/test_klog $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
+	$(B)/san/sentineld $(B)/san/test_snrt $(B)/san/test_discover $(B)/tsan/test_discover $(B)/tsan/sentineld $(B)/tsan/sentinel-inspect $(B)/san/test_klog $(B)/guest-helpers.cpio.gz $(B)/static/sentinel-inspect $(B)/static/sentineld
 ifeq ($(HAVE_FUZZER),1)
 TEST_PROGRAMS += $(B)/fuzz_rules $(B)/fuzz_cg $(B)/fuzz_guest $(B)/fuzz_discover
 endif
@@ -182,6 +182,13 @@ $(B)/tsan/obj/%.o: %.c $(B)/tsan/obj/%.d config.mk
 $(B)/tsan/sentineld: $(SD_SRC:%.c=$(B)/tsan/obj/%.o) $(ENG_SRC:%.c=$(B)/tsan/obj/%.o) $(SINK_SRC:%.c=$(B)/tsan/obj/%.o) \
 		$(CC_SRC:%.c=$(B)/tsan/obj/%.o) $(RULEC_LIB_SRC:%.c=$(B)/tsan/obj/%.o) $(KS_SRC:%.c=$(B)/tsan/obj/%.o)
 	$(CC) $(TSAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(SINK_LIBS) $(ALL_LIBS)
+
+# sentinel-inspect under ThreadSanitizer: tests/image.sh runs the CPU
+# backend's tick on several threads with it (engine/cpu.c: the barrier, the
+# threads' read counts)
+$(B)/tsan/sentinel-inspect: $(B)/tsan/obj/tools/sentinel-inspect.o $(ENG_SRC:%.c=$(B)/tsan/obj/%.o) \
+		$(CC_SRC:%.c=$(B)/tsan/obj/%.o) $(RULEC_LIB_SRC:%.c=$(B)/tsan/obj/%.o) $(KS_SRC:%.c=$(B)/tsan/obj/%.o)
+	$(CC) $(TSAN_FLAGS) $(GPUCAP_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 
 $(B)/tsan/test_discover: $(B)/tsan/obj/tests/unit/test_discover.o $(KS_SRC:%.c=$(B)/tsan/obj/%.o)
 	$(CC) $(TSAN_FLAGS) -o $@ $^ $(KS_LIBS) -lpthread

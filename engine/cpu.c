@@ -3,10 +3,63 @@
 #include "elfload.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A barrier for the tick's threads: a thread that arrives early spins for
+ * up to CPU_BAR_SPIN_NS, then sleeps on a futex.  pthread_barrier_wait
+ * sleeps at once, and a tick passes a barrier after each of its ~11 steps:
+ * each wake is a trip through the scheduler (tens of microseconds in a
+ * VM), most of a millisecond a tick at 25,000 tasks.  gen counts the
+ * rounds (the futex word); the last to arrive starts the next round and
+ * wakes the sleepers, if any. */
+#define CPU_BAR_SPIN_NS 50000u
+typedef struct CpuBar {
+	uint32_t n;                /* threads */
+	uint32_t count;            /* arrived this round */
+	uint32_t gen;
+	uint32_t sleepers;
+} CpuBar;
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_bar_wait(CpuBar *b)
+{
+	uint32_t g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+	if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == b->n) {
+		__atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&b->gen, g + 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST))
+			syscall(SYS_futex, &b->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		return;
+	}
+	uint64_t t0 = cpu_ns();
+	for (uint32_t i = 1; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; i++) {
+		__builtin_ia32_pause();
+		if (i % 256 == 0 && cpu_ns() - t0 > CPU_BAR_SPIN_NS)
+			break;
+	}
+	while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) {
+		/* the count before the wait: the last arrival stores gen and
+		 * then reads sleepers (both seq_cst), so either it sees this
+		 * one or the futex sees the new gen and returns at once */
+		__atomic_add_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &b->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);
+		__atomic_sub_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+	}
+}
 
 /* Thread t of a tick's pool (0 is the caller).  Each has its own copy of
  * the bundle's code (el_load, the same object): its own globals, so its
@@ -32,7 +85,7 @@ struct CpuCode {
 	 * `start` for a tick and at `bar` after each of its steps */
 	uint32_t T;
 	CpuWorker *workers;
-	pthread_barrier_t start, bar;
+	CpuBar start, bar;
 	sn_world *w;               /* this tick's, set before `start` */
 	uint64_t now;
 	int quit;
@@ -147,7 +200,7 @@ static void cpu_steps(CpuCode *c, uint32_t t)
 		k->step(w, s, t, c->T, c->now);
 		if (s > SN_STEP_BEGIN && s < SN_STEP_END && k->reads != k->base)
 			__atomic_fetch_add(&w->reads, k->reads - k->base, __ATOMIC_RELAXED);
-		pthread_barrier_wait(&c->bar);
+		cpu_bar_wait(&c->bar);
 	}
 	/* the leader's code counts at the world's again on a tick on one
 	 * thread: its sn_budget_begin points it there */
@@ -163,7 +216,7 @@ static void *cpu_worker(void *arg)
 	int go = c->gate == 1;
 	pthread_mutex_unlock(&c->mu);
 	while (go) {
-		pthread_barrier_wait(&c->start);
+		cpu_bar_wait(&c->start);
 		if (__atomic_load_n(&c->quit, __ATOMIC_ACQUIRE))
 			break;
 		cpu_steps(c, k->t);
@@ -186,11 +239,9 @@ static void cpu_threads_stop(CpuCode *c)
 	if (!c->workers)
 		return;
 	__atomic_store_n(&c->quit, 1, __ATOMIC_RELEASE);
-	pthread_barrier_wait(&c->start);
+	cpu_bar_wait(&c->start);
 	for (uint32_t t = 1; t < c->T; t++)
 		pthread_join(c->workers[t].th, NULL);
-	pthread_barrier_destroy(&c->start);
-	pthread_barrier_destroy(&c->bar);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	for (uint32_t t = 1; t < c->T; t++)
@@ -236,17 +287,13 @@ int cpu_threads(CpuCode *c, uint32_t threads, char *err, size_t n)
 		ws[t] = (CpuWorker){.c = c, .t = t};
 		e = cpu_worker_code(c, &ws[t], err, n);   /* says what failed */
 	}
-	if (!e && (e = -pthread_barrier_init(&c->start, NULL, threads)) == 0 &&
-	    (e = -pthread_barrier_init(&c->bar, NULL, threads)))
-		pthread_barrier_destroy(&c->start);
-	if (e && ws[threads - 1].img)              /* the code loaded: a barrier failed */
-		snprintf(err, n, "cannot set up the tick's %u threads: %s", threads, strerror(-e));
 	if (e) {
 		for (uint32_t t = 1; t < threads; t++)
 			el_free(ws[t].img);
 		free(ws);
 		return e;
 	}
+	c->start = c->bar = (CpuBar){.n = threads};
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	c->gate = 0;
@@ -258,8 +305,6 @@ int cpu_threads(CpuCode *c, uint32_t threads, char *err, size_t n)
 		cpu_gate(c, 2);                     /* the started ones leave before any barrier */
 		for (uint32_t t = 1; t < started; t++)
 			pthread_join(ws[t].th, NULL);
-		pthread_barrier_destroy(&c->start);
-		pthread_barrier_destroy(&c->bar);
 		pthread_mutex_destroy(&c->mu);
 		pthread_cond_destroy(&c->cv);
 		for (uint32_t t = 1; t < threads; t++)
@@ -280,7 +325,7 @@ void cpu_tick(CpuCode *c, sn_world *w, uint64_t now, uint32_t min_rows)
 	if (c->T > 1 && w->tasks.n >= min_rows) {
 		c->w = w;
 		c->now = now;
-		pthread_barrier_wait(&c->start);
+		cpu_bar_wait(&c->start);
 		cpu_steps(c, 0);
 		return;
 	}

@@ -4,6 +4,9 @@
 #   under ASan/UBSan and under ThreadSanitizer, and a module table that
 #   asks for a guest-sized allocation, under an allocation ceiling (ASan
 #   aborts on a larger malloc: the old reader's 4 GiB);
+# - the CPU backend's tick on 4 threads (sentinel-inspect built with
+#   ThreadSanitizer) reads every value one thread reads
+#   (tests/engine/threads_agree.py);
 # - the kernel log sentineld attaches to alerts (tests/unit/test_klog.c):
 #   kl_tail, which reads back from the newest record, gives the excerpt
 #   of the whole ring's for any number of lines and crash reports placed
@@ -33,4 +36,7 @@ c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_discover" buil
 c_tests env ASAN_OPTIONS=max_allocation_size_mb=1024 "$b/san/test_klog" build/fuzz-guest.ram
 # a data race is a failure: exit 66 with both stacks
 c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$b/tsan/test_discover" build/fuzz-guest.ram
+# the CPU backend's tick on 4 threads under ThreadSanitizer reads what one thread reads
+c_tests "${PYTHON:-python3}" tests/engine/threads_agree.py "$b/sentinel-inspect" "$b/tsan/sentinel-inspect" \
+	"$b/metrics.bundle" build/fuzz-guest.ram 4
 py_suite daemon/hostile tests/engine/test_daemon.py "$b/san" build/fuzz-guest.ram
