@@ -162,6 +162,21 @@ typedef struct kx_cur {
 #define KX_CUR_SYM KX_STR(KX_CUR_VAR)
 /* The tick has read more than its budget (llview_rt.c); 0 without one. */
 int kx_spent(void);
+
+#ifndef __NVPTX__
+/* The host's prefetch of a task's row (llview_rt.c; the CPU backend, one
+ * copy of the code a thread, so a thread's own).  A row's reads of its
+ * task_struct are a few scattered cache lines, each a miss that the next
+ * waits behind: the host's core has one row in flight where a GPU warp
+ * has 32.  kx_learn(base) records the lines of [base, base + 16 KiB) that
+ * the reads until kx_learn(0) touch (at most KX_LEARN_LINES); kx_prefetch
+ * (va) then asks the core for those lines of another object at va, rows
+ * ahead, so that its misses overlap the current row's.  A prefetch reads
+ * nothing and cannot fault: a wrong guess costs a wasted line. */
+#define KX_LEARN_LINES 24u
+void kx_learn(uint64_t base);
+void kx_prefetch(uint64_t va);
+#endif
 #ifdef __NVPTX__
 #define KX_SHARED __attribute__((address_space(3)))
 extern KX_SHARED kx_cur KX_CUR_VAR;

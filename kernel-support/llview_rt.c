@@ -44,6 +44,56 @@ static inline __attribute__((always_inline)) void llv_count(uint64_t n)
 #endif
 }
 
+#ifndef __NVPTX__
+/* kx.h, kx_learn: the lines of the object at `base` a row's reads touched */
+static struct {
+	uint64_t base;             /* 0: not learning */
+	uint32_t n;
+	uint16_t line[KX_LEARN_LINES];   /* offsets / 64 */
+} llv_learned;
+
+static inline __attribute__((always_inline)) void llv_learn_read(uint64_t va)
+{
+	if (__builtin_expect(!llv_learned.base, 1))
+		return;
+	uint64_t d = va - llv_learned.base;
+	if (d >= 16384)
+		return;
+	uint16_t l = (uint16_t)(d >> 6);
+	for (uint32_t i = 0; i < llv_learned.n; i++)
+		if (llv_learned.line[i] == l)
+			return;
+	if (llv_learned.n < KX_LEARN_LINES)
+		llv_learned.line[llv_learned.n++] = l;
+}
+
+void kx_learn(uint64_t base)
+{
+	if (base)
+		llv_learned.n = 0;
+	llv_learned.base = base;
+}
+
+void kx_prefetch(uint64_t va)
+{
+	const kx_mem *m = KX_MEM_NOW;
+	uint64_t pa = va - m->page_offset_base, o0 = pa - m->r[0].phys, o1 = pa - m->r[1].phys;
+	uint64_t p;
+	if (va < m->page_offset_base || va - KX_START_KERNEL_MAP < m->image_size)
+		return;                          /* only the direct map: slab objects */
+	if (m->nranges > 0 && o0 < m->r[0].size)
+		p = m->r[0].ptr + o0;
+	else if (m->nranges > 1 && o1 < m->r[1].size)
+		p = m->r[1].ptr + o1;
+	else
+		return;                          /* past a range's end a line may be unmapped: harmless, but no use */
+	for (uint32_t i = 0; i < llv_learned.n; i++)
+		__builtin_prefetch((const void *)(uintptr_t)(p + ((uint64_t)llv_learned.line[i] << 6)));
+}
+#else
+#define llv_learn_read(va) ((void)0)
+#endif
+
 int kx_spent(void)
 {
 	uint64_t b = KX_CUR_VAR.budget;
@@ -73,6 +123,7 @@ uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 	    (in_img || va >= m->page_offset_base) && (in0 | in1)) {
 		uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
 		llv_count(1);
+		llv_learn_read(va);
 		switch (size) {
 		case 1: return *(const volatile uint8_t *)p;
 		case 2: return *(const volatile uint16_t *)p;

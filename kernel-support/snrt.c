@@ -220,12 +220,35 @@ static void sn_tp_commit(sn_world *w)
 	sn_tp_report(w);
 }
 
+#ifdef __NVPTX__
 static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
 {
 	uint32_t n = sn_load_volatile32(&w->tasks.n);
 	for (uint32_t r = gt; r < n; r += nt)
 		rules_task_row(w, r);
 }
+#else
+/* The host: a thread's first row learns which lines of its task_struct a
+ * row reads (kx_learn), then each row asks for those lines of the task
+ * SN_TP_AHEAD rows on (kx_prefetch), so that a row's misses overlap the
+ * rows before it instead of waiting one after the other. */
+#define SN_TP_AHEAD 3u
+static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
+{
+	uint32_t n = sn_load_volatile32(&w->tasks.n);
+	if (gt >= n)
+		return;
+	kx_learn(w->tasks.ptr[gt]);
+	rules_task_row(w, gt);
+	kx_learn(0);
+	for (uint32_t r = gt + nt; r < n; r += nt) {
+		uint32_t a = r + SN_TP_AHEAD * nt;
+		if (a < n)
+			kx_prefetch(w->tasks.ptr[a]);
+		rules_task_row(w, r);
+	}
+}
+#endif
 
 /* The phases on one thread (fed ticks; tests) */
 uint32_t sn_tasks_begin(sn_world *w, int walked)

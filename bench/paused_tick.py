@@ -1,25 +1,28 @@
 #!/usr/bin/env python3
-"""What a window costs: HungTask's delta(task.ctx_switches[1m]) against the
-same rule without the window, on the CPU backend, and the tables' memory.
+"""The CPU backend's tick against a paused guest: what a window costs, and
+one build against another, on memory that does not change between runs.
 
-    python3 bench/window_cost.py BUILD-DIR [N,N,...] [SECONDS] [ROUNDS]
+    python3 bench/paused_tick.py BUILD-DIR [N,N,...] [SECONDS] [ROUNDS]
 
 For each N (default 5000,50000): a Debian 6.12 guest (QEMU) with N tasks
 (`sentinel-spawn`), paused, so that every run reads the same memory.  Then
 ROUNDS times (default 3), in turn, sentineld on the CPU backend
 ([engine] threads = $BENCH_THREADS, default 1; tick $BENCH_TICK, default
-10ms; a task table for N) with one rule of each kind:
+10ms; a task table for N) with each rule set of BENCH_KINDS (default
+"window,no window"):
 
     window      any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)
     no window   any(task.state == "D" and total(task.ctx_switches) == 0)
+    shipped     the rules in rules/
 
-(the same task metrics read, the same loop; the window adds a history per
-task and its lookup), sampled for SECONDS (default 10) after it settles
-(with BENCH_BASELINE=DIR, DIR's sentineld and sentinelctl too, an older
-build, in the same rounds):
-the median tick of each kind over its rounds, the window's cost in percent,
-and the tables' bytes (`sentinelctl status`: table_bytes, history_bytes).
-Prints a table; results go in docs/benchmarks.md by hand.
+(window and no window read the same task metrics in the same loop; the
+window adds a history per task and its lookup), each sampled for SECONDS
+(default 10) after it settles; with BENCH_BASELINE=DIR, DIR's sentineld
+and sentinelctl too (an older build), in the same rounds.  Prints each
+run, then per build the median of the rounds' medians of each kind, the
+window's cost in percent (when both ran) and the tables' bytes
+(`sentinelctl status`: table_bytes, history_bytes).  Results go in
+docs/benchmarks.md by hand.
 """
 import json
 import os
@@ -44,7 +47,9 @@ TICK = os.environ.get("BENCH_TICK", "10ms")
 RULES = {
     "window": 'any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)',
     "no window": 'any(task.state == "D" and total(task.ctx_switches) == 0)',
+    "shipped": None,
 }
+KINDS = os.environ.get("BENCH_KINDS", "window,no window").split(",")
 
 
 def ctl(sock, cmd, build=None):
@@ -54,11 +59,13 @@ def ctl(sock, cmd, build=None):
 
 
 def run(tmp, ram, n, kind, build):
-    rules = os.path.join(tmp, kind.replace(" ", "-"))
-    os.makedirs(rules, exist_ok=True)
-    with open(os.path.join(rules, "r.yaml"), "w") as f:
-        f.write("groups:\n  - name: bench\n    rules:\n      - alert: HungTask\n        expr: %s\n"
-                "        for: 1m\n        severity: critical\n" % RULES[kind])
+    rules = os.path.join(TOP, "rules")
+    if RULES[kind]:
+        rules = os.path.join(tmp, kind.replace(" ", "-"))
+        os.makedirs(rules, exist_ok=True)
+        with open(os.path.join(rules, "r.yaml"), "w") as f:
+            f.write("groups:\n  - name: bench\n    rules:\n      - alert: HungTask\n        expr: %s\n"
+                    "        for: 1m\n        severity: critical\n" % RULES[kind])
     sock = os.path.join(tmp, "ctl.sock")
     conf = os.path.join(tmp, "b.conf")
     with open(conf, "w") as f:
@@ -110,21 +117,25 @@ def main():
             with tempfile.TemporaryDirectory(prefix="sentinel-wc-") as tmp:
                 for r in range(ROUNDS):
                     for bd, tag in builds:
-                        for kind in RULES:
+                        for kind in KINDS:
                             m, tb, hb, tasks = run(tmp, g.ram, n, kind, bd)
                             med.setdefault((tag, kind), []).append(m)
                             mem[(tag, kind)] = (tb, hb)
                             print("%6d tasks  round %d  %-9s%s  tick median %7.0f us  tables %.1f MiB (histories "
                                   "%.1f MiB)" % (tasks, r + 1, kind, tag, m, tb / 2**20, hb / 2**20), flush=True)
             for _, tag in builds:
-                w, nw = statistics.median(med[(tag, "window")]), statistics.median(med[(tag, "no window")])
-                rows.append(("%d%s" % (tasks, tag), w, nw, mem[(tag, "window")], mem[(tag, "no window")]))
-    print("\n| tasks | tick, window | tick, no window | window's cost | tables, window | of which histories | "
-          "tables, no window |")
-    print("|---|---|---|---|---|---|---|")
-    for tasks, w, nw, (tb, hb), (tb0, _) in rows:
-        print("| %s | %.2f ms | %.2f ms | %+.1f%% | %.1f MiB | %.1f MiB | %.1f MiB |" %
-              (tasks, w / 1e3, nw / 1e3, 100 * (w - nw) / nw, tb / 2**20, hb / 2**20, tb0 / 2**20))
+                rows.append(("%d%s" % (tasks, tag), {k: statistics.median(med[(tag, k)]) for k in KINDS},
+                             {k: mem[(tag, k)] for k in KINDS}))
+    print("\n| tasks | " + " | ".join("tick, %s | tables, %s" % (k, k) for k in KINDS) +
+          (" | the window's cost |" if {"window", "no window"} <= set(KINDS) else " |"))
+    print("|---|" + "---|---|" * len(KINDS) + ("---|" if {"window", "no window"} <= set(KINDS) else ""))
+    for label, ticks, mems in rows:
+        cells = ["%.2f ms | %.1f MiB (histories %.1f)" % (ticks[k] / 1e3, mems[k][0] / 2**20, mems[k][1] / 2**20)
+                 for k in KINDS]
+        cost = ""
+        if {"window", "no window"} <= set(KINDS):
+            cost = " %+.1f%% |" % (100 * (ticks["window"] - ticks["no window"]) / ticks["no window"])
+        print("| %s | %s |%s" % (label, " | ".join(cells), cost))
 
 
 if __name__ == "__main__":
