@@ -110,11 +110,12 @@ static inline int sn_win_before(const sn_hist *H, uint32_t e, uint32_t k, uint64
  * !sn_win_before(k) (items are in time order, so that is monotone).  The
  * answer of a binary search over [0, len - 1], found in constant time
  * where the items are evenly spaced, as a history's are once it has run a
- * while: the guess from the spacing (the stride, or the last two samples'), then at most
- * SN_WIN_STEPS items either way to where the predicate changes; only a
- * history with gaps (a paused target, a task's first ticks) falls back to
- * the search, over what the steps left.  Exactly the search's answer
- * (test_snrt checks it against the search on histories with gaps). */
+ * while: the guess from the spacing (the stride, or the last two
+ * samples'), then at most SN_WIN_STEPS items either way to where the
+ * predicate changes; only a history with gaps (a paused target, a task's
+ * first ticks) falls back to the search, over what the steps left.
+ * Exactly the search's answer (test_snrt checks it against the search on
+ * histories with gaps). */
 #define SN_WIN_STEPS 3u
 uint32_t sn_win_start(const sn_hist *H, uint32_t e, uint32_t len, uint64_t t0n, uint64_t t1, uint64_t lim,
 		      uint64_t tick_ns)

@@ -176,6 +176,8 @@ expect inspect-unknown-command 2 "$insp" -s raw:/dev/null frobnicate
 expect_msg inspect-unknown-option 2 "unknown option '--frob'" "$insp" --frob info
 expect_msg inspect-missing-value 2 "^sentinel-inspect: --source needs a value" "$insp" info --source
 expect_msg inspect-bad-threads 2 "threads takes a thread count" "$insp" --threads=0 -s raw:/dev/null metrics
+expect_msg inspect-stray-operand 2 "metrics takes no operand ('x.bundle'); a compiled bundle is --bundle FILE" \
+	"$insp" -s raw:/dev/null metrics x.bundle
 expect_msg inspect-options-after-command 2 "types.yaml: not a memory image" "$insp" info --source=raw:tests/check/types.yaml
 expect inspect-missing-file 2 "$insp" -s ramfile:/nonexistent.ram info
 expect inspect-not-an-image 2 "$insp" -s raw:tests/check/types.yaml info

@@ -971,6 +971,11 @@ int main(int argc, char **argv)
 		   strcmp(pos[0], "metrics") && strcmp(pos[0], "dmesg") && strcmp(pos[0], "relocs")) {
 		fprintf(stderr, "sentinel-inspect: unknown command '%s'; the commands are info, tasks, read, sym, "
 				"xlate, kallsyms, btf, metrics, dmesg, relocs\n", pos[0]);
+	} else if (npos > 1 && (!strcmp(pos[0], "info") || !strcmp(pos[0], "tasks") || !strcmp(pos[0], "metrics") ||
+				!strcmp(pos[0], "dmesg") || !strcmp(pos[0], "kallsyms"))) {
+		/* an operand these ignore is a mistake, most often a bundle given as a file */
+		fprintf(stderr, "sentinel-inspect: %s takes no operand ('%s'); a compiled bundle is --bundle FILE, "
+				"see --help\n", pos[0], pos[1]);
 	} else if (!source) {
 		fprintf(stderr, "sentinel-inspect: no memory source; give --source ramfile:PATH (a VM), "
 				"vmcore:PATH (a dump) or pmem (this host)\n");
