@@ -297,7 +297,7 @@ static LLVMValueRef cg_metric(Cg *C, const Expr *e, Ent ent)
 static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 {
 	static const SnWinFn fns[B__COUNT] = {
-		[B_RATE] = SN_W_RATE, [B_DELTA] = SN_W_DELTA, [B_CHANGES] = SN_W_CHANGES,
+		[B_RATE] = SN_W_RATE, [B_DELTA] = SN_W_DELTA, [B_CHANGES] = SN_W_CHANGES, [B_INCREASE] = SN_W_RATE,
 		[B_AVG_OVER_TIME] = SN_W_AVG, [B_MAX_OVER_TIME] = SN_W_MAX, [B_MIN_OVER_TIME] = SN_W_MIN,
 		[B_DERIV] = SN_W_DERIV, [B_PREDICT_LINEAR] = SN_W_FIT,   /* the line's value now; see cg_predict */
 	};
@@ -317,7 +317,9 @@ static LLVMValueRef cg_window(Cg *C, const Expr *e, Ent ent)
 	LLVMValueRef a[5] = {C->w, cg_u32(C, (unsigned)h), idx,
 			     cg_u32(C, fns[e->u.call.id] | (x->u.metric.partial ? SN_W_PARTIAL : 0)),
 			     cg_real(C, x->u.metric.window)};
-	return cg_call(C, "sn_window", a, 5);
+	LLVMValueRef v = cg_call(C, "sn_window", a, 5);
+	/* increase(): the rate over the window times its length (Prometheus' increase()) */
+	return e->u.call.id == B_INCREASE ? LLVMBuildFMul(C->b, v, cg_real(C, x->u.metric.window), "") : v;
 }
 
 /* predict_linear(m[w], t): the least-squares line's value now plus its

@@ -390,8 +390,8 @@ static Ty c_metric(Chk *C, const Expr *e)
 	}
 	if (e->u.metric.wlen && C->window_arg != e) {
 		c_error(C, c_loc(C, e), DIAG_WINDOW_MISPLACED,
-			"a [window] belongs inside rate(), delta(), changes(), deriv(), predict_linear() or *_over_time(), "
-			"e.g. avg_over_time(%.*s)", (int)e->len, C->src->text + e->off);
+			"a [window] belongs inside rate(), increase(), delta(), changes(), deriv(), predict_linear() "
+			"or *_over_time(), e.g. avg_over_time(%.*s)", (int)e->len, C->src->text + e->off);
 		return ty_err;
 	}
 	if (m->kind == MK_COUNTER && C->window_arg != e) {
@@ -475,10 +475,10 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 				bi->name, m->name, m->type == MT_STR ? "string" : "task state");
 		return ty_err;
 	}
-	if (e->u.call.id == B_RATE && m->kind != MK_COUNTER) {
+	if ((e->u.call.id == B_RATE || e->u.call.id == B_INCREASE) && m->kind != MK_COUNTER) {
 		c_error(C, c_loc(C, x), DIAG_RATE_OF_GAUGE,
-			"%s is a gauge; rate() needs a counter. For a gauge's change use delta(%s[%.*s])",
-			m->name, m->name, (int)x->u.metric.wlen, C->src->text + x->u.metric.woff);
+			"%s is a gauge; %s() needs a counter. For a gauge's change use delta(%s[%.*s])",
+			m->name, bi->name, m->name, (int)x->u.metric.wlen, C->src->text + x->u.metric.woff);
 		return ty_err;
 	}
 	bool over_time = e->u.call.id == B_AVG_OVER_TIME || e->u.call.id == B_MAX_OVER_TIME ||
@@ -504,6 +504,9 @@ static Ty c_window_fn(Chk *C, const Expr *e)
 	case B_DELTA:
 		if (m->kind != MK_COUNTER)
 			t.lo = -INFINITY;
+		break;
+	case B_INCREASE:                        /* the counter's own unit, over the window */
+		t.hi = (m->flags & MF_RATE_LE_1) ? x->u.metric.window : INFINITY;
 		break;
 	case B_CHANGES:
 		t = ty_num((Dim){0, 0}, 0, INFINITY);   /* a count, of a number's or a condition's changes */

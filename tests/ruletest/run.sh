@@ -98,6 +98,9 @@ test_file weeks week-test.yaml
 # total(): counters compared as they are, since boot
 test_file total total-test.yaml
 
+# increase(): rate() times the window, host and per-task (a derived task column)
+test_file increase increase-test.yaml
+
 # windows: partial (Prometheus' meaning) against covered, an hour's window in its first minutes
 test_file partial partial-test.yaml
 
