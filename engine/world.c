@@ -88,9 +88,15 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		Entity e = cat_metrics[b->hist[h].metric].entity;
 		uint64_t win = (uint64_t)(b->hist[h].window * 1e9);
 		uint64_t want = (win + p->tick_ns - 1) / p->tick_ns + 2;
-		size_t item = sizeof(sn_sample);
+		size_t item = sizeof(sn_sample), head = 0;
 		if (want <= WD_MAX_HIST_SAMPLES) {
 			L->hcap[h] = (uint32_t)want;
+		} else if (b->hist[h].ends) {
+			/* each stride's first sample, and the head; as below,
+			 * WD_ENDS_ITEMS - 2 strides cover the window */
+			L->hcap[h] = WD_ENDS_ITEMS;
+			L->hstride[h] = (win + WD_ENDS_ITEMS - 3) / (WD_ENDS_ITEMS - 2);
+			head = sizeof(sn_head);
 		} else {
 			/* WD_HIST_BUCKETS - 2 strides cover the window; one more
 			 * reaches past its start, one is this tick's */
@@ -101,10 +107,11 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus :
 			     ent_is_obj(e) ? L->ocap[e - ENT_FIRST_OBJ] : (uint32_t)cap;
 		size_t bytes = (size_t)L->hent[h] * L->hcap[h] * item;
-		L->hist_bytes += bytes;
+		L->hist_bytes += bytes + (size_t)L->hent[h] * head;
 		L->o_hring[h] = wd_take(&at, bytes);
 		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
+		L->o_hhead[h] = head ? wd_take(&at, (size_t)L->hent[h] * head) : 0;
 	}
 	uint64_t hmax = p->hist_max ? p->hist_max : WD_DEFAULT_HIST_MEMORY;
 	if (L->hist_bytes > hmax) {
@@ -116,7 +123,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 			 "(%.1f MiB): %s keeps %u entities x %u %s (the largest); raise history_memory, lower "
 			 "[engine] tasks, or shorten its windows", L->hist_bytes / 1048576.0, hmax / 1048576.0,
 			 cat_metrics[b->hist[big].metric].name, L->hent[big], L->hcap[big],
-			 L->hstride[big] ? "buckets of 64 B" : "samples of 16 B");
+			 L->hstride[big] && !L->o_hhead[big] ? "buckets of 64 B" : "samples of 16 B");
 		return -E2BIG;
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));
@@ -230,9 +237,11 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 		H[h].stride_ns = L->hstride[h];
 		uint64_t gap = L->hstride[h] > p->tick_ns ? L->hstride[h] : p->tick_ns;
 		H[h].slack_ns = gap / 2;
+		H[h].win_ns = (uint64_t)(b->hist[h].window * 1e9);
 		H[h].ring = (sn_sample *)(uintptr_t)AT(L->o_hring[h]);
 		H[h].pos = (uint32_t *)(uintptr_t)AT(L->o_hpos[h]);
 		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);
+		H[h].head = L->o_hhead[h] ? (sn_head *)(uintptr_t)AT(L->o_hhead[h]) : NULL;
 	}
 	w->rstate = (sn_rstate *)(uintptr_t)AT(L->o_rstate);
 	w->etab = (sn_etab *)(uintptr_t)AT(L->o_etab);
@@ -366,6 +375,8 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 		MOVE(H[h].ring);
 		MOVE(H[h].pos);
 		MOVE(H[h].len);
+		if (H[h].head)
+			MOVE(H[h].head);
 	}
 	MOVE(w->rstate);
 	sn_etab *et = (sn_etab *)((char *)block + L->o_etab);

@@ -20,9 +20,13 @@
 /* A history keeps a sample per tick while the window holds at most
  * WD_MAX_HIST_SAMPLES (4 KiB per entity); a longer window keeps
  * WD_HIST_BUCKETS buckets of window / (WD_HIST_BUCKETS - 2) each (also
- * 4 KiB per entity, whatever the window's length).  snrt.h has the rest. */
+ * 4 KiB per entity, whatever the window's length), or, where only rate(),
+ * delta() and increase() read the metric (BdHist.ends), WD_ENDS_ITEMS
+ * samples of window / (WD_ENDS_ITEMS - 2) each and a 32-byte head
+ * (sn_head: 352 B per entity).  snrt.h has the rest. */
 #define WD_MAX_HIST_SAMPLES 256u
 #define WD_HIST_BUCKETS 64u
+#define WD_ENDS_ITEMS 20u
 #define WD_DEFAULT_HIST_MEMORY (1ull << 30)
 #define WD_DEFAULT_TASKS 4096u
 #define WD_DEFAULT_RING 4096u
@@ -53,7 +57,7 @@ typedef struct WdLayout {
 		o_olabel[SN_OBJ_KINDS], o_oval[SN_OBJ_KINDS];
 	uint32_t ocap[SN_OBJ_KINDS]; /* slots of each object kind: 0 where no rule reads it */
 	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
-	size_t o_hring[64], o_hpos[64], o_hlen[64];
+	size_t o_hring[64], o_hpos[64], o_hlen[64], o_hhead[64]; /* o_hhead: 0 unless ends-only */
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];
 	size_t o_etab, o_ent;     /* the per-entity rules' tables, then their states, maps and free lists */

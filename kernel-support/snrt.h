@@ -31,7 +31,7 @@
  * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
 #define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
-#define SN_ABI_VERSION 15u
+#define SN_ABI_VERSION 16u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 
@@ -229,6 +229,23 @@ typedef struct sn_bucket {
  * (sn_objs) as SN_ENT_OBJ + k. */
 typedef enum { SN_ENT_HOST, SN_ENT_CPU, SN_ENT_TASK, SN_ENT_OBJ } SnEntity;
 
+/* An ends-only history's newest sample and its window's old end, per
+ * entity (one line holds two): the tick's push writes it and rate(),
+ * delta() and increase() over the history's own window read only it.
+ * (t0, v0) is a copy of the oldest item inside that window, kept while it
+ * stays inside (the push moves it on); t0 > t: none kept (the history
+ * does not reach past the window yet). */
+typedef struct sn_head {
+	uint64_t t;                /* the newest sample */
+	double v;
+	uint64_t t0;               /* the window's old end */
+	double v0;
+} sn_head;
+
+/* An ends-only history (head != NULL) is a downsampled one for a metric
+ * that only rate(), delta() and increase() read: its items are each
+ * stride's first sample (sn_sample, 16 B), and its newest sample and its
+ * window's old end are in head[entity]. */
 typedef struct sn_hist {
 	uint32_t cap;
 	uint32_t entities;         /* 1 (host), max CPUs, or task slots */
@@ -236,12 +253,14 @@ typedef struct sn_hist {
 	uint32_t _pad;
 	uint64_t stride_ns;        /* 0: a sample every tick; else the bucket width */
 	uint64_t slack_ns;         /* half the spacing of items: window edges */
+	uint64_t win_ns;           /* the longest window over it: head's */
 	union {
-		sn_sample *ring;   /* [entities][cap], stride_ns == 0 */
+		sn_sample *ring;   /* [entities][cap], stride_ns == 0 or ends-only */
 		sn_bucket *bkt;    /* [entities][cap], stride_ns > 0 */
 	};
 	uint32_t *pos;             /* [entities]: next write index */
 	uint32_t *len;             /* [entities]: items held */
+	sn_head *head;             /* [entities], ends-only; else NULL */
 } sn_hist;
 
 /* The task table: rows in walk order for this tick, and a stable slot per

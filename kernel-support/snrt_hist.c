@@ -6,6 +6,7 @@
  */
 #include "snrt_int.h"
 
+extern inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v);
 extern inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b);
 
 /* ---- histories ------------------------------------------------------------- */
@@ -176,10 +177,20 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	uint32_t len = H->len[entity];
 	if (len == 0)
 		return SN_NAN;
+	uint64_t win = (uint64_t)(window_s * 1e9), slack = H->slack_ns;
+	if (H->head && (fn == SN_W_RATE || fn == SN_W_DELTA) && win == H->win_ns) {
+		/* an ends-only history over its own window: both ends in one
+		 * line, once the push has kept the old end (sn_ends_push) */
+		sn_head hd = H->head[entity];
+		if (hd.t0 < hd.t) {
+			if (fn == SN_W_DELTA)
+				return hd.v - hd.v0;
+			return hd.v < hd.v0 ? SN_NAN : (hd.v - hd.v0) / ((double)(hd.t - hd.t0) * 1e-9);
+		}
+	}
 	/* from the newest item back while items start inside the window (and
 	 * its slack); the last one taken is the oldest */
 	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
-	uint64_t win = (uint64_t)(window_s * 1e9), slack = H->slack_ns;
 	sn_bucket oldest = newest;       /* the oldest item taken so far */
 	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
 	uint32_t n = newest.n, k = len - 1;

@@ -69,6 +69,41 @@ static inline sn_bucket sn_one(uint64_t t, double v)
 	return (sn_bucket){t, t, v, v, v, v, known ? v : 0, (uint32_t)known, 0};
 }
 
+/* An ends-only history's sample: into head[e], and into the ring when it
+ * starts a new stride (the ring keeps each stride's first sample); then
+ * the window's old end in head[e] moved on if this sample took it out of
+ * the window.  A full ring drops the kept old end before it overwrites
+ * the oldest item, so the one kept is always one of the ring's: rate()
+ * over it is the same as over the ring (sn_win_start's answer).  A C99
+ * inline definition like sn_hist_add's (below). */
+inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v)
+{
+	sn_head *hd = &H->head[e];
+	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
+	sn_sample *ring = H->ring + (uint64_t)e * cap;
+	if (!len || t < hd->t || t / H->stride_ns != hd->t / H->stride_ns) {
+		if (!len || len == cap)
+			hd->t0 = UINT64_MAX;
+		ring[p] = (sn_sample){t, v};
+		H->pos[e] = p = p + 1 == cap ? 0 : p + 1;
+		H->len[e] = len = len + (len < cap);
+	}
+	hd->t = t;
+	hd->v = v;
+	uint64_t lim = H->win_ns + H->slack_ns;
+	if (hd->t0 <= t && t - hd->t0 <= lim)
+		return;                          /* the old end is still inside */
+	uint32_t newest = p == 0 ? cap - 1 : p - 1;
+	uint32_t lo = sn_win_start(H, e, len, ring[newest].t, t, lim, 0);
+	/* kept only once the history reaches past the window (lo > 0):
+	 * until then every read asks sn_win_start */
+	if (lo > 0) {
+		sn_sample o = ring[(p + cap - len + lo) % cap];
+		hd->t0 = o.t;
+		hd->v0 = o.v;
+	}
+}
+
 /* Append item b (a sample is a bucket of one) to entity e's history: into
  * the newest bucket when it falls in the same stride, else as a new item.
  * Items must come oldest first.  A C99 inline definition, its one external
@@ -77,6 +112,12 @@ static inline sn_bucket sn_one(uint64_t t, double v)
 inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 {
 	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
+	if (H->head) {                            /* ends-only: a bucket is its two ends */
+		if (b->t0 != b->t1)
+			sn_ends_push(H, e, b->t0, b->v0);
+		sn_ends_push(H, e, b->t1, b->v1);
+		return;
+	}
 	if (!H->stride_ns) {
 		sn_sample *ring = H->ring + (uint64_t)e * cap;
 		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
@@ -123,6 +164,24 @@ static inline void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double 
 static inline sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
 {
 	uint32_t cap = H->cap, i = (H->pos[e] + cap - H->len[e] + k) % cap;
+	if (H->head) {
+		/* ends-only: a stride's first sample; the newest stride ends
+		 * at head's sample (min/max/avg of the two ends only) */
+		sn_sample s = H->ring[(uint64_t)e * cap + i];
+		sn_bucket b = sn_one(s.t, s.v);
+		sn_head hd = H->head[e];
+		if (k + 1 == H->len[e] && hd.t != s.t) {
+			sn_bucket l = sn_one(hd.t, hd.v);
+			b.t1 = l.t1;
+			b.v1 = l.v1;
+			b.min = __builtin_fmin(b.min, l.min);
+			b.max = __builtin_fmax(b.max, l.max);
+			b.sum += l.sum;
+			b.n += l.n;
+			b.changes = b.v0 != b.v1;
+		}
+		return b;
+	}
 	if (H->stride_ns)
 		return H->bkt[(uint64_t)e * cap + i];
 	sn_sample s = H->ring[(uint64_t)e * cap + i];

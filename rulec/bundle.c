@@ -129,8 +129,8 @@ static json_t *bd_manifest(const Bundle *b)
 	json_object_set_new(m, "tables", t);
 	json_t *h = json_array();
 	for (size_t i = 0; i < b->nhist; i++)
-		json_array_append_new(h, json_pack("{s:s, s:f}", "metric", cat_metrics[b->hist[i].metric].name,
-						   "window", b->hist[i].window));
+		json_array_append_new(h, json_pack("{s:s, s:f, s:b}", "metric", cat_metrics[b->hist[i].metric].name,
+						   "window", b->hist[i].window, "ends", b->hist[i].ends));
 	json_object_set_new(m, "histories", h);
 	json_t *j = json_array();
 	for (size_t i = 0; i < b->njobs; i++) {
@@ -402,6 +402,7 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 		if (bd_metric(json_object_get(v, "metric"), &b->hist[i].metric))
 			BAD("history %zu names an unknown metric", i);
 		b->hist[i].window = json_real_value(json_object_get(v, "window"));
+		b->hist[i].ends = json_is_true(json_object_get(v, "ends"));
 		b->nhist++;
 	}
 	json_t *j = json_object_get(m, "jobs");

@@ -56,6 +56,8 @@ typedef struct BdRule {
 typedef struct BdHist {
 	MetricId metric;
 	double window;            /* the longest window over it, seconds */
+	bool ends;                /* only rate(), delta() and increase() read it: its
+				   * history may keep the ends only (engine/world.h) */
 } BdHist;
 
 /* Collection jobs, in the manifest by name. */

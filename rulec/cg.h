@@ -59,6 +59,8 @@ typedef struct CgProg {
 	int slot[MET__COUNT];     /* value-table slot in its entity's table, -1 unused */
 	int hist[MET__COUNT];     /* history ring, -1 none */
 	double hist_win[MET__COUNT];  /* the longest window over it (seconds) */
+	bool hist_full[MET__COUNT];   /* read through a window by more than rate(), delta(),
+				       * increase(): its history keeps whole buckets */
 	MetricId host_m[MET__COUNT], cpu_m[MET__COUNT], task_m[MET__COUNT], hist_m[MET__COUNT];
 	unsigned nhost, ncpu, ntask, nhist;
 	MetricId obj_m[ENT_NOBJ][MET__COUNT];   /* object kind k's table */

@@ -16,6 +16,7 @@ typedef struct Plan {
 	const Rule *r;
 	const ExprSrc *src;
 	DiagCtx *d;
+	const Expr *ends_arg;     /* the window argument of the rate(), delta() or increase() seen last */
 	bool ok;
 } Plan;
 
@@ -73,6 +74,13 @@ static void plan_twin(CgProg *p, MetricId m, BuiltinId fn, double window, bool p
 		p->twin[p->ntwin++] = (CgTwin){m, fn, window, partial};
 }
 
+/* Whether window function fn reads only its window's two ends (an
+ * ends-only history serves it). */
+static bool plan_ends_only(BuiltinId fn)
+{
+	return fn == B_RATE || fn == B_DELTA || fn == B_INCREASE;
+}
+
 /* A window function over a task metric: a derived task slot (beyond
  * CG_MAX_TWIN distinct ones, the rule computes it itself). */
 static void plan_task_window(CgProg *p, const Expr *e)
@@ -90,14 +98,22 @@ static void plan_expr(Plan *P, const Expr *e, MetSet *mask)
 {
 	if (!e)
 		return;
-	if (e->kind == N_CALL)
+	if (e->kind == N_CALL) {
 		plan_task_window(P->p, e);
+		if (plan_ends_only(e->u.call.id))
+			P->ends_arg = e->a;
+	}
 	switch (e->kind) {
 	case N_METRIC:
 		plan_use(P->p, e->u.metric.id);
 		met_add(mask, e->u.metric.id);
-		if (e->u.metric.wlen)
+		if (e->u.metric.wlen) {
 			plan_window(P->p, e->u.metric.id, e->u.metric.window);
+			/* read other than as rate(), delta() or increase()'s
+			 * argument: the history keeps whole buckets */
+			if (e != P->ends_arg)
+				P->p->hist_full[e->u.metric.id] = true;
+		}
 		return;
 	case N_EQ: case N_NE:
 		if (cg_is_string(e->a) || cg_is_string(e->b)) {

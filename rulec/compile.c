@@ -159,7 +159,7 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	if (!b->hist || !b->jobs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < p->nhist; i++)
-		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]]};
+		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]], !p->hist_full[p->hist_m[i]]};
 	for (unsigned i = 0; i < p->njobs; i++)
 		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric, p->jobs[i].obj};
 	const RuleSet *rs = p->rs;

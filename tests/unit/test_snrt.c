@@ -151,10 +151,12 @@ typedef struct TW {
 	sn_stats stats;
 } TW;
 
-static int tw_open(TW *t, double window, uint64_t tick_ns)
+/* ends: only rate(), delta() and increase() read it (an ends-only
+ * history where the window is long enough to downsample) */
+static int tw_open_ends(TW *t, double window, uint64_t tick_ns, bool ends)
 {
 	memset(t, 0, sizeof *t);
-	t->h = (BdHist){.metric = MET_HOST_JIFFIES, .window = window};
+	t->h = (BdHist){.metric = MET_HOST_JIFFIES, .window = window, .ends = ends};
 	t->b.host_m[0] = MET_HOST_JIFFIES;
 	t->b.nhost = 1;
 	t->b.hist = &t->h;
@@ -172,6 +174,8 @@ static int tw_open(TW *t, double window, uint64_t tick_ns)
 	return 0;
 }
 
+static int tw_open(TW *t, double window, uint64_t tick_ns) { return tw_open_ends(t, window, tick_ns, false); }
+
 static void tw_close(TW *t) { free(t->block); }
 
 static void tw_put(TW *t, uint64_t now, double v)
@@ -186,11 +190,11 @@ static double tw_win(TW *t, SnWinFn fn, double window) { return sn_window(t->w, 
  * the run: follow it for three windows at every tick (or every k-th tick
  * where a run would check more than 300,000 times: then the pushes are still every
  * tick and only the checks are sparse). */
-static void test_window(double window, double tick)
+static void test_window(double window, double tick, bool ends)
 {
 	TW t;
 	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
-	if (tw_open(&t, window, tick_ns)) {
+	if (tw_open_ends(&t, window, tick_ns, ends)) {
 		CHECK("window %gs at tick %gs: laid out", 0, window, tick);
 		return;
 	}
@@ -225,6 +229,8 @@ static void test_window(double window, double tick)
 		double r = tw_win(&t, SN_W_RATE, window);
 		if (fabs(r * tick - 1) > 1e-9)
 			bad_rate++;
+		if (H->head)
+			continue;                 /* ends-only: rate() and delta() alone */
 		/* avg of k over the span: its middle; min and max its ends */
 		double avg = tw_win(&t, SN_W_AVG, window), mn = tw_win(&t, SN_W_MIN, window);
 		double mx = tw_win(&t, SN_W_MAX, window), ch = tw_win(&t, SN_W_CHANGES, window);
@@ -238,18 +244,20 @@ static void test_window(double window, double tick)
 			bad_line++;
 	}
 	CHECK("window %gs at tick %gs (%s, %u items, slack %gs): unknown until covered, then known "
-	      "(first after %.3fs)", early == 0 && first_known, window, tick,
-	      H->stride_ns ? "buckets" : "samples", H->cap, slack / 1e9, first_known / 1e9);
+	      "(first after %.3fs)", early == 0 && first_known && !!H->head == (ends && H->stride_ns), window, tick,
+	      H->head ? "ends-only" : H->stride_ns ? "buckets" : "samples", H->cap, slack / 1e9, first_known / 1e9);
 	if (early)
 		printf("     %llu checks known before covered or unknown after\n", (unsigned long long)early);
 	CHECK("window %gs at tick %gs: never unknown again once known", flicker == 0, window, tick);
 	CHECK("window %gs at tick %gs: delta spans the window within slack + 1 tick (%gs)", bad_span == 0, window,
 	      tick, bound / 1e9);
-	CHECK("window %gs at tick %gs: deriv and predict_linear's line exact on a line", bad_line == 0, window, tick);
+	if (!H->head)
+		CHECK("window %gs at tick %gs: deriv and predict_linear's line exact on a line", bad_line == 0, window,
+		      tick);
 	if (bad_line)
 		printf("     %llu checks off the line\n", (unsigned long long)bad_line);
-	CHECK("window %gs at tick %gs: rate exact; min/max/avg/changes exact over the span",
-	      bad_rate == 0 && bad_avg == 0, window, tick);
+	CHECK("window %gs at tick %gs: rate exact%s", bad_rate == 0 && bad_avg == 0, window, tick,
+	      H->head ? " (ends-only)" : "; min/max/avg/changes exact over the span");
 	if (bad_rate || bad_avg)
 		printf("     rate wrong %llu times, min/max/avg/changes %llu times\n", (unsigned long long)bad_rate,
 		       (unsigned long long)bad_avg);
@@ -319,12 +327,13 @@ static void test_spike(double window, double tick)
 /* A reload that changes a window's length: the new history starts with
  * the old one's samples (re-bucketed), so the longer window is known as
  * soon as the old history covers it. */
-static void test_reload(double w_old, double w_new, double tick)
+static void test_reload(double w_old, bool ends_old, double w_new, bool ends_new, double tick)
 {
 	TW a, b;
 	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5);
-	if (tw_open(&a, w_old, tick_ns) || tw_open(&b, w_new, tick_ns))
+	if (tw_open_ends(&a, w_old, tick_ns, ends_old) || tw_open_ends(&b, w_new, tick_ns, ends_new))
 		return;
+	const char *ka = a.w->hist[0].head ? " ends-only" : "", *kb = b.w->hist[0].head ? " ends-only" : "";
 	uint64_t t0 = 7000000000ull, n = (uint64_t)(2 * fmax(w_old, w_new) / tick);
 	for (uint64_t k = 0; k < n; k++)
 		tw_put(&a, t0 + k * tick_ns, (double)k);
@@ -334,20 +343,66 @@ static void test_reload(double w_old, double w_new, double tick)
 	b.w->rule_from = NULL;
 	sn_handoff(b.w, 0, 1);
 	double da = tw_win(&a, SN_W_DELTA, fmin(w_old, w_new)), db = tw_win(&b, SN_W_DELTA, fmin(w_old, w_new));
-	/* both histories' edge error; a per-tick history rebuilt from buckets
-	 * has one sample at each end of each bucket: a whole stride apart */
+	/* both histories' edge error; a finer history rebuilt from buckets
+	 * has one sample at each end of each bucket (an ends-only one's
+	 * first only): a whole stride apart */
 	const sn_hist *ha = &a.w->hist[0], *hb = &b.w->hist[0];
-	uint64_t gap = ha->stride_ns && !hb->stride_ns ? ha->stride_ns : 0;
+	uint64_t gap = ha->stride_ns > hb->stride_ns ? ha->stride_ns : 0;
 	double bound = (double)(ha->slack_ns + hb->slack_ns + gap + 2 * tick_ns) / (double)tick_ns;
-	CHECK("reload %gs -> %gs window at tick %gs: the history carries over (delta %g, was %g)",
-	      !isnan(db) && fabs(db - da) <= bound, w_old, w_new, tick, db, da);
+	CHECK("reload %gs%s -> %gs%s window at tick %gs: the history carries over (delta %g, was %g)",
+	      !isnan(db) && fabs(db - da) <= bound, w_old, ka, w_new, kb, tick, db, da);
 	/* and it goes on from there */
 	tw_put(&b, t0 + n * tick_ns, (double)n);
 	double db2 = tw_win(&b, SN_W_DELTA, w_new);
-	CHECK("reload %gs -> %gs window at tick %gs: the new window is known at once if the old history "
-	      "covered it", (w_new > w_old * 1.05) == isnan(db2), w_old, w_new, tick);
+	CHECK("reload %gs%s -> %gs%s window at tick %gs: the new window is known at once if the old history "
+	      "covered it", (w_new > w_old * 1.05) == isnan(db2), w_old, ka, w_new, kb, tick);
 	tw_close(&a);
 	tw_close(&b);
+}
+
+/* An ends-only history's kept old end (sn_head) against the ring's own
+ * answer: rate() and delta() over the history's window with head's copy,
+ * and with it dropped for the call, the same to the bit, on a history
+ * with pauses longer than the window, jittered ticks, a counter that goes
+ * back (a reboot: unknown both ways) and a slot emptied for a new task. */
+static void test_ends_kept(void)
+{
+	TW t;
+	double window = 10;
+	uint64_t tick = 10000000, now = 1000000000000ull, seed = 0x2545f4914f6cdd1dull;
+	if (tw_open_ends(&t, window, tick, true))
+		return;
+	sn_hist *H = &t.w->hist[0];
+	double v = 0;
+	unsigned cases = 0, bad = 0, kept = 0, pauses = 0;
+	for (unsigned k = 0; k < 200000; k++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t r = seed >> 11;
+		now += tick + (r & 1 ? r % (tick / 4) : 0);
+		if ((r >> 8) % 4000 == 0) {
+			now += tick * (1 + (r >> 20) % 3000);      /* paused for up to 30 s */
+			pauses++;
+		}
+		v = (r >> 32) % 20000 == 0 ? 0 : v + (double)((r >> 40) % 3);
+		if ((r >> 24) % 50000 == 7)
+			H->len[0] = H->pos[0] = 0;                 /* the slot's next task */
+		tw_put(&t, now, v);
+		for (int fn = SN_W_RATE; fn <= SN_W_DELTA; fn++) {
+			double a = tw_win(&t, (SnWinFn)fn, window);
+			sn_head save = H->head[0];
+			H->head[0].t0 = UINT64_MAX;
+			double b = tw_win(&t, (SnWinFn)fn, window);
+			H->head[0] = save;
+			kept += save.t0 < save.t;
+			cases++;
+			bad += memcmp(&a, &b, sizeof a) != 0;
+		}
+	}
+	CHECK("ends-only: rate() and delta() from the kept old end = from the ring, to the bit (%u of %u calls "
+	      "kept, %u pauses)", H->head && bad == 0 && kept > cases / 2 && pauses > 20, kept, cases, pauses);
+	if (bad)
+		printf("     %u calls differ\n", bad);
+	tw_close(&t);
 }
 
 /* The memory a history costs, and the limit on it. */
@@ -372,6 +427,26 @@ static void test_memory(void)
 	int r = wd_layout(&b, &p, &L, err, sizeof err);
 	CHECK("a history over the limit is an error that says what to change: %s",
 	      r < 0 && strstr(err, "history_memory") && strstr(err, "task.ctx_switches"), err);
+	/* HungTask's any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)
+	 * at 50,000 tasks and a 10 ms tick: sentineld grows the table to a
+	 * quarter more than the tasks (63,488 rows); every table of the block */
+	Bundle hb = {0};
+	BdHist hh = {.metric = MET_TASK_CTX_SWITCHES, .window = 60, .ends = true};
+	hb.task_m[0] = MET_TASK_STATE;
+	hb.task_m[1] = MET_TASK_CTX_SWITCHES;
+	hb.ntask = 2;
+	hb.ntwin = 1;
+	hb.hist = &hh;
+	hb.nhist = 1;
+	WdParams hp = {.tick_ns = 10000000, .max_cpus = 64, .task_cap = 63488, .ring_cap = 4096};
+	r = wd_layout(&hb, &hp, &L, err, sizeof err);
+	CHECK("a [1m] window read by delta() alone, 63,488 task slots: %.1f MiB of tables, %.1f MiB of it history "
+	      "(%zu B a slot; at most 32 MiB)", r == 0 && L.total <= 32u << 20, L.total / 1048576.0,
+	      L.hist_bytes / 1048576.0, L.hist_bytes / 63488);
+	hh.ends = false;
+	r = wd_layout(&hb, &hp, &L, err, sizeof err);
+	CHECK("... and read by avg_over_time too: %.1f MiB of history (whole buckets)", r == 0 &&
+	      L.hist_bytes == 63488ull * WD_HIST_BUCKETS * sizeof(sn_bucket), L.hist_bytes / 1048576.0);
 }
 
 /* The alert ring: nrules rules fire on one tick into a ring of cap
@@ -1007,17 +1082,27 @@ int main(void)
 			double tk = ticks[i], w = windows[j];
 			if (w < 2 * tk || w / tk > 4e7)      /* fewer than two samples; or too slow to simulate */
 				continue;
-			test_window(w, tk);
+			test_window(w, tk, false);
+			if (w / tk > WD_MAX_HIST_SAMPLES)
+				test_window(w, tk, true);   /* ends-only where it downsamples */
 		}
 	test_spike(30, 0.1);
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
 	test_win_start();
-	test_reload(10, 120, 0.1);
-	test_reload(120, 10, 0.1);
-	test_reload(60, 3600, 1);
-	test_reload(3600, 600, 1);
+	test_reload(10, false, 120, false, 0.1);
+	test_reload(120, false, 10, false, 0.1);
+	test_reload(60, false, 3600, false, 1);
+	test_reload(3600, false, 600, false, 1);
+	/* a rule that adds or drops the last avg/min/max over a metric turns
+	 * its history from ends-only to whole buckets or back */
+	test_reload(120, true, 120, false, 0.1);
+	test_reload(120, false, 120, true, 0.1);
+	test_reload(10, true, 120, true, 0.01);
+	test_reload(3600, true, 600, true, 1);
+	test_reload(3600, true, 600, false, 1);
+	test_ends_kept();
 	test_memory();
 	test_ring(10, 16);
 	test_ring(1000, 1024);
