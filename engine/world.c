@@ -238,6 +238,7 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 		uint64_t gap = L->hstride[h] > p->tick_ns ? L->hstride[h] : p->tick_ns;
 		H[h].slack_ns = gap / 2;
 		H[h].win_ns = (uint64_t)(b->hist[h].window * 1e9);
+		H[h].stride_inv = L->hstride[h] ? 1.0 / (double)L->hstride[h] : 0;
 		H[h].ring = (sn_sample *)(uintptr_t)AT(L->o_hring[h]);
 		H[h].pos = (uint32_t *)(uintptr_t)AT(L->o_hpos[h]);
 		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);

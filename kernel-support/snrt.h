@@ -254,6 +254,7 @@ typedef struct sn_hist {
 	uint64_t stride_ns;        /* 0: a sample every tick; else the bucket width */
 	uint64_t slack_ns;         /* half the spacing of items: window edges */
 	uint64_t win_ns;           /* the longest window over it: head's */
+	double stride_inv;         /* 1 / stride_ns (sn_stride_of) */
 	union {
 		sn_sample *ring;   /* [entities][cap], stride_ns == 0 or ends-only */
 		sn_bucket *bkt;    /* [entities][cap], stride_ns > 0 */

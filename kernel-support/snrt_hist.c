@@ -6,6 +6,7 @@
  */
 #include "snrt_int.h"
 
+extern inline uint64_t sn_stride_of(const sn_hist *H, uint64_t t);
 extern inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v);
 extern inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b);
 

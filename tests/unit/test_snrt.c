@@ -21,6 +21,7 @@
  */
 #include "rx.h"
 #include "snrt.h"
+#include "snrt_int.h"
 #include "world.h"
 
 #include <math.h>
@@ -403,6 +404,29 @@ static void test_ends_kept(void)
 	if (bad)
 		printf("     %u calls differ\n", bad);
 	tw_close(&t);
+}
+
+/* sn_stride_of (an ends-only push's stride, without a division) against
+ * the division, at stride edges and anywhere, for strides from 1 us to
+ * a day and clocks up to a century. */
+static void test_stride_of(void)
+{
+	uint64_t seed = 0x853c49e6748fea9bull;
+	unsigned bad = 0, cases = 0;
+	for (unsigned c = 0; c < 200000; c++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t r = seed >> 11;
+		uint64_t s = 1000ull + r % 86400000000000ull;
+		sn_hist H = {.stride_ns = s, .stride_inv = 1.0 / (double)s};
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t t = (seed >> 2) % 3155760000000000000ull;      /* 100 years */
+		uint64_t edge = t / s * s;
+		uint64_t ts[4] = {t, edge, edge ? edge - 1 : 0, edge + s - 1};
+		for (int k = 0; k < 4; k++, cases++)
+			bad += sn_stride_of(&H, ts[k]) != ts[k] / s;
+	}
+	CHECK("a stride without a division = the division, %u times (edges, strides of 1 us to 1 d, clocks of up "
+	      "to 100 years)", bad == 0, cases);
 }
 
 /* The memory a history costs, and the limit on it. */
@@ -1103,6 +1127,7 @@ int main(void)
 	test_reload(3600, true, 600, true, 1);
 	test_reload(3600, true, 600, false, 1);
 	test_ends_kept();
+	test_stride_of();
 	test_memory();
 	test_ring(10, 16);
 	test_ring(1000, 1024);
