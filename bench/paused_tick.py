@@ -19,7 +19,10 @@ ROUNDS times (default 3), in turn, sentineld on the CPU backend
 window adds a history per task and its lookup), each sampled for SECONDS
 (default 10) after it settles (BENCH_SETTLE seconds after its tenth tick,
 default 2; 62 to measure the window once it is covered, as a daemon
-runs: before that, every task's window is still filling); with BENCH_BASELINE=DIR, DIR's sentineld
+runs: before that, every task's window is still filling; with
+BENCH_PERF=PREFIX, `perf record` of sentineld over the samples into
+PREFIX-KIND-ROUND.data, and SENTINEL_PERF_MAP=1 in the environment names
+the linked code's functions); with BENCH_BASELINE=DIR, DIR's sentineld
 and sentinelctl too (an older build), in the same rounds.  Prints each
 run, then per build the median of the rounds' medians of each kind, the
 window's cost in percent (when both ran) and the tables' bytes
@@ -46,6 +49,7 @@ THREADS = os.environ.get("BENCH_THREADS", "1")
 BASELINE = os.environ.get("BENCH_BASELINE")
 TICK = os.environ.get("BENCH_TICK", "10ms")
 SETTLE = float(os.environ.get("BENCH_SETTLE", "2"))
+PERF = os.environ.get("BENCH_PERF")
 
 RULES = {
     "window": 'any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)',
@@ -61,7 +65,7 @@ def ctl(sock, cmd, build=None):
     return json.loads(p.stdout) if p.stdout.startswith("{") else {}
 
 
-def run(tmp, ram, n, kind, build):
+def run(tmp, ram, n, kind, build, label="", rnd=0):
     rules = os.path.join(TOP, "rules")
     if RULES[kind]:
         rules = os.path.join(tmp, kind.replace(" ", "-"))
@@ -86,10 +90,14 @@ def run(tmp, ram, n, kind, build):
         if p.poll() is not None or time.time() >= deadline:
             raise RuntimeError("sentineld did not tick: %s" % open(os.path.join(tmp, "d.log")).read()[-2000:])
         time.sleep(SETTLE)
+        perf = subprocess.Popen(["perf", "record", "-q", "-o", "%s-%s-%d.data" % (PERF, label, rnd), "-p",
+                                 str(p.pid), "--", "sleep", str(SECS)]) if PERF else None
         lens, t_end = [], time.time() + SECS
         while time.time() < t_end:
             lens.append(ctl(sock, "status", build)["status"]["last_tick_us"])
             time.sleep(0.02)
+        if perf:
+            perf.wait()
         st = ctl(sock, "status", build)["status"]
         return statistics.median(lens), st["table_bytes"], st["history_bytes"], st["tasks"]
     finally:
@@ -121,7 +129,8 @@ def main():
                 for r in range(ROUNDS):
                     for bd, tag in builds:
                         for kind in KINDS:
-                            m, tb, hb, tasks = run(tmp, g.ram, n, kind, bd)
+                            label = "".join(c for c in (kind + tag).replace(" ", "-") if c not in "()")
+                            m, tb, hb, tasks = run(tmp, g.ram, n, kind, bd, label, r + 1)
                             med.setdefault((tag, kind), []).append(m)
                             mem[(tag, kind)] = (tb, hb)
                             print("%6d tasks  round %d  %-9s%s  tick median %7.0f us  tables %.1f MiB (histories "

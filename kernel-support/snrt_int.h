@@ -96,7 +96,8 @@ inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v)
 	sn_head *hd = &H->head[e];
 	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
 	sn_sample *ring = H->ring + (uint64_t)e * cap;
-	if (!len || t < hd->t || sn_stride_of(H, t) != sn_stride_of(H, hd->t)) {
+	/* a new stride unless the last sample (not after t) is in t's */
+	if (!len || t < hd->t || hd->t < sn_stride_of(H, t) * H->stride_ns) {
 		if (!len || len == cap)
 			hd->t0 = UINT64_MAX;
 		ring[p] = (sn_sample){t, v};
