@@ -608,7 +608,13 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
 
 bool eng_gpu_lost(void) { return gpu_lost(); }
 
-bool eng_rule_carried(const Bundle *b, const Bundle *old, size_t o) { return wd_carried(b, old, o); }
+int eng_rules_carried(const Bundle *b, const Bundle *old, bool *carried)
+{
+	int32_t *from = malloc((b->nrules + 1) * sizeof *from);
+	int r = from ? wd_carry(b, old, from, carried) : -ENOMEM;
+	free(from);
+	return r;
+}
 
 /* A kernel or tick thread that neither ticks nor ends is stuck: its
  * heartbeat (stats->heartbeat, one a tick) has not moved for 10 s and 50

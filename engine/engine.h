@@ -118,10 +118,11 @@ int eng_rule_states(Engine *e, sn_rstate *out, char *err, size_t n);
  * (The rule's own sn_rstate is then its overflow alert's.) */
 int eng_entity_states(Engine *e, size_t rule, sn_estate **out, uint32_t *n, uint32_t *overflow, char *err,
 		      size_t errn);
-/* Whether a reload to bundle b carries old rule o's alert state over (a
- * rule of the same group and name about the same kind of entity): one it
- * does not carry is removed, and its alerts end with the old engine. */
-bool eng_rule_carried(const Bundle *b, const Bundle *old, size_t o);
+/* Whether a reload to bundle b carries each old rule's alert state over
+ * (a rule of the same group and name about the same kind of entity), in
+ * carried[old->nrules]: one it does not carry is removed, and its alerts
+ * end with the old engine.  -ENOMEM. */
+int eng_rules_carried(const Bundle *b, const Bundle *old, bool *carried);
 
 /* Reload without a gap: e (opened, not started, same target and backend)
  * takes over from the running engine old after old's next tick.  Rules with

@@ -529,20 +529,71 @@ static int wd_carries(const BdRule *n, const BdRule *o)
 	return n->hash == o->hash ? 2 : 1;
 }
 
-bool wd_carried(const Bundle *b, const Bundle *old, size_t o)
+/* A chained hash of a bundle's rules by group and name: head[bucket] the
+ * lowest index with it, next[i] the next one up (-1: none). */
+typedef struct WdRuleIx {
+	uint32_t mask;
+	int32_t *head, *next;
+} WdRuleIx;
+
+static uint32_t wd_rule_hash(const BdRule *r)
 {
-	for (size_t r = 0; r < b->nrules; r++)
-		if (wd_carries(&b->rules[r], &old->rules[o]))
-			return true;
-	return false;
+	uint32_t h = 2166136261u;
+	for (const char *c = r->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	h = (h ^ 0xffu) * 16777619u;
+	for (const char *c = r->group ? r->group : ""; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	return h;
 }
 
-int wd_carried_from(const Bundle *b, const Bundle *old, size_t r)
+static int wd_ix_build(WdRuleIx *ix, const Bundle *x)
 {
-	for (size_t o = 0; o < old->nrules; o++)
-		if (wd_carries(&b->rules[r], &old->rules[o]))
-			return (int)o;
-	return -1;
+	uint32_t cap = 16;
+	while (cap < 2 * x->nrules)
+		cap <<= 1;
+	ix->mask = cap - 1;
+	ix->head = malloc(cap * sizeof *ix->head);
+	ix->next = malloc((x->nrules + 1) * sizeof *ix->next);
+	if (!ix->head || !ix->next) {
+		free(ix->head);
+		free(ix->next);
+		return -ENOMEM;
+	}
+	memset(ix->head, 0xff, cap * sizeof *ix->head);
+	for (size_t i = x->nrules; i-- > 0;) {          /* from the top: chains go up */
+		uint32_t k = wd_rule_hash(&x->rules[i]) & ix->mask;
+		ix->next[i] = ix->head[k];
+		ix->head[k] = (int32_t)i;
+	}
+	return 0;
+}
+
+int wd_carry(const Bundle *b, const Bundle *old, int32_t *from, bool *carried)
+{
+	WdRuleIx ox, bx;
+	if (wd_ix_build(&ox, old))
+		return -ENOMEM;
+	for (size_t r = 0; r < b->nrules; r++) {
+		from[r] = -1;
+		for (int32_t o = ox.head[wd_rule_hash(&b->rules[r]) & ox.mask]; o >= 0 && from[r] < 0; o = ox.next[o])
+			if (wd_carries(&b->rules[r], &old->rules[o]))
+				from[r] = o;
+	}
+	free(ox.head);
+	free(ox.next);
+	if (!carried)
+		return 0;
+	if (wd_ix_build(&bx, b))
+		return -ENOMEM;
+	for (size_t o = 0; o < old->nrules; o++) {
+		carried[o] = false;
+		for (int32_t r = bx.head[wd_rule_hash(&old->rules[o]) & bx.mask]; r >= 0 && !carried[o]; r = bx.next[r])
+			carried[o] = wd_carries(&b->rules[r], &old->rules[o]) != 0;
+	}
+	free(bx.head);
+	free(bx.next);
+	return 0;
 }
 
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
@@ -552,8 +603,11 @@ unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base,
 	sn_world *w = wd_world(stage);
 	int32_t *rf = (int32_t *)((char *)stage + L->o_rulefrom), *hf = (int32_t *)((char *)stage + L->o_histfrom);
 	unsigned kept = 0;
+	if (wd_carry(b, old, rf, NULL))
+		for (size_t r = 0; r < b->nrules; r++)
+			rf[r] = -1;                      /* no memory for the index: nothing carried */
 	for (size_t r = 0; r < b->nrules; r++) {
-		int o = wd_carried_from(b, old, r);
+		int o = rf[r];
 		rf[r] = o < 0 ? -1 : o | (wd_carries(&b->rules[r], &old->rules[o]) == 1 ? SN_FROM_CHANGED : 0);
 		kept += o >= 0;
 	}

@@ -82,11 +82,13 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
  * state (a changed one flagged SN_FROM_CHANGED), histories of the
  * same metric their samples, and the task table (same capacity) its slots.
  * Returns how many rules keep their state. */
-/* Whether some rule of b carries the alert state of old's rule o over a
- * reload (the same group and name, about the same kind of entity). */
-bool wd_carried(const Bundle *b, const Bundle *old, size_t o);
-/* The rule of old whose state b's rule r takes over, or -1. */
-int wd_carried_from(const Bundle *b, const Bundle *old, size_t r);
+/* Which rules carry alert state over a reload (the same group and name,
+ * about the same kind of entity): from[r] (b->nrules) the rule of old
+ * whose state b's rule r takes over (the first, -1: none); carried (NULL,
+ * or old->nrules) whether some rule of b takes over old's rule o.  A hash
+ * of each side: O(n + m) (pairs compared one by one were 10^8 name
+ * comparisons for two sets of 10,000 rules).  -ENOMEM. */
+int wd_carry(const Bundle *b, const Bundle *old, int32_t *from, bool *carried);
 unsigned wd_link(void *stage, const Bundle *b, const WdLayout *L, uint64_t base, const Bundle *old,
 		 const WdParams *oldp, const WdParams *p, uint64_t from);
 

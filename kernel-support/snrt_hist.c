@@ -134,7 +134,10 @@ uint32_t sn_win_start(const sn_hist *H, uint32_t e, uint32_t len, uint64_t t0n, 
 	if (!sp)
 		sp = tick_ns;
 	uint64_t d = t1 - t0n;                   /* the newest item's own span */
-	uint64_t back = sp && lim > d ? (lim - d) / sp : 0;
+	/* items back to the window's start: a guess (the steps below make it
+	 * exact), so a double's division, not a 64-bit integer's (a routine
+	 * of a hundred instructions on the GPU, once a window a tick) */
+	uint64_t back = sp && lim > d ? (uint64_t)((double)(lim - d) / (double)sp) : 0;
 	uint32_t lo = 0, hi = len - 1;
 	uint32_t g = back >= hi ? 0 : hi - (uint32_t)back;
 	/* forward while g is before the window */

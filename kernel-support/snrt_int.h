@@ -149,7 +149,7 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 	sn_bucket *ring = H->bkt + (uint64_t)e * cap;
 	if (len) {
 		sn_bucket *l = &ring[p == 0 ? cap - 1 : p - 1];
-		if (b->t0 / H->stride_ns == l->t0 / H->stride_ns && b->t0 >= l->t1) {
+		if (b->t0 >= l->t1 && b->t0 < (sn_stride_of(H, l->t0) + 1) * H->stride_ns) {
 			l->changes += b->changes + (b->v0 != l->v1);
 			l->t1 = b->t1;
 			l->v1 = b->v1;

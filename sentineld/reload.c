@@ -170,6 +170,24 @@ static void *d_reload_thread(void *arg)
 		if (!R->same && (R->r_open = eng_fleet_open(R->grow ? D->b : R->nb, &D->eo, &R->nfleet, why, sizeof why)))
 			snprintf(R->err, sizeof R->err, "the GPU kernel for the targets cannot load: %s", why);
 	}
+	/* new rules run a few ticks in a child process first, against the
+	 * first target that runs: a fault there (fatal to a process's CUDA,
+	 * a SIGSEGV on the CPU) fails the reload, not sentineld.  Started
+	 * now, so that the child's start (its own CUDA, target and code)
+	 * runs beside the new engines' load below */
+	DTrialRun tr = {.pid = -1, .fd = -1, .out = -1};
+	DTarget *ttg = NULL;
+	for (unsigned i = 0; i < D->ntg && D->cf.reload_trial && !R->grow && !R->r_targets && !R->r_rules &&
+			     !R->r_open && !R->same && !ttg; i++)
+		if (D->tg[i].ts == TS_OK && !D->tg[i].gone && D->tg[i].e)
+			ttg = &D->tg[i];
+	if (ttg) {
+		char why[900];
+		R->r_open = d_trial_start(D, ttg, R->nb, ttg->task_cap, &tr, why, sizeof why);
+		if (R->r_open)
+			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? ttg->cf.name : "", D->ntg > 1 ? ": " : "",
+				 why);
+	}
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
 	 * reload, and the running rules stay everywhere */
@@ -189,17 +207,16 @@ static void *d_reload_thread(void *arg)
 	}
 	R->t_open = d_now();
 	d_cache_log(D);
-	/* new rules run a few ticks in a child process first, against the
-	 * first target that takes them: a fault there (fatal to a process's
-	 * CUDA, a SIGSEGV on the CPU) fails the reload, not sentineld */
-	for (unsigned i = 0; i < D->ntg && D->cf.reload_trial && !R->grow && !R->r_open && !*R->trial; i++) {
-		DTarget *T = &D->tg[i];
-		if (!T->ne)
-			continue;
+	/* the trial: what is left of it once the engines loaded (a load that
+	 * failed has failed the reload: the child is not needed) */
+	if (tr.pid > 0 && R->r_open) {
+		d_trial_cancel(&tr);
+	} else if (tr.pid > 0) {
 		char why[900];
-		R->r_open = d_trial(D, T, R->nb, T->task_cap, R->trial, sizeof R->trial, why, sizeof why);
+		R->r_open = d_trial_wait(D, &tr, R->trial, sizeof R->trial, why, sizeof why);
 		if (R->r_open)
-			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
+			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? ttg->cf.name : "", D->ntg > 1 ? ": " : "",
+				 why);
 		else if (!*R->trial)
 			snprintf(R->trial, sizeof R->trial, "ran");
 	}
@@ -452,7 +469,7 @@ static int d_fleet_failed(Daemon *D, int r, const char *err, char *msg, size_t n
 
 /* The alerts of engine e (T's) that end with it: its firing ones resolve
  * and its pending ones are cancelled on every sink, those of all its
- * rules, or with nb those no rule of nb carries over (eng_rule_carried:
+ * rules, or with nb those no rule of nb carries over (eng_rules_carried:
  * a reload removed their rule).  How many. */
 static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
 {
@@ -468,8 +485,15 @@ static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
 	const Bundle *b = eng_bundle(e);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
+	bool *carried = nb ? calloc(b->nrules + 1, sizeof *carried) : NULL;
+	if (nb && (!carried || eng_rules_carried(nb, b, carried))) {
+		nt_log(D->nt, 4, "%s: the alerts of rules that go cannot be resolved: out of memory", T->label);
+		free(carried);
+		free(st);
+		return 0;
+	}
 	for (size_t i = 0; i < b->nrules; i++) {
-		if (nb && eng_rule_carried(nb, b, i))
+		if (carried && carried[i])
 			continue;
 		/* a per-entity rule's: every entity's, then its overflow alert */
 		sn_estate *es = NULL;
@@ -491,6 +515,7 @@ static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb)
 	}
 	if (n)
 		nt_flush(D->nt);
+	free(carried);
 	free(st);
 	return n;
 }

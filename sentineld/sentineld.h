@@ -445,9 +445,21 @@ void d_reload_done(Daemon *D);
 void d_handover_swap(Daemon *D);
 void d_handover_done(Daemon *D);
 
-/* trial.c: a reload's trial run of the new rules in a child process (sentineld --trial) */
-int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *note, size_t nn, char *err,
-	    size_t n);
+/* trial.c: a reload's trial run of the new rules in a child process
+ * (sentineld --trial), started beside the new engines' load
+ * (d_trial_start) and waited for after it (d_trial_wait), or cancelled
+ * when the load failed (d_trial_cancel).  The run's pipe and the bundle's
+ * memfd are its own; pid -1: none. */
+typedef struct DTrialRun {
+	pid_t pid;
+	int fd, out;               /* the bundle (memfd), the child's output */
+} DTrialRun;
+int d_trial_start(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, DTrialRun *tr, char *err,
+		  size_t n);
+/* 0 when the child ticked (note: its last words); otherwise an error and
+ * why in err.  Either way tr is done with. */
+int d_trial_wait(Daemon *D, DTrialRun *tr, char *note, size_t nn, char *err, size_t n);
+void d_trial_cancel(DTrialRun *tr);
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
 		 const char *backend);
 

@@ -295,8 +295,14 @@ static unsigned d_st_firing(DTarget *T, const EsSaved *s, const WdLayout *oL, Nt
 	uint64_t at = (uint64_t)(uintptr_t)s->block;
 	unsigned n = 0, cap = 0;
 	NtEvent *ev = NULL;
+	int32_t *from = malloc((b->nrules + 1) * sizeof *from);
+	if (!from || wd_carry(b, s->b, from, NULL)) {
+		free(from);
+		*out = NULL;
+		return 0;
+	}
 	for (size_t r = 0; r < b->nrules; r++) {
-		int f = wd_carried_from(b, s->b, r);
+		int f = from[r];
 		if (f < 0)
 			continue;
 		const sn_rstate *rs = (const sn_rstate *)(blk + oL->o_rstate) + f;
@@ -319,6 +325,7 @@ static unsigned d_st_firing(DTarget *T, const EsSaved *s, const WdLayout *oL, Nt
 					    .target = T->cf.name, .tlabels = T->cf.labels, .ntlabels = T->cf.nlabels};
 		}
 	}
+	free(from);
 	*out = ev;
 	return n;
 }

@@ -149,25 +149,33 @@ static const char *d_trial_words(char *out, size_t len)
 	return best ? best : san ? san : last;
 }
 
-/* Run the trial of new rules nb on target T (its table task_cap rows).
- * 0 when the child ticked; otherwise an error and why in err. */
-int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *note, size_t nn, char *err,
-	    size_t n)
+static void d_trial_close(DTrialRun *tr)
 {
-	int fd = memfd_create("sentinel-trial-bundle", 0), p[2] = {-1, -1}, r;
-	pid_t pid;
-	char out[4096] = "";
-	size_t len = 0;
-	*note = 0;
-	if (fd < 0 || pipe2(p, O_CLOEXEC)) {
+	if (tr->fd >= 0)
+		close(tr->fd);
+	if (tr->out >= 0)
+		close(tr->out);
+	tr->fd = tr->out = -1;
+	tr->pid = -1;
+}
+
+/* Start the trial of new rules nb on target T (its table task_cap rows):
+ * the child loads them, maps T and ticks; d_trial_wait says how it went. */
+int d_trial_start(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, DTrialRun *tr, char *err,
+		  size_t n)
+{
+	int p[2] = {-1, -1}, r;
+	*tr = (DTrialRun){.pid = -1, .fd = memfd_create("sentinel-trial-bundle", 0), .out = -1};
+	if (tr->fd < 0 || pipe2(p, O_CLOEXEC)) {
 		r = -errno;
 		snprintf(err, n, "cannot set up the trial run: %s", strerror(errno));
 		goto out;
 	}
-	if ((r = bd_write_fd(nb, fd, err, n)))
+	tr->out = p[0];
+	if ((r = bd_write_fd(nb, tr->fd, err, n)))
 		goto out;
 	char bundle[64], tasks[16];
-	snprintf(bundle, sizeof bundle, "/proc/self/fd/%d", fd);
+	snprintf(bundle, sizeof bundle, "/proc/self/fd/%d", tr->fd);
 	snprintf(tasks, sizeof tasks, "%u", task_cap);
 	const char *backend = eng_backend(T->e) == ENG_CUDA ? "cuda" : "cpu";
 	char *argv[] = {"sentineld", "--trial", bundle, "--trial-target", T->cf.name, "--trial-tasks", tasks,
@@ -177,27 +185,49 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	r = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	r = posix_spawn(&tr->pid, "/proc/self/exe", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
-	close(p[1]);
-	p[1] = -1;
 	if (r) {
 		snprintf(err, n, "cannot start the trial run (/proc/self/exe): %s", strerror(r));
+		tr->pid = -1;
 		r = -r;
-		goto out;
 	}
+out:
+	if (p[1] >= 0)
+		close(p[1]);
+	if (r)
+		d_trial_close(tr);
+	return r;
+}
+
+void d_trial_cancel(DTrialRun *tr)
+{
+	if (tr->pid > 0) {
+		kill(tr->pid, SIGKILL);
+		while (waitpid(tr->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	d_trial_close(tr);
+}
+
+int d_trial_wait(Daemon *D, DTrialRun *tr, char *note, size_t nn, char *err, size_t n)
+{
+	char out[4096] = "";
+	size_t len = 0;
+	int r;
+	*note = 0;
 	/* its output until it closes it; a child that hangs is killed */
 	uint64_t limit = 30000000000ull + 2 * D_TRIAL_TICKS * D->eo.tick_ns, deadline = d_now() + limit;
 	for (;;) {
 		uint64_t now = d_now();
 		if (now >= deadline) {
-			kill(pid, SIGKILL);
+			kill(tr->pid, SIGKILL);
 			snprintf(out + len, sizeof out - len, "\nsentineld --trial: it did not end in %.0f s and was killed",
 				 (double)limit / 1e9);
 			len = strlen(out);
 			break;
 		}
-		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		struct pollfd pf = {.fd = tr->out, .events = POLLIN};
 		int pr = poll(&pf, 1, (int)((deadline - now) / 1000000 + 1));
 		if (pr < 0 && errno == EINTR)
 			continue;
@@ -205,7 +235,7 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 			continue;
 		char buf[1024];
 		_Static_assert(sizeof buf < sizeof out, "a read fits in the kept output");
-		ssize_t got = read(p[0], buf, sizeof buf);
+		ssize_t got = read(tr->out, buf, sizeof buf);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
@@ -219,7 +249,7 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 		out[len] = 0;
 	}
 	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(tr->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	const char *last = d_trial_words(out, len);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
@@ -236,12 +266,6 @@ int d_trial(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, char *no
 		snprintf(err, n, "the trial run of the new rules failed (exit %d): %.600s", WEXITSTATUS(st), last);
 		r = -EIO;
 	}
-out:
-	if (fd >= 0)
-		close(fd);
-	if (p[0] >= 0)
-		close(p[0]);
-	if (p[1] >= 0)
-		close(p[1]);
+	d_trial_close(tr);
 	return r;
 }

@@ -128,7 +128,7 @@ if [ "$what" = startup ]; then
 		xz -dc "$d/base.tar.xz" | tar xf - -C "$work"
 		builds="$work/base:baseline $builds"
 	fi
-	BENCH_CACHE_KEY_baseline=0 PYTHONUNBUFFERED=1 python3 bench/startup.py cuda "${2:-10000}" $builds || rc=1
+	BENCH_CACHE_KEY_baseline=${BENCH_CACHE_KEY_baseline:-0} PYTHONUNBUFFERED=1 python3 bench/startup.py cuda "${2:-10000}" $builds || rc=1
 fi
 if [ "$what" = bench ]; then
 	# sentineld's tick time, host CPU use and reload time (bench/engine.py)
