@@ -111,7 +111,7 @@ SJ() {
 S quick "layers: includes through -I, never by path" 3 sh tests/layers.sh
 S quick "test runner: a suite that dies, exits badly or runs short fails make check" 15 sh tests/selftest/run.sh
 S quick "unit tests (ASan/UBSan)" 190 c_tests "$B/san/test_unit"
-S quick "runtime: windows on a simulated clock (ASan/UBSan)" 474 c_tests "$B/san/test_snrt"
+S quick "runtime: windows on a simulated clock (ASan/UBSan)" 475 c_tests "$B/san/test_snrt"
 S quick "notifier: HTTP delivery against a local server (ASan/UBSan)" 40 c_tests "$B/san/test_http"
 S quick "notifier: HTTP delivery against a local server (TSan)" 40 c_tests env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$B/tsan/test_http"
 S quick "rulec diagnostics (tests/check, ASan/UBSan)" 38 sh tests/check/run.sh "$B/san/rulec"

@@ -429,6 +429,60 @@ static void test_stride_of(void)
 	      "to 100 years)", bad == 0, cases);
 }
 
+/* wd_carry (which rules carry their alert state over a reload, through a
+ * hash of each side) against the pairs compared one by one: names and
+ * groups from small pools (collisions, duplicates, no group), entities,
+ * per-entity tables and hashes that differ. */
+static void test_carry(void)
+{
+	static const char *names[] = {"A", "B", "HungTask", "DiskFull", "Rule1", "Rule10", "Rule100", "X"};
+	static const char *groups[] = {NULL, "g", "h", "node"};
+	enum { N = 300 };
+	static BdRule ra[N], rb[N];
+	int32_t from[N];
+	bool carried[N];
+	uint64_t seed = 0x1234567887654321ull;
+	unsigned bad = 0, kept = 0, cases = 0;
+	for (unsigned c = 0; c < 200; c++) {
+		size_t na = 1 + c % N, nb = 1 + (c * 7) % N;
+		BdRule *sets[2] = {ra, rb};
+		size_t ns[2] = {na, nb};
+		for (int k = 0; k < 2; k++)
+			for (size_t i = 0; i < ns[k]; i++) {
+				seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+				uint64_t r = seed >> 11;
+				sets[k][i] = (BdRule){.name = (char *)names[r % 8], .group = (char *)groups[(r >> 3) % 4],
+						      .entity = (int)((r >> 5) % 3) - 1, .per_entity = (r >> 7) & 1,
+						      .max_alerts = 100, .hash = (r >> 8) % 2};
+			}
+		Bundle old = {.rules = ra, .nrules = na}, b = {.rules = rb, .nrules = nb};
+		if (wd_carry(&b, &old, from, carried)) {
+			bad++;
+			continue;
+		}
+		for (size_t r = 0; r < nb; r++, cases++) {
+			int32_t want = -1;
+			for (size_t o = 0; o < na && want < 0; o++)
+				if (!strcmp(rb[r].name, ra[o].name) &&
+				    !strcmp(rb[r].group ? rb[r].group : "", ra[o].group ? ra[o].group : "") &&
+				    rb[r].entity == ra[o].entity && rb[r].per_entity == ra[o].per_entity)
+					want = (int32_t)o;
+			bad += from[r] != want;
+			kept += want >= 0;
+		}
+		for (size_t o = 0; o < na; o++) {
+			bool want = false;
+			for (size_t r = 0; r < nb && !want; r++)
+				want = !strcmp(rb[r].name, ra[o].name) &&
+				       !strcmp(rb[r].group ? rb[r].group : "", ra[o].group ? ra[o].group : "") &&
+				       rb[r].entity == ra[o].entity && rb[r].per_entity == ra[o].per_entity;
+			bad += carried[o] != want;
+		}
+	}
+	CHECK("the rules a reload carries over, through a hash = compared pair by pair (%u rules, %u carried)",
+	      bad == 0 && kept > 0 && kept < cases, cases, kept);
+}
+
 /* The memory a history costs, and the limit on it. */
 static void test_memory(void)
 {
@@ -1128,6 +1182,7 @@ int main(void)
 	test_reload(3600, true, 600, false, 1);
 	test_ends_kept();
 	test_stride_of();
+	test_carry();
 	test_memory();
 	test_ring(10, 16);
 	test_ring(1000, 1024);
