@@ -96,8 +96,11 @@ def hog_fires(g, source):
     g.check("nice -n 19 stress-ng --cpu 0 --timeout 400s >/dev/null 2>&1 &")
     took, line = journal_has(g, since, "FIRING CpuOverload", 400)
     if took is None:                       # what sentineld was doing: its journal may be silent
-        line += "\n" + g.run("systemctl status sentineld --no-pager -n 5 2>&1 | head -n 12; "
-                             "sentinelctl status 2>&1 | head -n 25", timeout=60)[1]
+        # (the report shows 30 lines: the hog, the CPUs' times, the
+        # alerts and sentineld's status first)
+        line += "\n" + g.run("echo stress-ng processes: $(pgrep -c stress-ng); grep '^cpu' /proc/stat; "
+                             "sentinelctl alerts 2>&1 | head -n 5; sentinelctl status 2>&1 | head -n 14; "
+                             "systemctl status sentineld --no-pager -n 5 2>&1 | head -n 5", timeout=60)[1]
     g.run("pkill stress-ng; true")
     report(took is not None, "a CPU hog: CpuOverload in the journal (source = %s)%s" %
            (source, ", %.0f s after it started" % took if took else ""), line)
