@@ -608,13 +608,7 @@ int eng_settle(Engine *e, char *note, size_t nn, char *err, size_t n)
 
 bool eng_gpu_lost(void) { return gpu_lost(); }
 
-int eng_rules_carried(const Bundle *b, const Bundle *old, bool *carried)
-{
-	int32_t *from = malloc((b->nrules + 1) * sizeof *from);
-	int r = from ? wd_carry(b, old, from, carried) : -ENOMEM;
-	free(from);
-	return r;
-}
+int eng_rules_carried(const Bundle *b, const Bundle *old, bool *carried) { return wd_carry(b, old, NULL, carried); }
 
 /* A kernel or tick thread that neither ticks nor ends is stuck: its
  * heartbeat (stats->heartbeat, one a tick) has not moved for 10 s and 50

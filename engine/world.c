@@ -569,30 +569,35 @@ static int wd_ix_build(WdRuleIx *ix, const Bundle *x)
 	return 0;
 }
 
+/* The first rule of x (indexed by ix) that carries state to or from rule
+ * q: x is the new bundle (q an old rule) when x_new, else the old one. */
+static int32_t wd_ix_find(const WdRuleIx *ix, const Bundle *x, const BdRule *q, bool x_new)
+{
+	for (int32_t i = ix->head[wd_rule_hash(q) & ix->mask]; i >= 0; i = ix->next[i])
+		if (x_new ? wd_carries(&x->rules[i], q) : wd_carries(q, &x->rules[i]))
+			return i;
+	return -1;
+}
+
 int wd_carry(const Bundle *b, const Bundle *old, int32_t *from, bool *carried)
 {
-	WdRuleIx ox, bx;
-	if (wd_ix_build(&ox, old))
-		return -ENOMEM;
-	for (size_t r = 0; r < b->nrules; r++) {
-		from[r] = -1;
-		for (int32_t o = ox.head[wd_rule_hash(&b->rules[r]) & ox.mask]; o >= 0 && from[r] < 0; o = ox.next[o])
-			if (wd_carries(&b->rules[r], &old->rules[o]))
-				from[r] = o;
+	WdRuleIx ix;
+	if (from) {
+		if (wd_ix_build(&ix, old))
+			return -ENOMEM;
+		for (size_t r = 0; r < b->nrules; r++)
+			from[r] = wd_ix_find(&ix, old, &b->rules[r], false);
+		free(ix.head);
+		free(ix.next);
 	}
-	free(ox.head);
-	free(ox.next);
-	if (!carried)
-		return 0;
-	if (wd_ix_build(&bx, b))
-		return -ENOMEM;
-	for (size_t o = 0; o < old->nrules; o++) {
-		carried[o] = false;
-		for (int32_t r = bx.head[wd_rule_hash(&old->rules[o]) & bx.mask]; r >= 0 && !carried[o]; r = bx.next[r])
-			carried[o] = wd_carries(&b->rules[r], &old->rules[o]) != 0;
+	if (carried) {
+		if (wd_ix_build(&ix, b))
+			return -ENOMEM;
+		for (size_t o = 0; o < old->nrules; o++)
+			carried[o] = wd_ix_find(&ix, b, &old->rules[o], true) >= 0;
+		free(ix.head);
+		free(ix.next);
 	}
-	free(bx.head);
-	free(bx.next);
 	return 0;
 }
 

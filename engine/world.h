@@ -84,8 +84,9 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
  * Returns how many rules keep their state. */
 /* Which rules carry alert state over a reload (the same group and name,
  * about the same kind of entity): from[r] (b->nrules) the rule of old
- * whose state b's rule r takes over (the first, -1: none); carried (NULL,
- * or old->nrules) whether some rule of b takes over old's rule o.  A hash
+ * whose state b's rule r takes over (the first, -1: none); carried
+ * (old->nrules) whether some rule of b takes over old's rule o; either may
+ * be NULL.  A hash
  * of each side: O(n + m) (pairs compared one by one were 10^8 name
  * comparisons for two sets of 10,000 rules).  -ENOMEM. */
 int wd_carry(const Bundle *b, const Bundle *old, int32_t *from, bool *carried);

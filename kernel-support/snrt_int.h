@@ -69,13 +69,6 @@ static inline sn_bucket sn_one(uint64_t t, double v)
 	return (sn_bucket){t, t, v, v, v, v, known ? v : 0, (uint32_t)known, 0};
 }
 
-/* An ends-only history's sample: into head[e], and into the ring when it
- * starts a new stride (the ring keeps each stride's first sample); then
- * the window's old end in head[e] moved on if this sample took it out of
- * the window.  A full ring drops the kept old end before it overwrites
- * the oldest item, so the one kept is always one of the ring's: rate()
- * over it is the same as over the ring (sn_win_start's answer).  A C99
- * inline definition like sn_hist_add's (below). */
 /* Which stride of H time t (below 2^63) falls in: t / stride_ns without a
  * division (a push made two a task a tick, a tenth of the tick of a rule
  * over 5,000 tasks): the double's estimate is off by about 2^-52 of
@@ -91,6 +84,13 @@ inline uint64_t sn_stride_of(const sn_hist *H, uint64_t t)
 	return q;
 }
 
+/* An ends-only history's sample: into head[e], and into the ring when it
+ * starts a new stride (the ring keeps each stride's first sample); then
+ * the window's old end in head[e] moved on if this sample took it out of
+ * the window.  A full ring drops the kept old end before it overwrites
+ * the oldest item, so the one kept is always one of the ring's: rate()
+ * over it is the same as over the ring (sn_win_start's answer).  A C99
+ * inline definition like sn_hist_add's (below). */
 inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v)
 {
 	sn_head *hd = &H->head[e];

@@ -147,6 +147,13 @@ static bool d_same_rules(const Bundle *a, const Bundle *b)
 	return true;
 }
 
+/* A reload's failure on target T, named where there are several. */
+static void d_reload_err(DReload *R, const DTarget *T, const char *why)
+{
+	bool many = R->D->ntg > 1;
+	snprintf(R->err, sizeof R->err, "%s%s%s", many ? T->cf.name : "", many ? ": " : "", why);
+}
+
 static void *d_reload_thread(void *arg)
 {
 	DReload *R = arg;
@@ -185,8 +192,7 @@ static void *d_reload_thread(void *arg)
 		char why[900];
 		R->r_open = d_trial_start(D, ttg, R->nb, ttg->task_cap, &tr, why, sizeof why);
 		if (R->r_open)
-			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? ttg->cf.name : "", D->ntg > 1 ? ": " : "",
-				 why);
+			d_reload_err(R, ttg, why);
 	}
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
@@ -203,7 +209,7 @@ static void *d_reload_thread(void *arg)
 		char why[900];
 		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
 		if (R->r_open)
-			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? T->cf.name : "", D->ntg > 1 ? ": " : "", why);
+			d_reload_err(R, T, why);
 	}
 	R->t_open = d_now();
 	d_cache_log(D);
@@ -215,8 +221,7 @@ static void *d_reload_thread(void *arg)
 		char why[900];
 		R->r_open = d_trial_wait(D, &tr, R->trial, sizeof R->trial, why, sizeof why);
 		if (R->r_open)
-			snprintf(R->err, sizeof R->err, "%s%s%s", D->ntg > 1 ? ttg->cf.name : "", D->ntg > 1 ? ": " : "",
-				 why);
+			d_reload_err(R, ttg, why);
 		else if (!*R->trial)
 			snprintf(R->trial, sizeof R->trial, "ran");
 	}
