@@ -102,6 +102,8 @@ struct CpuCode {
 	size_t nrelo;
 	const void *obj;           /* the bundle's object, for the workers' copies (cpu_threads) */
 	size_t objlen;
+	const BdData *data;        /* the bundle's data tables, written into every copy */
+	size_t ndata;
 };
 
 static int cpu_lookup_in(ElfImage *img, const char *name, void **out, char *err, size_t n)
@@ -111,6 +113,23 @@ static int cpu_lookup_in(ElfImage *img, const char *name, void **out, char *err,
 		return 0;
 	snprintf(err, n, "the bundle's x86-64 code has no %s: a bundle and engine mismatch; recompile the rules", name);
 	return -ENOEXEC;
+}
+
+/* The rules' data tables into a copy of the code (bundle.h, BD_SEC_DATA):
+ * each into its symbol, which must be exactly its size. */
+static int cpu_write_data(ElfImage *img, const BdData *d, size_t nd, char *err, size_t n)
+{
+	for (size_t i = 0; i < nd; i++) {
+		size_t have = 0;
+		void *p = el_sym_size(img, d[i].name, &have);
+		if (!p || have != d[i].len) {
+			snprintf(err, n, "the bundle's x86-64 code has %s of %zu bytes, its data %zu: a damaged bundle; "
+				 "recompile the rules", d[i].name, p ? have : 0, d[i].len);
+			return -ENOEXEC;
+		}
+		memcpy(p, d[i].bytes, d[i].len);
+	}
+	return 0;
 }
 
 static int cpu_lookup(CpuCode *c, const char *name, void **out, char *err, size_t n)
@@ -146,6 +165,8 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 		r = cpu_lookup(c, KX_RELO_SYM, &relo, err, n);
 	if (!r)
 		r = cpu_lookup(c, KX_CUR_SYM, &cur, err, n);
+	if (!r)
+		r = cpu_write_data(c->img, b->data, b->ndata, err, n);
 	if (r) {
 		cpu_close(c);
 		return r;
@@ -161,6 +182,8 @@ int cpu_open(const Bundle *b, CpuCode **out, char *err, size_t n)
 	c->nrelo = b->relos.n;
 	c->obj = b->host_obj;
 	c->objlen = b->host_len;
+	c->data = b->data;
+	c->ndata = b->ndata;
 	*out = c;
 	return 0;
 }
@@ -264,6 +287,8 @@ static int cpu_worker_code(CpuCode *c, CpuWorker *k, char *err, size_t n)
 		r = cpu_lookup_in(k->img, KX_RELO_SYM, &relo, err, n);
 	if (!r)
 		r = cpu_lookup_in(k->img, KX_CUR_SYM, &cur, err, n);
+	if (!r)
+		r = cpu_write_data(k->img, c->data, c->ndata, err, n);
 	if (r)
 		return r;
 	k->step = (void (*)(sn_world *, uint32_t, uint32_t, uint32_t, uint64_t))step;

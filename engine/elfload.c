@@ -44,6 +44,7 @@ static const struct {
 typedef struct ElSym {
 	const char *name;          /* into ElfImage.names */
 	uint64_t addr;
+	uint64_t size;             /* st_size */
 } ElSym;
 
 struct ElfImage {
@@ -359,7 +360,7 @@ static int el_exports(ElLink *L, ElfImage *im)
 		if ((b == STB_GLOBAL || b == STB_WEAK) && y->st_shndx != SHN_UNDEF) {
 			size_t l = strlen(L->str + y->st_name) + 1;
 			memcpy(w, L->str + y->st_name, l);
-			im->syms[im->nsyms++] = (ElSym){.name = w, .addr = L->addr[i]};
+			im->syms[im->nsyms++] = (ElSym){.name = w, .addr = L->addr[i], .size = y->st_size};
 			w += l;
 		}
 	}
@@ -446,9 +447,17 @@ out:
 
 void *el_sym(const ElfImage *im, const char *name)
 {
+	return el_sym_size(im, name, NULL);
+}
+
+void *el_sym_size(const ElfImage *im, const char *name, size_t *size)
+{
 	for (size_t i = 0; i < im->nsyms; i++)
-		if (!strcmp(im->syms[i].name, name))
+		if (!strcmp(im->syms[i].name, name)) {
+			if (size)
+				*size = (size_t)im->syms[i].size;
 			return (void *)(uintptr_t)im->syms[i].addr;
+		}
 	return NULL;
 }
 

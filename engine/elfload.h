@@ -25,6 +25,8 @@ typedef struct ElfImage ElfImage;
 int el_load(const void *obj, size_t len, ElfImage **out, char *err, size_t n);
 /* The address of a global symbol the object defines, or NULL. */
 void *el_sym(const ElfImage *im, const char *name);
+/* The same, and its size (the symbol's st_size) in *size. */
+void *el_sym_size(const ElfImage *im, const char *name, size_t *size);
 /* Bytes mapped (code, data, GOT and stubs). */
 size_t el_size(const ElfImage *im);
 void el_free(ElfImage *im);

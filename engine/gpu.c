@@ -303,6 +303,28 @@ void gpu_enter(const GpuCode *g)
 		g->d.CtxSetCurrent(g->ctx);
 }
 
+/* The rules' data tables into the loaded module (bundle.h, BD_SEC_DATA):
+ * each into its global, which must be exactly its size.  Before any
+ * kernel of the module runs. */
+static int gpu_write_data(GpuCode *g, const Bundle *b, char *err, size_t n)
+{
+	for (size_t i = 0; i < b->ndata; i++) {
+		CUdeviceptr p = 0;
+		size_t have = 0;
+		CUresult c = g->d.ModuleGetGlobal(&p, &have, g->mod, b->data[i].name);
+		if (c || have != b->data[i].len) {
+			snprintf(err, n, "the bundle's PTX has %s of %zu bytes, its data %zu: a damaged bundle; recompile "
+				 "the rules", b->data[i].name, c ? 0 : have, b->data[i].len);
+			return -ENOEXEC;
+		}
+		if ((c = g->d.MemcpyHtoD(p, b->data[i].bytes, b->data[i].len))) {
+			gpu_err(g, c, err, n, "cannot write the rules' table %s", b->data[i].name);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 {
 	GpuCode *g = calloc(1, sizeof *g);
@@ -389,6 +411,8 @@ int gpu_open(const Bundle *b, int ordinal, GpuCode **out, char *err, size_t n)
 		gpu_err(g, c, err, n, "cannot create CUDA streams");
 		goto fail;
 	}
+	if ((r = gpu_write_data(g, b, err, n)))
+		goto fail;
 	*out = g;
 	return 0;
 fail:
@@ -397,6 +421,36 @@ fail:
 }
 
 const char *gpu_device_name(const GpuCode *g) { return g->name; }
+
+int gpu_warm(int ordinal, char *err, size_t n)
+{
+	GpuCode g = {0};
+	int count = 0, r = gpu_load_driver(&g, err, n);
+	CUresult c = CUDA_SUCCESS;
+	if (r)
+		return r;
+	if ((c = g.d.Init(0)) || (c = g.d.DeviceGetCount(&count)) || ordinal < 0 || ordinal >= count ||
+	    (c = g.d.DeviceGet(&g.dev, ordinal))) {
+		gpu_err(&g, c, err, n, "GPU %d cannot start", ordinal);
+		return -ENODEV;
+	}
+	pthread_mutex_lock(&gpu_ctx_lock);
+	size_t i, empty = SIZE_MAX, np = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
+	for (i = 0; i < np; i++) {
+		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && gpu_ctx_pool[i].dev == g.dev)
+			break;
+		if (!gpu_ctx_pool[i].ctx && empty == SIZE_MAX)
+			empty = i;
+	}
+	if (i == np && empty != SIZE_MAX && !(c = g.d.CtxCreate(&gpu_ctx_pool[empty].ctx, 0, g.dev)))
+		gpu_ctx_pool[empty].dev = g.dev;         /* unused: gpu_open takes it */
+	pthread_mutex_unlock(&gpu_ctx_lock);
+	if (c) {
+		gpu_err(&g, c, err, n, "cannot open a context on GPU %d", ordinal);
+		return -EIO;
+	}
+	return 0;
+}
 
 int gpu_probe_arch(char *arch, size_t n)
 {

@@ -45,6 +45,11 @@ const char *gpu_mapping(const GpuCode *g);
 /* The architecture ("sm_90") of GPU 0 of this machine, for the compiler's
  * native PTX; -ENODEV (and nothing written) when there is none. */
 int gpu_probe_arch(char *arch, size_t n);
+/* Start the driver and open a context on GPU ordinal now, into the pool
+ * the next gpu_open takes its context from (a reload's trial run does
+ * this while the rules compile: cuInit and a context are most of a new
+ * process's start on the GPU).  0 or -errno and a message. */
+int gpu_warm(int ordinal, char *err, size_t n);
 /* Map the target and lay out the world on the GPU.  *mirror receives a host
  * copy of the world block (for views), *ring and *stats the host side of the
  * mapped ring and statistics. */

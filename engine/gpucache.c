@@ -4,9 +4,10 @@
  * Two levels, both under sentineld's cache directory ([engine] cache):
  *  - DIR/cuda: the driver's own compute cache (CUDA_CACHE_PATH, 4 GiB at
  *    most), which keys each PTX input of a link on its bytes, the JIT
- *    options, the GPU and the driver (docs/cuda-jit-cache.md).  rulec puts
- *    the rules' numbers in a PTX part of their own (rulec/cg_shape.c), so
- *    a reload that changes a threshold compiles that small part alone.
+ *    options, the GPU and the driver (docs/cuda-jit-cache.md).  The rules'
+ *    numbers are not in the PTX (rulec/cg_shape.c; the engine writes them
+ *    into the module, gpu_write_data), so a reload that changes a
+ *    threshold links the same PTX and finds the cubin below.
  *  - DIR/cubin/KEY.cubin: the whole link's result, keyed by a 128-bit hash
  *    of every part, the JIT options, the GPU's architecture and the
  *    driver's version.  A start whose rules did not change loads it and

@@ -31,7 +31,7 @@
  * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
 #define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
-#define SN_ABI_VERSION 16u
+#define SN_ABI_VERSION 17u
 /* words of sn_world.sync */
 #define SN_SYNC_N 8u
 

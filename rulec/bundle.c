@@ -1,4 +1,5 @@
 /* bundle.c - reading and writing bundles (see bundle.h). */
+#define _GNU_SOURCE                 /* memfd_create */
 #include "bundle.h"
 
 #include <jansson.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,6 +210,10 @@ static json_t *bd_manifest(const Bundle *b)
 						     (json_int_t)b->ptx[i].len, "parts", (json_int_t)parts));
 	}
 	json_object_set_new(code, "ptx", ptx);
+	json_t *data = json_object();
+	for (size_t i = 0; i < b->ndata; i++)
+		json_object_set_new(data, b->data[i].name, json_integer((json_int_t)b->data[i].len));
+	json_object_set_new(code, "data_bytes", data);
 	json_object_set_new(m, "code", code);
 	return m;
 }
@@ -246,11 +252,13 @@ static int bd_section(FILE *f, uint64_t *h, uint32_t kind, const char *name, con
  * written last); 0 or -EIO / -ENOMEM. */
 static int bd_emit(const Bundle *b, FILE *f)
 {
+	if (b->image)                                 /* made once (bd_image) */
+		return fwrite(b->image, 1, b->image_len, f) == b->image_len ? 0 : -EIO;
 	char *man = bd_manifest_json(b);
 	if (!man)
 		return -ENOMEM;
 	/* header with a zero checksum first; rewritten once it is known */
-	uint32_t nsec = 2 + (uint32_t)b->nptx;
+	uint32_t nsec = 2 + (uint32_t)b->nptx + (uint32_t)b->ndata;
 	unsigned char hdr[BD_HEADER] = {0};
 	memcpy(hdr, BD_MAGIC, 8);
 	int e = fwrite(hdr, 1, BD_HEADER, f) == BD_HEADER ? 0 : -EIO;
@@ -259,6 +267,8 @@ static int bd_emit(const Bundle *b, FILE *f)
 	if (!e) e = bd_section(f, &h, BD_SEC_HOST_OBJECT, "x86_64", b->host_obj, b->host_len);
 	for (size_t i = 0; i < b->nptx && !e; i++)
 		e = bd_section(f, &h, BD_SEC_PTX, b->ptx[i].arch, b->ptx[i].text, b->ptx[i].len);
+	for (size_t i = 0; i < b->ndata && !e; i++)
+		e = bd_section(f, &h, BD_SEC_DATA, b->data[i].name, b->data[i].bytes, b->data[i].len);
 	long end = ftell(f);
 	uint32_t fmt = BD_FORMAT;
 	uint64_t payload = (uint64_t)end - BD_HEADER;
@@ -313,6 +323,36 @@ int bd_write_fd(const Bundle *b, int fd, char *err, size_t n)
 	if (fclose(f) && !e)
 		e = -EIO;
 	return e ? bd_fail(err, n, e, "cannot write the bundle: %s", strerror(-e)) : 0;
+}
+
+int bd_image(Bundle *b, char *err, size_t n)
+{
+	if (b->image)
+		return 0;
+	int fd = memfd_create("sentinel-bundle", MFD_CLOEXEC), e = 0;
+	struct stat st;
+	if (fd < 0)
+		return bd_fail(err, n, -errno, "cannot write the bundle: %s", strerror(errno));
+	if (!(e = bd_write_fd(b, fd, err, n)) && fstat(fd, &st))
+		e = bd_fail(err, n, -errno, "cannot write the bundle: %s", strerror(errno));
+	void *p = e ? NULL : malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!e && (!p || pread(fd, p, (size_t)st.st_size, 0) != (ssize_t)st.st_size)) {
+		free(p);
+		e = bd_fail(err, n, -ENOMEM, "cannot write the bundle: out of memory");
+	}
+	close(fd);
+	if (!e) {
+		b->image = p;
+		b->image_len = (size_t)st.st_size;
+	}
+	return e;
+}
+
+void bd_image_drop(Bundle *b)
+{
+	free(b->image);
+	b->image = NULL;
+	b->image_len = 0;
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -567,6 +607,17 @@ int bd_parse(const void *data, size_t len, const char *name, Bundle **out, char 
 			memcpy(x->text, d, dl);
 			x->text[dl] = 0;
 			x->len = dl;
+		} else if (kind == BD_SEC_DATA) {
+			if (b->ndata == BD_MAX_DATA || nl >= sizeof b->data[0].name) {
+				snprintf(why, sizeof why, "a data table too many, or its name too long (%s)", sname);
+				goto bad;
+			}
+			BdData *x = &b->data[b->ndata++];
+			memcpy(x->name, sname, nl + 1);
+			if (!(x->bytes = malloc(dl ? dl : 1)))
+				goto bad;
+			memcpy(x->bytes, d, dl);
+			x->len = dl;
 		}
 		q = d + dl + (8 - (nl + dl) % 8) % 8;
 	}
@@ -674,5 +725,8 @@ void bd_free(Bundle *b)
 	free(b->host_obj);
 	for (size_t i = 0; i < b->nptx; i++)
 		free(b->ptx[i].text);
+	for (size_t i = 0; i < b->ndata; i++)
+		free(b->data[i].bytes);
+	free(b->image);
 	free(b);
 }

@@ -757,58 +757,80 @@ static LLVMValueRef cg_begin(Cg *C, const char *name, LLVMTypeRef *params, unsig
 	return C->fn;
 }
 
-/* The rule's descriptor: an sn_rdesc, field for field (the asserts at
- * the top hold this struct type to it), its row of sn_rule_desc. */
-static LLVMValueRef cg_rdesc(Cg *C, const Rule *r)
+/* Rule r's descriptor (its row of sn_rule_desc). */
+static sn_rdesc cg_rdesc(const CgProg *p, const Rule *r)
 {
 	int vec = cg_vector_entity(r->expr);
 	int vent = vec >= 0 ? vec : cg_value_entity(r->expr);
 	unsigned sv = vec < 0 ? 0 : 1 + (vec == ENT_CPU ? SN_ENT_CPU : vec == ENT_TASK ? SN_ENT_TASK :
 					 SN_ENT_OBJ + (unsigned)(vec - ENT_FIRST_OBJ));
-	LLVMValueRef fv[8] = {
-		LLVMConstInt(C->i64, (unsigned long long)(r->for_s * 1e9 + 0.5), 0),
-		LLVMConstInt(C->i64, (unsigned long long)(r->clear_for_s * 1e9 + 0.5), 0),
-		cg_u32(C, r->m_of), cg_u32(C, r->n_of), cg_u32(C, r->clear != NULL),
-		cg_s32(C, vent == ENT_TASK ? C->p->slot[MET_TASK_PID] : -1),
-		cg_u32(C, ent_is_obj(vent) ? (unsigned)(vent - ENT_FIRST_OBJ + 1) : 0), cg_u32(C, sv)};
-	return LLVMConstStructInContext(C->ctx, fv, 8, 0);
+	return (sn_rdesc){.for_ns = (uint64_t)(r->for_s * 1e9 + 0.5), .clear_for_ns = (uint64_t)(r->clear_for_s * 1e9 + 0.5),
+			  .m_of = r->m_of, .n_of = r->n_of, .has_clear = r->clear != NULL,
+			  .pid_slot = vent == ENT_TASK ? p->slot[MET_TASK_PID] : -1,
+			  .obj = ent_is_obj(vent) ? (uint32_t)(vent - ENT_FIRST_OBJ + 1) : 0, .vec = sv};
 }
 
-/* A table of the rules' data: external, so that it is one symbol in a PTX
- * part of its own (compile.c), and never written. */
-static LLVMValueRef cg_data(Cg *C, const char *name, LLVMTypeRef elt, LLVMValueRef *vals, size_t n)
+/* The data tables' rows: rules, rules, rules and numbers (at least one). */
+static size_t cg_table_rows(const CgProg *p, unsigned t)
 {
-	LLVMValueRef g = LLVMAddGlobal(C->m, LLVMArrayType2(elt, n), name);
-	LLVMSetInitializer(g, LLVMConstArray2(elt, vals, n));
-	return g;
+	size_t nc = p->shapes.nconsts;
+	return t == 3 ? (nc ? nc : 1) : p->rs->n;
+}
+
+static const char *const cg_table_names[CG_TABLES] = {"sn_rule_shape", "sn_rule_desc", "sn_rule_cbase",
+						      "sn_rule_const"};
+
+int cg_table_bytes(const CgProg *p, CgTable out[CG_TABLES], unsigned *n)
+{
+	*n = 0;
+	if (!p->rs || !p->rs->n)
+		return 0;
+	const CgShapes *S = &p->shapes;
+	static const size_t row[CG_TABLES] = {sizeof(uint32_t), sizeof(sn_rdesc), sizeof(uint32_t), sizeof(double)};
+	for (unsigned t = 0; t < CG_TABLES; t++) {
+		size_t rows = cg_table_rows(p, t);
+		out[t] = (CgTable){cg_table_names[t], calloc(rows, row[t]), rows * row[t]};
+		if (!out[t].bytes) {
+			for (unsigned k = 0; k <= t; k++)
+				free(out[k].bytes);
+			return -ENOMEM;
+		}
+	}
+	uint32_t *shape = out[0].bytes, *cbase = out[2].bytes;
+	sn_rdesc *desc = out[1].bytes;
+	for (size_t i = 0; i < p->rs->n; i++) {
+		shape[i] = S->of[i];
+		desc[i] = cg_rdesc(p, &p->rs->v[i]);
+		cbase[i] = S->cbase[i];
+	}
+	if (S->nconsts)
+		memcpy(out[3].bytes, S->consts, S->nconsts * sizeof(double));
+	*n = CG_TABLES;
+	return 0;
 }
 
 /* The data tables, a row per rule: sn_rule_shape (its shape, which
  * rules_eval dispatches on), sn_rule_desc (its sn_rdesc), sn_rule_cbase
- * (where its numbers start in sn_rule_const). */
-static int cg_tables(Cg *C)
+ * (where its numbers start in sn_rule_const).  Zeros here, external and
+ * written by no code: the engine writes cg_table_bytes' rows into the
+ * loaded code (bundle.h, BD_SEC_DATA), so a rule's numbers are not in the
+ * code, and the code of a rule set whose numbers changed is the same
+ * (rulec's code cache, the GPU's link cache).  The last table in a PTX
+ * part of its own (compile.c). */
+static LLVMValueRef cg_data(Cg *C, unsigned t, LLVMTypeRef elt)
 {
-	const CgShapes *S = &C->p->shapes;
-	size_t n = C->p->rs->n, big = n > S->nconsts ? n : S->nconsts;
-	LLVMValueRef *v = malloc((big ? big : 1) * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		v[i] = cg_u32(C, S->of[i]);
-	C->t_shape = cg_data(C, "sn_rule_shape", C->i32, v, n);
-	for (size_t i = 0; i < n; i++)
-		v[i] = cg_rdesc(C, &C->p->rs->v[i]);
-	C->t_desc = cg_data(C, "sn_rule_desc", C->desc_t, v, n);
-	for (size_t i = 0; i < n; i++)
-		v[i] = cg_u32(C, S->cbase[i]);
-	C->t_cbase = cg_data(C, "sn_rule_cbase", C->i32, v, n);
-	for (size_t i = 0; i < S->nconsts; i++)
-		v[i] = cg_real(C, S->consts[i]);
-	if (!S->nconsts)
-		v[0] = cg_real(C, 0);
-	C->t_const = cg_data(C, "sn_rule_const", C->dbl, v, S->nconsts ? S->nconsts : 1);
-	free(v);
-	return 0;
+	LLVMTypeRef at = LLVMArrayType2(elt, cg_table_rows(C->p, t));
+	LLVMValueRef g = LLVMAddGlobal(C->m, at, cg_table_names[t]);
+	LLVMSetInitializer(g, LLVMConstNull(at));
+	return g;
+}
+
+static void cg_tables(Cg *C)
+{
+	C->t_shape = cg_data(C, 0, C->i32);
+	C->t_desc = cg_data(C, 1, C->desc_t);
+	C->t_cbase = cg_data(C, 2, C->i32);
+	C->t_const = cg_data(C, 3, C->dbl);
 }
 
 /* A load from a data table that no one writes (ld.global.nc on the GPU) */
@@ -1171,8 +1193,8 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 	/* the rules: a function per shape, a row of data per rule */
 	LLVMTypeRef dt[8] = {C.i64, C.i64, C.i32, C.i32, C.i32, C.i32, C.i32, C.i32};
 	C.desc_t = LLVMStructTypeInContext(C.ctx, dt, 8, 0);
-	if (!C.nerr && nrules && cg_tables(&C) && !C.nerr++)
-		snprintf(err, n, "out of memory");
+	if (!C.nerr && nrules)
+		cg_tables(&C);
 	for (unsigned s = 0; nrules && s < p->shapes.n && !C.nerr; s++)
 		fns[s] = cg_rule(&C, s);
 	if (!C.nerr)

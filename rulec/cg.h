@@ -94,6 +94,19 @@ unsigned cg_shape_lits(const Rule *r, const Expr **lits);
 struct LLVMOpaqueModule;
 int cg_emit(struct LLVMOpaqueModule *m, const CgProg *p, char *err, size_t n);
 
+/* The rules' data tables (sn_rule_shape, sn_rule_desc, sn_rule_cbase,
+ * sn_rule_const): cg_emit defines each as zeros of this size, and the
+ * engine writes these bytes into the code it loads, so the code does not
+ * change when only the rules' numbers do.  *n tables (0 without rules),
+ * their bytes malloc'd (the caller frees them); 0 or -ENOMEM. */
+#define CG_TABLES 4
+typedef struct CgTable {
+	const char *name;
+	void *bytes;
+	size_t len;
+} CgTable;
+int cg_table_bytes(const CgProg *p, CgTable out[CG_TABLES], unsigned *n);
+
 /* a string literal or a string-valued metric (task.comm, task.state) */
 bool cg_is_string(const Expr *e);
 /* The entity (ENT_CPU, ENT_TASK, an object) of the first per-entity metric e names, else -1 */

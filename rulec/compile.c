@@ -162,6 +162,17 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]], !p->hist_full[p->hist_m[i]]};
 	for (unsigned i = 0; i < p->njobs; i++)
 		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric, p->jobs[i].obj};
+	CgTable tab[CG_TABLES];
+	unsigned ntab;
+	if (cg_table_bytes(p, tab, &ntab))
+		return -ENOMEM;
+	_Static_assert(CG_TABLES <= BD_MAX_DATA, "a bundle holds every data table");
+	for (unsigned t = 0; t < ntab; t++) {
+		BdData *x = &b->data[b->ndata++];
+		snprintf(x->name, sizeof x->name, "%s", tab[t].name);
+		x->bytes = tab[t].bytes;
+		x->len = tab[t].len;
+	}
 	const RuleSet *rs = p->rs;
 	if (!rs)
 		return 0;
@@ -379,7 +390,22 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 				T[i].lv.loads_local);
 		goto out;
 	}
-	for (int i = 0; i < nt && !e; i++) {
+	/* the same code as an earlier compile (only the rules' data differ):
+	 * its object and PTX, and no back end (compcache.c) */
+	BdKey ck;
+	bool code_cached = false, code_keyed = !e && o->cache_dir && !emit;
+	if (code_keyed) {
+		char note[1200];
+		LLVMModuleRef ms[2] = {T[0].m, T[1].m};
+		comp_code_key(ms, (unsigned)nt, o, &ck);
+		code_cached = !comp_code_get(o, &ck, b, note, sizeof note);
+		if (*note && o->cache_note)
+			snprintf(o->cache_note, o->cache_note_len, "%s", note);
+		if (*note && o->progress)
+			fprintf(o->progress, "rulec: %s\n", note);
+		comp_phase(o, code_cached ? "code from the cache" : "code key", &t0);
+	}
+	for (int i = 0; i < nt && !e && !code_cached; i++) {
 		comp_internalize(T[i].m, T[i].t != LVM_NVPTX);
 		LLVMStripModuleDebugInfo(T[i].m);
 	}
@@ -397,7 +423,7 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	}
 	/* the two targets' back halves are independent (own LLVM contexts):
 	 * the host code on a thread of its own, the PTX here */
-	if (!e) {
+	if (!e && !code_cached) {
 		Back host = {.T = &T[0], .b = b, .o = o};
 		Back gpu = {.T = &T[1], .b = b, .o = o, .nrules = p->rs ? p->rs->n : 0, .nshapes = p->shapes.n,
 			    .archs = emit && !strcmp(emit, "ptx") ? "sm_70" : o->archs ? o->archs : COMP_DEFAULT_ARCHS};
@@ -418,14 +444,19 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 			for (size_t i = 0; i < b->nptx; i++)
 				fprintf(o->progress, "rulec:   PTX for %-18s %7zu bytes\n", b->ptx[i].arch, b->ptx[i].len);
 		}
+		char note[1200];
+		if (!e && code_keyed && comp_code_put(o, &ck, b, note, sizeof note) && o->progress)
+			fprintf(o->progress, "rulec: %s\n", note);
 		t0 = comp_now();
 	}
 	if (!e && emit && !strcmp(emit, "ptx")) {
 		fputs(b->ptx[0].text, o->emit_out ? o->emit_out : stdout);
 		goto out;
 	}
-	if (!e)
+	if (!e) {
 		e = comp_fill(b, p, o);
+		comp_phase(o, "manifest", &t0);
+	}
 	if (!e && emit && !strcmp(emit, "manifest")) {
 		char *s = bd_manifest_json(b);
 		fprintf(o->emit_out ? o->emit_out : stdout, "%s\n", s ? s : "");
@@ -483,6 +514,7 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 			size_t n)
 {
 	CheckOpts co = {.tick = o->tick_s > 0 ? o->tick_s : 0.1};
+	double t0 = comp_now();
 	int e = rs_list_dir(dir, &c->paths, &c->npaths);
 	if (e) {
 		snprintf(err, n, "%s: cannot read the rule directory: %s", dir, strerror(-e));
@@ -495,8 +527,10 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 	for (size_t i = 0; i < c->npaths; i++)
 		rf_load(&c->rs, c->paths[i], &c->d, &co);
 	rs_check_all(&c->rs, &c->d);
+	comp_phase(o, "read and check", &t0);
 	if (!c->d.nerr)
 		cg_analyse(&c->plan, &c->rs, &c->d);
+	comp_phase(o, "plan", &t0);
 	const DiagCtx *d = &c->d;
 	const RuleSet *rs = &c->rs;
 	if (d->nerr || d->nwarn) {
@@ -518,16 +552,23 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 	if (d->nerr)
 		return 1;
 	char note[4400];
+	if (o->cache_note && o->cache_note_len)
+		*o->cache_note = 0;
+	if (o->keep)
+		o->keep->want = false;
 	e = comp_cache_get(&c->rs, o, out, note, sizeof note);
 	if (e) {
 		e = comp_build(&c->plan, o, out, err, n);
+		t0 = comp_now();
 		char put[1200];
 		if (!e && comp_cache_put(&c->rs, o, *out, put, sizeof put) && !*note)
 			snprintf(note, sizeof note, "%s", put);
+		if (!e && o->cache_dir && !o->keep)
+			comp_phase(o, "kept in the cache", &t0);
 	}
 	if (*note && o->progress)
 		fprintf(o->progress, "rulec: %s\n", note);
-	if (o->cache_note)
+	if (o->cache_note && *note)               /* else comp_build's, if it had one */
 		snprintf(o->cache_note, o->cache_note_len, "%s", note);
 	return e;
 }

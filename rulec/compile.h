@@ -30,7 +30,16 @@ typedef struct CompOpts {
 	const char *cache_dir;
 	char *cache_note;
 	size_t cache_note_len;
+	/* comp_dir with keep: the bundle is not kept in cache_dir there;
+	 * keep->want says whether it is to be, under keep->key, by
+	 * comp_cache_keep (a reload keeps it off its critical path) */
+	struct CompKeep *keep;
 } CompOpts;
+
+typedef struct CompKeep {
+	bool want;
+	BdKey key;
+} CompKeep;
 
 /* The baseline PTX every GPU since Volta runs (the driver compiles it for
  * newer ones); rulec adds the native one of a GPU it finds (rulec.c). */
@@ -55,6 +64,16 @@ int comp_dir(const char *dir, const CompOpts *o, Bundle **out, char **diags, cha
  * when a file was refused); keep b for them (0, or -errno and a note). */
 int comp_cache_get(const RuleSet *rs, const CompOpts *o, Bundle **out, char *note, size_t n);
 int comp_cache_put(const RuleSet *rs, const CompOpts *o, const Bundle *b, char *note, size_t n);
+/* What comp_dir left to keep (CompOpts.keep): b under k; 0 or -errno and a note. */
+int comp_cache_keep(const CompOpts *o, const CompKeep *k, const Bundle *b, char *note, size_t n);
+/* The code alone (compcache.c): k from the compiler, the options and the
+ * back end's input modules; an earlier compile's x86-64 object and PTX for
+ * it into b (0; b owns them), or none (-errno, a note when a file was
+ * refused); keep b's code for k. */
+struct LLVMOpaqueModule;
+void comp_code_key(struct LLVMOpaqueModule *const *m, unsigned nm, const CompOpts *o, BdKey *k);
+int comp_code_get(const CompOpts *o, const BdKey *k, Bundle *b, char *note, size_t n);
+int comp_code_put(const CompOpts *o, const BdKey *k, const Bundle *b, char *note, size_t n);
 
 /* Only what the plan's code would need from a kernel: generate and
  * relocate the host code, keep the relocations (rulec --check --target). */

@@ -8,7 +8,8 @@
 static unsigned d_alerts_end(DTarget *T, Engine *e, const Bundle *nb);
 
 typedef struct DCompile {
-	Daemon *D;
+	const CompOpts *co;
+	const char *dir;
 	Bundle **out;
 	char **diags, *err;
 	size_t n;
@@ -22,7 +23,7 @@ static void *d_compile_thread(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
 	if (getenv("SENTINEL_TEST_FAULTS"))
 		u_oom_after(eng_test_fault_n("reload-oom"));
-	j->r = comp_dir(j->D->cf.rules_dir, &j->D->co, j->out, j->diags, j->err, j->n);
+	j->r = comp_dir(j->dir, j->co, j->out, j->diags, j->err, j->n);
 	return NULL;
 }
 
@@ -31,15 +32,17 @@ static void *d_compile_thread(void *arg)
  * machines it watches, and a reload must not starve them (on a 2-CPU host
  * a reload's compile at nice 0 took a guest's hog from 99% to 76% busy,
  * enough to resolve the alert it had raised). */
-int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n)
+int d_rules_load(Daemon *D, CompKeep *keep, Bundle **out, char **diags, char *err, size_t n)
 {
 	*diags = NULL;
 	if (D->cf.bundle)
 		return bd_read(D->cf.bundle, out, err, n);
-	DCompile j = {.D = D, .out = out, .diags = diags, .err = err, .n = n};
+	CompOpts co = D->co;
+	co.keep = keep;
+	DCompile j = {.co = &co, .dir = D->cf.rules_dir, .out = out, .diags = diags, .err = err, .n = n};
 	pthread_t t;
 	if (d_thread(&t, d_compile_thread, &j))
-		return comp_dir(D->cf.rules_dir, &D->co, out, diags, err, n);
+		return comp_dir(D->cf.rules_dir, &co, out, diags, err, n);
 	pthread_join(t, NULL);
 	if (D->cache_note[0])
 		nt_log(D->nt, 6, "%s", D->cache_note);
@@ -154,6 +157,33 @@ static void d_reload_err(DReload *R, const DTarget *T, const char *why)
 	snprintf(R->err, sizeof R->err, "%s%s%s", many ? T->cf.name : "", many ? ": " : "", why);
 }
 
+/* What a reload does with its new bundle beside the new engines' load:
+ * its bytes made once (bd_image), handed to the trial child, then kept in
+ * the compile cache (the manifest of 10,000 rules takes 0.2 s to make,
+ * and each write of it was on the reload's path). */
+typedef struct DFeed {
+	Daemon *D;
+	Bundle *nb;
+	DTrialRun *tr;             /* NULL: no trial */
+	CompKeep keep;
+	int r;
+	char err[900];
+} DFeed;
+
+static void *d_feed_thread(void *arg)
+{
+	DFeed *f = arg;
+	char note[1200];
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
+	f->r = bd_image(f->nb, f->err, sizeof f->err);
+	if (!f->r && f->tr)
+		f->r = d_trial_feed(f->tr, f->nb, f->err, sizeof f->err);
+	if (comp_cache_keep(&f->D->co, &f->keep, f->nb, note, sizeof note))
+		snprintf(f->D->cache_note, sizeof f->D->cache_note, "%s", note);
+	bd_image_drop(f->nb);
+	return NULL;
+}
+
 static void *d_reload_thread(void *arg)
 {
 	DReload *R = arg;
@@ -165,8 +195,25 @@ static void *d_reload_thread(void *arg)
 	d_gate_close(D);
 	if (!R->grow)
 		R->r_targets = d_targets_read(D, R);
-	if (!R->grow && !R->r_targets)
-		R->r_rules = d_rules_load(D, &R->nb, &R->diags, R->err, sizeof R->err);
+	/* new rules run a few ticks in a child process first, against the
+	 * first target that runs: a fault there (fatal to a process's CUDA,
+	 * a SIGSEGV on the CPU) fails the reload, not sentineld.  Started
+	 * now, so that the child's start (its own CUDA and target) runs beside
+	 * the compile, and its load of the rules beside the new engines' */
+	DTrialRun tr = {.pid = -1, .fd = -1, .out = -1, .go = -1};
+	DTarget *ttg = NULL;
+	for (unsigned i = 0; i < D->ntg && D->cf.reload_trial && !R->grow && !R->r_targets && !ttg; i++)
+		if (D->tg[i].ts == TS_OK && !D->tg[i].gone && D->tg[i].e)
+			ttg = &D->tg[i];
+	if (ttg) {
+		char why[900];
+		R->r_open = d_trial_start(D, ttg, ttg->task_cap, &tr, why, sizeof why);
+		if (R->r_open)
+			d_reload_err(R, ttg, why);
+	}
+	DFeed feed = {.D = D};
+	if (!R->grow && !R->r_targets && !R->r_open)
+		R->r_rules = d_rules_load(D, &feed.keep, &R->nb, &R->diags, R->err, sizeof R->err);
 	R->t_rules = d_now();
 	/* the GPU fleet: the same rules go on in its kernel (targets may come
 	 * and go); new rules, or a target's larger task table, take a new
@@ -177,23 +224,16 @@ static void *d_reload_thread(void *arg)
 		if (!R->same && (R->r_open = eng_fleet_open(R->grow ? D->b : R->nb, &D->eo, &R->nfleet, why, sizeof why)))
 			snprintf(R->err, sizeof R->err, "the GPU kernel for the targets cannot load: %s", why);
 	}
-	/* new rules run a few ticks in a child process first, against the
-	 * first target that runs: a fault there (fatal to a process's CUDA,
-	 * a SIGSEGV on the CPU) fails the reload, not sentineld.  Started
-	 * now, so that the child's start (its own CUDA, target and code)
-	 * runs beside the new engines' load below */
-	DTrialRun tr = {.pid = -1, .fd = -1, .out = -1};
-	DTarget *ttg = NULL;
-	for (unsigned i = 0; i < D->ntg && D->cf.reload_trial && !R->grow && !R->r_targets && !R->r_rules &&
-			     !R->r_open && !R->same && !ttg; i++)
-		if (D->tg[i].ts == TS_OK && !D->tg[i].gone && D->tg[i].e)
-			ttg = &D->tg[i];
-	if (ttg) {
-		char why[900];
-		R->r_open = d_trial_start(D, ttg, R->nb, ttg->task_cap, &tr, why, sizeof why);
-		if (R->r_open)
-			d_reload_err(R, ttg, why);
-	}
+	/* the trial's rules: these, unless there is nothing to try; the
+	 * bundle to the child and the cache on a thread of their own */
+	if (tr.pid > 0 && (R->r_rules || R->r_open || R->same))
+		d_trial_cancel(&tr);
+	feed.nb = R->nb;
+	feed.tr = tr.pid > 0 ? &tr : NULL;
+	pthread_t fth;
+	bool feeding = !R->r_rules && R->nb && (feed.tr || feed.keep.want) && !d_thread(&fth, d_feed_thread, &feed);
+	if (!feeding && feed.tr)
+		d_feed_thread(&feed);
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
 	 * reload, and the running rules stay everywhere */
@@ -210,6 +250,12 @@ static void *d_reload_thread(void *arg)
 		R->r_open = eng_open(R->grow ? D->b : R->nb, T->t, &eo, &T->ne, why, sizeof why);
 		if (R->r_open)
 			d_reload_err(R, T, why);
+	}
+	if (feeding)
+		pthread_join(fth, NULL);
+	if (feed.r && !R->r_open) {
+		R->r_open = feed.r;
+		d_reload_err(R, ttg, feed.err);
 	}
 	R->t_open = d_now();
 	d_cache_log(D);

@@ -259,8 +259,10 @@ static void usage(FILE *out)
 "                       examples/sentinel.conf is an annotated template)\n"
 "      --check-config   check the configuration and the rules, then exit\n"
 "      --trial BUNDLE --trial-target NAME --trial-tasks N [--trial-backend B]\n"
-"                       run BUNDLE's rules for 3 ticks against target NAME and\n"
-"                       exit: a reload runs its new rules so in a child first\n"
+"        [--trial-go]   run BUNDLE's rules for 3 ticks against target NAME and\n"
+"                       exit (--trial-go: find NAME first, then wait for a 'g'\n"
+"                       on stdin to read BUNDLE): a reload runs its new rules\n"
+"                       so in a child first\n"
 "                       ([engine] reload_trial; exit 2: they could not run,\n"
 "                       3: a GPU kernel faulted, 4: they did not tick in time)\n"
 "  -h, --help           this help\n"
@@ -328,12 +330,13 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'}, {"check-config", no_argument, NULL, 'k'},
 		{"trial", required_argument, NULL, 1}, {"trial-target", required_argument, NULL, 2},
 		{"trial-tasks", required_argument, NULL, 3}, {"trial-backend", required_argument, NULL, 4},
+		{"trial-go", no_argument, NULL, 5},
 		{NULL, 0, NULL, 0},
 	};
 	const char *config = SENTINEL_SYSCONFDIR "/sentinel/sentinel.conf";
 	const char *trial = NULL, *trial_target = NULL, *trial_backend = "auto";
 	unsigned long trial_tasks = 0;
-	bool check_only = false;
+	bool check_only = false, trial_go = false;
 	int opt;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":hVc:", opts, NULL)) != -1) {
@@ -362,6 +365,9 @@ int main(int argc, char **argv)
 		case 4:
 			trial_backend = optarg;
 			break;
+		case 5:
+			trial_go = true;
+			break;
 		case ':':
 			fprintf(stderr, "sentineld: %s needs a value (the configuration file); see sentineld --help\n",
 				argv[optind - 1]);
@@ -381,7 +387,7 @@ int main(int argc, char **argv)
 				"it is run by a reload, not by hand (see sentineld --help)\n");
 			return 2;
 		}
-		return d_trial_main(config, trial, trial_target, (uint32_t)trial_tasks, trial_backend);
+		return d_trial_main(config, trial, trial_target, (uint32_t)trial_tasks, trial_backend, trial_go);
 	}
 	d_crash_report();
 	/* The signals sentineld handles are blocked from here on, in this
@@ -450,7 +456,7 @@ int main(int argc, char **argv)
 			  .host_only = !gpu && strcmp(D.cf.backend, "cuda"), .tick_s = (double)D.cf.tick_ns / 1e9,
 			  .cache_dir = D.cache_dir[0] ? D.cache_dir : NULL, .cache_note = D.cache_note,
 			  .cache_note_len = sizeof D.cache_note};
-	int r = d_rules_load(&D, &D.b, &diags, err, sizeof err);
+	int r = d_rules_load(&D, NULL, &D.b, &diags, err, sizeof err);
 	if (diags)                               /* errors (r == 1), or warnings: the rules run */
 		fputs(diags, stderr);
 	if (r == 1) {

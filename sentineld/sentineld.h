@@ -435,7 +435,7 @@ void d_watch_target(Daemon *D);
 
 /* reload.c: the reload: compile and open on a thread, then the handover on the main loop */
 int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, size_t n);
-int d_rules_load(Daemon *D, Bundle **out, char **diags, char *err, size_t n);
+int d_rules_load(Daemon *D, CompKeep *keep, Bundle **out, char **diags, char *err, size_t n);
 uint32_t d_threads(const Config *cf);
 void d_reload_discard(Daemon *D);
 void d_reload_done(Daemon *D);
@@ -446,22 +446,24 @@ void d_handover_swap(Daemon *D);
 void d_handover_done(Daemon *D);
 
 /* trial.c: a reload's trial run of the new rules in a child process
- * (sentineld --trial), started beside the new engines' load
- * (d_trial_start) and waited for after it (d_trial_wait), or cancelled
- * when the load failed (d_trial_cancel).  The run's pipe and the bundle's
- * memfd are its own; pid -1: none. */
+ * (sentineld --trial), started before the rules compile (d_trial_start),
+ * given them once they have (d_trial_feed: it loads them beside the new
+ * engines' load) and waited for after that load (d_trial_wait), or
+ * cancelled when the compile or the load failed (d_trial_cancel).  The
+ * run's pipes and the bundle's memfd are its own; pid -1: none. */
 typedef struct DTrialRun {
 	pid_t pid;
 	int fd, out;               /* the bundle (memfd), the child's output */
+	int go;                    /* the child's stdin: 'g' once the bundle is in fd; -1 once said */
 } DTrialRun;
-int d_trial_start(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, DTrialRun *tr, char *err,
-		  size_t n);
+int d_trial_start(Daemon *D, DTarget *T, uint32_t task_cap, DTrialRun *tr, char *err, size_t n);
+int d_trial_feed(DTrialRun *tr, const Bundle *nb, char *err, size_t n);
 /* 0 when the child ticked (note: its last words); otherwise an error and
  * why in err.  Either way tr is done with. */
 int d_trial_wait(Daemon *D, DTrialRun *tr, char *note, size_t nn, char *err, size_t n);
 void d_trial_cancel(DTrialRun *tr);
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
-		 const char *backend);
+		 const char *backend, bool go);
 
 /* state.c: alert state and windows across a restart ([engine] state):
  * d_st_start before the targets open, d_st_restore for each before its

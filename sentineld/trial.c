@@ -12,9 +12,14 @@
  * The CPU backend runs the rules' host code in the process too (a wild
  * read there is a SIGSEGV), so it gets the same trial.
  *
- * The parent half, d_trial, runs on the reload's thread: the main loop
- * goes on meanwhile.  The child half, d_trial_main, is sentineld's
- * --trial mode. */
+ * The parent half runs on the reload's thread: the main loop goes on
+ * meanwhile.  It starts the child before the rules compile
+ * (d_trial_start): the child finds the target's kernel and, on the GPU,
+ * starts CUDA and a context, then waits on its stdin; d_trial_feed hands
+ * it the compiled bundle and a go, and it loads and ticks beside the new
+ * engines' load; d_trial_wait reads how it went (d_trial_cancel: a
+ * compile or load that failed ends it).  The child half, d_trial_main, is
+ * sentineld's --trial mode. */
 #define _GNU_SOURCE                 /* memfd_create, pipe2 */
 #include "sentineld.h"
 
@@ -28,13 +33,26 @@ extern char **environ;
 
 /* ---- the child ------------------------------------------------------------------------- */
 
+/* With --trial-go: whether the parent said go (a 'g' on stdin) rather
+ * than closing it (the reload failed: nothing to run). */
+static bool d_trial_go(void)
+{
+	char c = 0;
+	ssize_t r;
+	while ((r = read(0, &c, 1)) < 0 && errno == EINTR)
+		;
+	return r == 1 && c == 'g';
+}
+
 /* sentineld --trial BUNDLE --trial-target NAME --trial-tasks N
- * --trial-backend B -c CONFIG: open the target as sentineld would, with
- * the bundle's rules; run D_TRIAL_TICKS ticks; stop.  Exit 0 (it ran), 2
- * (it could not run: the reason on stderr), 3 (a GPU kernel faulted), 4
- * (it did not tick in time). */
+ * --trial-backend B [--trial-go] -c CONFIG: open the target as sentineld
+ * would, with the bundle's rules; run D_TRIAL_TICKS ticks; stop.  With
+ * go, the target is found (and CUDA started) first, and the bundle read
+ * once stdin says go.  Exit 0 (it ran, or was not needed), 2 (it could not
+ * run: the reason on stderr), 3 (a GPU kernel faulted), 4 (it did not tick
+ * in time). */
 int d_trial_main(const char *config, const char *bundle, const char *target, uint32_t task_cap,
-		 const char *backend)
+		 const char *backend, bool go)
 {
 	Daemon D = {.lfd = -1};
 	DTarget T = {0};
@@ -53,11 +71,6 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		fprintf(stderr, "sentineld --trial: %s has no target named %s\n", config, target);
 		goto out;
 	}
-	if (bd_read(bundle, &D.b, err, sizeof err)) {
-		fprintf(stderr, "sentineld --trial: %s\n", err);
-		rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
-		goto out;
-	}
 	D.cf.kernel_log_lines = 0;             /* no alert goes out of a trial */
 	D.ntg = 1;
 	D.tg = &T;
@@ -69,8 +82,22 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		goto out;
 	}
 	T.task_cap = task_cap;
-	if (d_open_target(&T, err, sizeof err)) {
+	/* what needs no rules first, while the parent compiles them */
+	if (d_find_target(&T, err, sizeof err) || (!strcmp(backend, "cuda") && gpu_warm(D.cf.gpu, err, sizeof err))) {
 		fprintf(stderr, "sentineld --trial: %s\n", err);
+		goto out;
+	}
+	if (go && !d_trial_go()) {
+		rc = 0;
+		goto out;
+	}
+	if (bd_read(bundle, &D.b, err, sizeof err)) {
+		fprintf(stderr, "sentineld --trial: %s\n", err);
+		goto out;
+	}
+	if (d_load_target(&T, err, sizeof err)) {
+		fprintf(stderr, "sentineld --trial: %s\n", err);
+		rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
 		goto out;
 	}
 	uint64_t t0 = d_now(), tick = D.cf.tick_ns;
@@ -155,36 +182,36 @@ static void d_trial_close(DTrialRun *tr)
 		close(tr->fd);
 	if (tr->out >= 0)
 		close(tr->out);
-	tr->fd = tr->out = -1;
+	if (tr->go >= 0)
+		close(tr->go);
+	tr->fd = tr->out = tr->go = -1;
 	tr->pid = -1;
 }
 
-/* Start the trial of new rules nb on target T (its table task_cap rows):
- * the child loads them, maps T and ticks; d_trial_wait says how it went. */
-int d_trial_start(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, DTrialRun *tr, char *err,
-		  size_t n)
+/* Start the trial on target T (its table task_cap rows): the child finds
+ * T's kernel and starts its backend, then waits for d_trial_feed. */
+int d_trial_start(Daemon *D, DTarget *T, uint32_t task_cap, DTrialRun *tr, char *err, size_t n)
 {
-	int p[2] = {-1, -1}, r;
-	*tr = (DTrialRun){.pid = -1, .fd = memfd_create("sentinel-trial-bundle", 0), .out = -1};
-	if (tr->fd < 0 || pipe2(p, O_CLOEXEC)) {
+	int p[2] = {-1, -1}, g[2] = {-1, -1}, r = 0;
+	*tr = (DTrialRun){.pid = -1, .fd = memfd_create("sentinel-trial-bundle", 0), .out = -1, .go = -1};
+	if (tr->fd < 0 || pipe2(p, O_CLOEXEC) || pipe2(g, O_CLOEXEC)) {
 		r = -errno;
 		snprintf(err, n, "cannot set up the trial run: %s", strerror(errno));
 		goto out;
 	}
 	tr->out = p[0];
-	if ((r = bd_write_fd(nb, tr->fd, err, n)))
-		goto out;
+	tr->go = g[1];
 	char bundle[64], tasks[16];
 	snprintf(bundle, sizeof bundle, "/proc/self/fd/%d", tr->fd);
 	snprintf(tasks, sizeof tasks, "%u", task_cap);
 	const char *backend = eng_backend(T->e) == ENG_CUDA ? "cuda" : "cpu";
 	char *argv[] = {"sentineld", "--trial", bundle, "--trial-target", T->cf.name, "--trial-tasks", tasks,
-			"--trial-backend", (char *)backend, "-c", D->cf.path, NULL};
+			"--trial-backend", (char *)backend, "--trial-go", "-c", D->cf.path, NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, g[0], 0);
 	r = posix_spawn(&tr->pid, "/proc/self/exe", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (r) {
@@ -195,8 +222,20 @@ int d_trial_start(Daemon *D, DTarget *T, const Bundle *nb, uint32_t task_cap, DT
 out:
 	if (p[1] >= 0)
 		close(p[1]);
+	if (g[0] >= 0)
+		close(g[0]);
 	if (r)
 		d_trial_close(tr);
+	return r;
+}
+
+int d_trial_feed(DTrialRun *tr, const Bundle *nb, char *err, size_t n)
+{
+	int r = bd_write_fd(nb, tr->fd, err, n);
+	ssize_t w = r ? 0 : write(tr->go, "g", 1);   /* none: the child has ended; d_trial_wait says why */
+	(void)w;
+	close(tr->go);
+	tr->go = -1;
 	return r;
 }
 

@@ -152,9 +152,11 @@ def series(text, name, **labels):
 
 def cache_checks(tmp):
     """[engine] cache: the compiled rules kept across restarts (rulec/compcache.c).
-    Four starts of one target: the first compiles and keeps the bundle, the
+    Five starts of one target: the first compiles and keeps the bundle, the
     second reads it back, a corrupted one is refused and compiled again, a
-    changed rule file compiles again."""
+    changed threshold takes the code from the cache with the new number in
+    the rules' data (OutOfMemory, silent before, fires), a new rule compiles
+    again."""
     conf = os.path.join(tmp, "cache.conf")
     cache = os.path.join(tmp, "cache")
     with open(conf, "w") as f:
@@ -162,12 +164,16 @@ def cache_checks(tmp):
                 "tick = 100ms\nstate = none\ncache = %s\n[notify]\nlog = yes\n[control]\nsocket = %s/ctl.sock\n" %
                 (tmp, tmp, cache, tmp))
 
-    def start():
+    def start(until=None):
         path = os.path.join(tmp, "cache-%d.log" % len(os.listdir(tmp)))
         with open(path, "w") as log:
             p = subprocess.Popen([SENTINELD, "-c", conf], stdout=log, stderr=subprocess.STDOUT)
         ticked = wait(lambda: status(tmp).get("ticks", 0) >= 1, 120, 0.5)
         seen.update(status(tmp).get("cache", {}))
+        if ticked and until:
+            ticked = wait(lambda: until in open(path).read(), 60, 0.5)
+        else:
+            time.sleep(2)   # past OutOfMemory's for: 1s, had it held
         p.send_signal(signal.SIGTERM)
         try:
             p.wait(timeout=60)
@@ -183,7 +189,7 @@ def cache_checks(tmp):
         return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".bundle")) if os.path.isdir(d) else []
 
     ticked, text = start()
-    report(ticked and len(bundles()) == 1 and "from the cache" not in text,
+    report(ticked and len(bundles()) == 1 and "from the cache" not in text and "FIRING OutOfMemory" not in text,
            "cache: the first start compiles the rules and keeps the bundle (%s)" % bundles(), text[-2000:])
     ticked, text = start()
     report(ticked and "the rules' code from the cache" in text and seen.get("directory") == cache,
@@ -197,11 +203,20 @@ def cache_checks(tmp):
     ticked, text = start()
     report(ticked and "cannot be used" in text and "removed, compiling again" in text and len(bundles()) == 1,
            "cache: a corrupted bundle is refused, removed and compiled again; the rules run", text[-2000:])
-    with open(os.path.join(tmp, "rules", "paper.yaml"), "a") as f:
-        f.write("# an edit\n")
+    paper = os.path.join(tmp, "rules", "paper.yaml")
+    with open(paper) as f:
+        text = f.read()
+    with open(paper, "w") as f:      # OutOfMemory's thresholds: free memory and swap under 100.5%
+        f.write(text.replace("< 30%", "< 100.5%"))
+    ticked, text = start("FIRING OutOfMemory")
+    report(ticked and "only their data changed" in text and len(bundles()) == 2,
+           "cache: a changed threshold takes the code from the cache, and the rule runs with its new number "
+           "(OutOfMemory fires; %d bundles kept)" % len(bundles()), text[-2000:])
+    with open(paper, "a") as f:
+        f.write("      - alert: CacheProbe\n        expr: host.procs_running > 100000 and rate(host.forks[1s]) > 0\n")
     ticked, text = start()
-    report(ticked and "from the cache" not in text and len(bundles()) == 2,
-           "cache: a changed rule file compiles again (%d bundles kept)" % len(bundles()), text[-2000:])
+    report(ticked and "from the cache" not in text and len(bundles()) == 3,
+           "cache: a new rule compiles again (%d bundles kept)" % len(bundles()), text[-2000:])
 
 
 def main():

@@ -6,7 +6,8 @@
 #                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
-#                        startup [N]|faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart]
+#                        startup [N]|faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart|
+#                        pausedtick [N,N SECONDS ROUNDS]]
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -70,6 +71,11 @@ if [ "$what" = taskbench ]; then
 		export BENCH_BASELINE="$work/base"
 	fi
 	PYTHONUNBUFFERED=1 python3 bench/task_scale.py "$work/bin" "${2:-cuda,cpu}" "${3:-60,5000,50000}" "${4:-10}" || rc=1
+fi
+if [ "$what" = pausedtick ]; then
+	# the CPU backend's tick on a paused guest, rule sets in alternated rounds: a window's
+	# cost on this machine's quiet cores (bench/paused_tick.py; BENCH_SETTLE=62: covered)
+	PYTHONUNBUFFERED=1 python3 bench/paused_tick.py "$work/bin" "${2:-5000}" "${3:-10}" "${4:-3}" || rc=1
 fi
 if [ "$what" = fuzz ]; then
 	# the hostile guest with every tick on the GPU (tests/fuzz/fuzz_guest.c, no libFuzzer
