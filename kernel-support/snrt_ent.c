@@ -67,6 +67,14 @@ void sn_ent_put(sn_world *w, uint32_t rule, const sn_rdesc *d, uint32_t ent, dou
 	if (!s) {
 		if (sn_isnan(cond) || cond == 0)
 			return;                  /* no alert, no state */
+		/* the table full: no claim can succeed.  A read, not the claim's
+		 * atomic, which returns its answer: where every task holds (25,000
+		 * of them against a cap of 100), a warp's claims waited for one
+		 * round trip after another, most of the rule's time */
+		if (__atomic_load_n(&T->nclaim, __ATOMIC_RELAXED) >= T->nfree) {
+			__atomic_fetch_add(&T->overflow, 1, __ATOMIC_RELAXED);
+			return;
+		}
 		uint32_t k = __atomic_fetch_add(&T->nclaim, 1, __ATOMIC_RELAXED);
 		if (k >= T->nfree) {
 			__atomic_fetch_add(&T->overflow, 1, __ATOMIC_RELAXED);
