@@ -101,11 +101,7 @@ def run(tmp, ram, n, kind, build, label="", rnd=0):
         st = ctl(sock, "status", build)["status"]
         return statistics.median(lens), st["table_bytes"], st["history_bytes"], st["tasks"]
     finally:
-        p.terminate()
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        guest.stop(p)
         if os.path.exists(sock):
             os.unlink(sock)
 

@@ -151,12 +151,7 @@ def run(tmp, core, n, sources=None):
                 (n, up, (c1 - c0) / SECS / 1e7, who, rss_mib(d.pid), ticks, 100.0 * ticks / (n * SECS * 1000 / TICK_MS),
                  late, last, longest, tables, hist, alerts)) + loop + fleet
     finally:
-        d.terminate()
-        try:
-            d.wait(60)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            d.wait()
+        guest.stop(d)
 
 
 def live(tmp):

@@ -111,11 +111,7 @@ def measure(tmp, ram, backend, n, rules, budget="auto", threads="auto", build=No
                 "budget": s1.get("read_budget"),
                 "phases": ", ".join("%s %.0f/%.0f" % (k, pct(v, 0.5), max(v)) for k, v in phases.items())}
     finally:
-        p.terminate()
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        guest.stop(p)
 
 
 def pertask(tmp):

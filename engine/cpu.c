@@ -1,6 +1,7 @@
 /* cpu.c - the CPU backend (see cpu.h). */
 #include "cpu.h"
 #include "elfload.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -28,13 +29,6 @@ typedef struct CpuBar {
 	uint32_t sleepers;
 } CpuBar;
 
-static uint64_t cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void cpu_bar_wait(CpuBar *b)
 {
 	uint32_t g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
@@ -45,10 +39,10 @@ static void cpu_bar_wait(CpuBar *b)
 			syscall(SYS_futex, &b->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 		return;
 	}
-	uint64_t t0 = cpu_ns();
+	uint64_t t0 = u_now_ns();
 	for (uint32_t i = 1; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g; i++) {
 		__builtin_ia32_pause();
-		if (i % 256 == 0 && cpu_ns() - t0 > CPU_BAR_SPIN_NS)
+		if (i % 256 == 0 && u_now_ns() - t0 > CPU_BAR_SPIN_NS)
 			break;
 	}
 	while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) {

@@ -2,6 +2,7 @@
 #include "engine.h"
 #include "cpu.h"
 #include "gpu.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -60,13 +61,6 @@ struct Engine {
  * thread runs) or FAILED (it runs on); an offer not claimed in time is
  * withdrawn by eng_takeover, which cannot race the claim (both CAS). */
 enum { ENG_HO_NONE, ENG_HO_OFFERED, ENG_HO_CLAIMED, ENG_HO_DONE, ENG_HO_FAILED };
-
-static uint64_t eng_clock(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The rule tables of the CPU backend: on 2 MiB pages where the kernel has
  * them to give (transparent huge pages, `madvise` or `always`), as the GPU
@@ -235,7 +229,7 @@ int eng_tick(Engine *e, uint64_t now, char *err, size_t n)
 	if (e->backend == ENG_CUDA)
 		return gpu_tick(e->gpu, now, err, n);
 	ms_refresh(e->t->src);                  /* kcore: read afresh */
-	cpu_tick(e->cpu, wd_world(e->block), now ? now : eng_clock(), 0);
+	cpu_tick(e->cpu, wd_world(e->block), now ? now : u_now_ns(), 0);
 	return 0;
 }
 
@@ -349,7 +343,7 @@ int eng_restore(Engine *e, const Bundle *ob, const WdParams *op, void *block, si
 	*kept = wd_link(e->block, e->b, &e->L, (uint64_t)(uintptr_t)e->block, ob, op, &e->params, at);
 	sn_world *w = wd_world(e->block);
 	w->from_saved = 1;
-	w->from_shift = (int64_t)(eng_clock() - gap_ns - o->now);
+	w->from_shift = (int64_t)(u_now_ns() - gap_ns - o->now);
 	cpu_handoff(e->cpu, w);
 	w->from = NULL;
 	w->from_saved = 0;
@@ -372,8 +366,7 @@ static void eng_sleep_until(uint64_t t)
 		;
 }
 
-/* The CPU backend's clock: the same schedule the GPU kernel keeps (a late
- * tick is counted; far behind, the schedule skips instead of bursting). */
+/* The fault tests' file (SENTINEL_TEST_FAULTS, engine.h), read at each ask. */
 long eng_test_fault_n(const char *what)
 {
 	const char *path = getenv("SENTINEL_TEST_FAULTS");
@@ -405,6 +398,8 @@ bool eng_test_fault(const char *what)
 	return eng_test_fault_n(what) > 0;
 }
 
+/* The CPU backend's clock: the same schedule the GPU kernel keeps (a late
+ * tick is counted; far behind, the schedule skips instead of bursting). */
 static void *eng_cpu_thread(void *arg)
 {
 	Engine *e = arg;
@@ -413,7 +408,7 @@ static void *eng_cpu_thread(void *arg)
 	if (e->trial && e->faults && eng_test_fault("trial-kernel-fault"))
 		w = (sn_world *)(uintptr_t)eng_fault_addr;
 	sn_stats *S = e->stats;
-	uint64_t tick = e->params.tick_ns, next = e->first_next ? e->first_next : eng_clock();
+	uint64_t tick = e->params.tick_ns, next = e->first_next ? e->first_next : u_now_ns();
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		int offered = ENG_HO_OFFERED;
 		if (__atomic_load_n(&e->handoff, __ATOMIC_ACQUIRE) == ENG_HO_OFFERED &&
@@ -437,10 +432,10 @@ static void *eng_cpu_thread(void *arg)
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			break;
 		while (e->faults && eng_test_fault("stall") && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
-			eng_sleep_until(eng_clock() + 10000000);
+			eng_sleep_until(u_now_ns() + 10000000);
 		if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			break;
-		uint64_t t = eng_clock();
+		uint64_t t = u_now_ns();
 		if (t - next > tick)
 			S->late++;
 		ms_refresh(e->t->src);
@@ -451,7 +446,7 @@ static void *eng_cpu_thread(void *arg)
 			S->first_tick = w->tick;
 			S->first_tick_ns = t;
 		}
-		uint64_t len = eng_clock() - t;
+		uint64_t len = u_now_ns() - t;
 		uint64_t head = __atomic_load_n(&e->ring->head, __ATOMIC_ACQUIRE);
 		if (e->wake_fd > 0 && head != __atomic_load_n(&e->ring->tail, __ATOMIC_ACQUIRE)) {
 			uint64_t one = 1;
@@ -545,11 +540,11 @@ int eng_takeover(Engine *e, Engine *old, unsigned *kept, char *err, size_t n)
 	/* the old thread hands over at its next tick, or fails to (and runs
 	 * on); one that does not take the offer in time keeps running */
 	struct timespec ms = {0, 1000000};
-	uint64_t t0 = eng_clock();
+	uint64_t t0 = u_now_ns();
 	int s;
 	while ((s = __atomic_load_n(&old->handoff, __ATOMIC_ACQUIRE)) == ENG_HO_OFFERED || s == ENG_HO_CLAIMED) {
 		int offered = ENG_HO_OFFERED;
-		if (s == ENG_HO_OFFERED && eng_clock() - t0 > timeout &&
+		if (s == ENG_HO_OFFERED && u_now_ns() - t0 > timeout &&
 		    __atomic_compare_exchange_n(&old->handoff, &offered, ENG_HO_NONE, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
 			snprintf(err, n, "the reload's handover did not complete within %llu ms (the running tick thread "
@@ -620,7 +615,7 @@ int eng_health(Engine *e, char *err, size_t n)
 	int r = e->backend == ENG_CUDA ? gpu_poll(e->gpu, err, n) : 0;
 	if (r)
 		return r;
-	uint64_t hb = __atomic_load_n(&e->stats->heartbeat, __ATOMIC_RELAXED), now = eng_clock();
+	uint64_t hb = __atomic_load_n(&e->stats->heartbeat, __ATOMIC_RELAXED), now = u_now_ns();
 	if (hb != e->hb || !e->hb_ns) {
 		e->hb = hb;
 		e->hb_ns = now;

@@ -476,12 +476,6 @@ int gpu_probe_arch(char *arch, size_t n)
  * to spare. */
 #define GPU_REAP_MIN_TICK_NS 100000000ull      /* cuCtxDestroy took 56-83 ms on an H100 (syncprobe --destroy) */
 
-uint64_t gpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 {
 	memset(out, 0, sizeof *out);
@@ -503,9 +497,9 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 	uint64_t late0 = __atomic_load_n(&g->stats->late, __ATOMIC_ACQUIRE), due = 0;
 	if (was_running) {
 		/* right after a tick ends, so the pause has the whole gap */
-		uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t0 = gpu_now();
+		uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t0 = u_now_ns();
 		struct timespec ts = {0, 50000};
-		while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && gpu_now() - t0 < 4 * g->tick_ns)
+		while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && u_now_ns() - t0 < 4 * g->tick_ns)
 			nanosleep(&ts, NULL);
 		gpu_trace("reap: pause");
 		__atomic_store_n(&g->stats->stop, 1, __ATOMIC_SEQ_CST);
@@ -518,7 +512,7 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 		due = __atomic_load_n(&g->stats->last_tick_ns, __ATOMIC_ACQUIRE) + g->tick_ns;
 		gpu_unwatch(g);                        /* a queued wait may count as work on the device */
 	}
-	uint64_t t1 = gpu_now();
+	uint64_t t1 = u_now_ns();
 	gpu_trace("reap: destroy");
 	pthread_mutex_lock(&gpu_ctx_lock);
 	for (size_t i = 0; i < np; i++)
@@ -529,19 +523,19 @@ int gpu_reap(GpuCode *g, GpuReap *out, char *err, size_t n)
 		}
 	pthread_mutex_unlock(&gpu_ctx_lock);
 	g->d.CtxSetCurrent(g->ctx);
-	out->destroy_ns = gpu_now() - t1;
+	out->destroy_ns = u_now_ns() - t1;
 	if (!was_running)
 		return 0;
 	/* the world no longer takes over from anyone: its old one is gone */
 	int r = gpu_resume(g, err, n);
-	out->pause_ns = gpu_now() - t1;
+	out->pause_ns = u_now_ns() - t1;
 	gpu_trace("reap: resumed");
 	if (r)
 		return r;
 	/* its next tick tells whether the pause cost one */
-	uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t2 = gpu_now();
+	uint64_t k = __atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE), t2 = u_now_ns();
 	struct timespec ts = {0, 1000000};
-	while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && gpu_now() - t2 < 4 * g->tick_ns)
+	while (__atomic_load_n(&g->stats->ticks, __ATOMIC_ACQUIRE) == k && u_now_ns() - t2 < 4 * g->tick_ns)
 		nanosleep(&ts, NULL);
 	out->late = __atomic_load_n(&g->stats->late, __ATOMIC_ACQUIRE) - late0;
 	uint64_t first = __atomic_load_n(&g->stats->last_tick_ns, __ATOMIC_ACQUIRE);

@@ -8,6 +8,7 @@
 
 #include "gpu.h"
 #include "cudadrv.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -98,7 +99,6 @@ int gpu_err(const GpuCode *g, CUresult r, char *err, size_t n, const char *fmt, 
 void gpu_trace(const char *step);
 /* Make g's context current on this thread. */
 void gpu_enter(const GpuCode *g);
-uint64_t gpu_now(void);
 /* Wait up to timeout_ns for the kernel on g->run to leave. */
 CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns);
 

@@ -337,7 +337,7 @@ int gpu_fleet_poll(GpuCode *g, char *err, size_t n)
 		return 0;
 	pthread_mutex_lock(&f->lock);
 	int r = 0;
-	uint64_t now = gpu_now();
+	uint64_t now = u_now_ns();
 	if (f->running && now - f->polled_ns < GPU_FLEET_POLL_NS) {
 		/* asked for every member in turn, the driver once in a while:
 		 * a cuStreamQuery per target and second, 500 targets took 23%

@@ -317,7 +317,7 @@ int gpu_halt(GpuCode *g, uint64_t timeout_ns, char *err, size_t n)
 CUresult gpu_wait_exit(GpuCode *g, uint64_t timeout_ns)
 {
 	struct timespec ts = {0, 50000};
-	for (uint64_t t0 = gpu_now(); gpu_now() - t0 < timeout_ns;) {
+	for (uint64_t t0 = u_now_ns(); u_now_ns() - t0 < timeout_ns;) {
 		CUresult c = g->d.StreamQuery(g->run);
 		if (c != CUDA_ERROR_NOT_READY)
 			return c;

@@ -99,8 +99,18 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
 			if (!km_xa_is_node(e))
 				continue;                    /* empty, a retry entry, or failed */
 			struct xa_node *c = km_xa_node(e);
-			if (KR(c->shift) != shift - KM_XA_SHIFT || KR(c->parent) != n || KR(c->array) != xa ||
-			    KR(c->offset) != k % KM_XA_SLOTS) {
+			/* shift and offset, the node's first two bytes: one read */
+			u64 as = km_addr(KP(c->shift));
+			u32 cs, co;
+			if (!(as & 7) && km_addr(KP(c->offset)) == as + 1) {
+				u64 w = km_word(as);
+				cs = (u8)w;
+				co = (u8)(w >> 8);
+			} else {
+				cs = KR(c->shift);
+				co = KR(c->offset);
+			}
+			if (cs != shift - KM_XA_SHIFT || KR(c->parent) != n || KR(c->array) != xa || co != k % KM_XA_SLOTS) {
 				bad = 1;                     /* freed and reused under us, or corrupt */
 				continue;
 			}
@@ -142,9 +152,21 @@ u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)
 	if (!first)
 		return 0;                            /* allocated, no task yet (or reaped) */
 	struct task_struct *t = kcontainer_of(first, struct task_struct, pid_links[0]);
-	if ((u64)(unsigned)KR(t->pid) != nr)
+	/* pid and tgid side by side in one aligned word (6.12: at 2432), as
+	 * they have been since 2.6: one read for both, not two */
+	u64 ap = km_addr(KP(t->pid));
+	u32 pid, tg;
+	if (!(ap & 7) && km_addr(KP(t->tgid)) == ap + 4) {
+		u64 both = km_word(ap);
+		pid = (u32)both;
+		tg = (u32)(both >> 32);
+	} else {
+		pid = (u32)KR(t->pid);
+		tg = (u32)KR(t->tgid);
+	}
+	if ((u64)pid != nr)
 		return 0;
-	*tgid = (u32)KR(t->tgid);
+	*tgid = tg;
 	return __llview_failed() ? 0 : (u64)(unsigned long)t;
 }
 

@@ -3,6 +3,7 @@
  * hqueue.c, the spool in spool.c, what is sent in payload.c
  * (http_int.h). */
 #include "http_int.h"
+#include "util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,13 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int64_t nh_mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 void nh_flush(NtHttp *h)
 {
@@ -81,7 +75,7 @@ static void nh_done(NtHttp *h, NhDest *d, CURLcode rc)
 	} else {
 		h->st.failed++;
 		d->backoff_ms = d->backoff_ms ? (d->backoff_ms * 2 > 30000 ? 30000 : d->backoff_ms * 2) : 1000;
-		d->retry_at = nh_mono() + (int64_t)d->backoff_ms * 1000000;
+		d->retry_at = (int64_t)u_now_ns() + (int64_t)d->backoff_ms * 1000000;
 		if (d->backoff_ms == 1000 || d->backoff_ms == 30000)
 			fprintf(stderr, "sentineld: %s: %s; retrying every %u s or sooner\n", d->url,
 				rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP error", d->backoff_ms / 1000);
@@ -93,7 +87,7 @@ static void *nh_thread(void *arg)
 	NtHttp *h = arg;
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
-		int64_t now = nh_mono();
+		int64_t now = (int64_t)u_now_ns();
 		if (h->stop && (now >= h->stop_by || !h->st.queued))
 			break;
 		if (!h->stop && now >= h->next_resend) {
@@ -210,7 +204,7 @@ int nh_open(const NhConfig *c, NtHttp **out, char *err, size_t n)
 		r = nh_add_urls(h, c->alertmanager, NH_AM, err, n);
 	if (!r)
 		r = nh_add_urls(h, c->webhook, NH_WEBHOOK, err, n);
-	h->next_resend = nh_mono() + (int64_t)h->c.resend_ns;
+	h->next_resend = (int64_t)u_now_ns() + (int64_t)h->c.resend_ns;
 	if (!r && pthread_create(&h->thread, NULL, nh_thread, h))
 		r = -EAGAIN;
 	if (r) {
@@ -247,7 +241,7 @@ void nh_close(NtHttp *h, uint64_t grace_ns)
 		pthread_mutex_lock(&h->mu);
 		nh_commit(h);
 		h->stop = true;
-		h->stop_by = nh_mono() + (int64_t)grace_ns;
+		h->stop_by = (int64_t)u_now_ns() + (int64_t)grace_ns;
 		unsigned q = 0;
 		for (int i = 0; i < h->ndest; i++)
 			q += h->dest[i].queued;

@@ -423,3 +423,10 @@ unsigned u_dir_prune(const char *dir, const char *suffix, unsigned max_files, un
 	closedir(d);
 	return gone;
 }
+
+uint64_t u_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

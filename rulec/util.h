@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct ArenaBlock ArenaBlock;
 typedef struct Arena {
@@ -27,6 +28,9 @@ _Noreturn void u_oom(void);
 /* Make u_oom() on this thread jump to *jb (NULL: abort again); returns the
  * catch set before, to put back. */
 jmp_buf *u_oom_catch(jmp_buf *jb);
+/* CLOCK_MONOTONIC in nanoseconds: the one clock of the daemon, the
+ * engines and the notifiers (ticks, deadlines, timings). */
+uint64_t u_now_ns(void);
 /* Test hook: the nth u_x* allocation from now on this thread fails (0: none). */
 void u_oom_after(long n);
 void *u_xmalloc(size_t n);

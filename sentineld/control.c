@@ -34,8 +34,8 @@ static json_t *d_target_status(DTarget *T)
 		/* the wait between its searches: ten times the last one's length, 2 s to 60 s */
 		json_object_set_new(o, "search_backoff_s", json_real((double)T->retry_ns / 1e9));
 		json_object_set_new(o, "last_search_s", json_real((double)T->last_search_ns / 1e9));
-		json_object_set_new(o, "next_search_s", json_real(T->finder ? 0 : T->next_check_ns > d_now() ?
-						(double)(T->next_check_ns - d_now()) / 1e9 : 0));
+		json_object_set_new(o, "next_search_s", json_real(T->finder ? 0 : T->next_check_ns > u_now_ns() ?
+						(double)(T->next_check_ns - u_now_ns()) / 1e9 : 0));
 	}
 	if (T->cf.nlabels) {
 		json_t *l = json_object();
@@ -124,7 +124,7 @@ static json_t *d_target_status(DTarget *T)
 static json_t *d_status(Daemon *D)
 {
 	json_t *o = json_pack("{s:s, s:s, s:f, s:I, s:s}", "version", SENTINEL_VERSION, "rules_dir", D->cf.rules_dir,
-			      "uptime_s", (double)(d_now() - D->started_ns) / 1e9, "tick_ns", (json_int_t)D->eo.tick_ns,
+			      "uptime_s", (double)(u_now_ns() - D->started_ns) / 1e9, "tick_ns", (json_int_t)D->eo.tick_ns,
 			      "target_name", D->tg[0].cf.name);
 	json_object_set_new(o, "rules", json_integer((json_int_t)D->b->nrules));
 	json_object_set_new(o, "reloads", json_integer(D->reloads));
@@ -134,7 +134,7 @@ static json_t *d_status(Daemon *D)
 		json_object_set_new(o, "last_reload_ok", json_boolean(!D->last_reload_failed));
 	}
 	if (D->rl.on)
-		json_object_set_new(o, "reload_running_s", json_real((double)(d_now() - D->rl.t0) / 1e9));
+		json_object_set_new(o, "reload_running_s", json_real((double)(u_now_ns() - D->rl.t0) / 1e9));
 	json_object_set_new(o, "alerts_delivered", json_integer((json_int_t)D->alerts_seen));
 	if (D->wake)
 		json_object_set_new(o, "alerts_wake", json_string(D->wake));
@@ -301,10 +301,10 @@ static bool d_rules_slice(Daemon *D, Client *c)
 		c->rules_next = 0;
 		c->rules_gen = D->tg_gen;
 	}
-	uint64_t t0 = d_now();
+	uint64_t t0 = u_now_ns();
 	char err[1024] = "";
 	int r = 0;
-	while (c->rules_next < D->ntg && !r && (c->rules_next == 0 || d_now() - t0 < D_RULES_SLICE_NS))
+	while (c->rules_next < D->ntg && !r && (c->rules_next == 0 || u_now_ns() - t0 < D_RULES_SLICE_NS))
 		r = d_target_rules(&D->tg[c->rules_next++], c->rules, c->rules_active, err, sizeof err);
 	if (!r && c->rules_next < D->ntg)
 		return true;
@@ -492,7 +492,7 @@ void d_client_requests(Daemon *D, Client *c)
 /* revents from poll: answers out, requests in, a client gone. */
 void d_client_io(Daemon *D, Client *c, short revents)
 {
-	c->seen_ns = d_now();
+	c->seen_ns = u_now_ns();
 	if (revents & POLLOUT)
 		d_client_flush(D, c);
 	if (c->fd >= 0 && (revents & POLLIN) && !c->waiting && c->out_len == c->out_off) {
@@ -532,7 +532,7 @@ void d_client_accept(Daemon *D)
 	}
 	if (!slot && idle) {
 		nt_log(D->nt, 5, "control socket: %d clients connected; the one idle for %.0f s makes room for a new one",
-		       D_MAX_CLIENTS, (double)(d_now() - idle->seen_ns) / 1e9);
+		       D_MAX_CLIENTS, (double)(u_now_ns() - idle->seen_ns) / 1e9);
 		d_client_close(D, idle);
 		slot = idle;
 	}
@@ -540,7 +540,7 @@ void d_client_accept(Daemon *D)
 		close(fd);
 		return;
 	}
-	*slot = (Client){.fd = fd, .seen_ns = d_now()};
+	*slot = (Client){.fd = fd, .seen_ns = u_now_ns()};
 }
 
 uint64_t d_clients_idle(Daemon *D, uint64_t now)

@@ -13,7 +13,7 @@ static int d_find(const CfTarget *cf, const char *label, const int *cancel, MemS
 		  struct stat *st, char *err, size_t n)
 {
 	KtOptions ko = {.kallsyms_file = cf->kallsyms, .btf_file = cf->btf, .cancel = cancel,
-			.deadline_ns = d_now() + D_FIND_DEADLINE_NS};
+			.deadline_ns = u_now_ns() + D_FIND_DEADLINE_NS};
 	char why[512];
 	int r = ms_open(cf->source, src, why, sizeof why);
 	if (r) {
@@ -132,7 +132,7 @@ static int d_finder_load(DFinder *F)
 	F->gen = G->gen;
 	pthread_mutex_unlock(&G->mu);
 	__atomic_store_n(&F->phase, DT_loading, __ATOMIC_RELEASE);
-	uint64_t t0 = d_now();
+	uint64_t t0 = u_now_ns();
 	eo.task_cap = F->task_cap;
 	d_target_opts_cf(D, &F->cf, &eo);
 	char why[512];
@@ -142,7 +142,7 @@ static int d_finder_load(DFinder *F)
 	/* the kernel's log, for critical alerts and $kernel_log: optional */
 	else if (D->cf.kernel_log_lines && kl_open(F->t, &F->klog, why, sizeof why))
 		snprintf(F->note, sizeof F->note, "%.255s", why);
-	F->load_ns = d_now() - t0;
+	F->load_ns = u_now_ns() - t0;
 	pthread_mutex_lock(&G->mu);
 	G->loading--;
 	pthread_cond_broadcast(&G->cv);
@@ -154,9 +154,9 @@ static void *d_finder_main(void *arg)
 {
 	DFinder *F = arg;
 	if (!F->found) {
-		uint64_t t0 = d_now();
+		uint64_t t0 = u_now_ns();
 		F->rc = d_find(&F->cf, F->label, &F->cancel, &F->src, &F->t, &F->ram_st, F->err, sizeof F->err);
-		F->took_ns = d_now() - t0;
+		F->took_ns = u_now_ns() - t0;
 	}
 	if (!F->rc)
 		F->rc = d_finder_load(F);
@@ -322,15 +322,15 @@ void d_find_targets(Daemon *D, int *rc, char (*err)[512])
 		d_find_worker(&F);
 		return;
 	}
-	uint64_t t0 = d_now(), said = t0;
+	uint64_t t0 = u_now_ns(), said = t0;
 	while (__atomic_load_n(&F.done, __ATOMIC_ACQUIRE) < D->ntg) {
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 		sigset_t pending;              /* a stop asked for (the main loop takes it): the searches end now */
 		if (!sigpending(&pending) && (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT)))
 			__atomic_store_n(&F.cancel, 1, __ATOMIC_RELAXED);
-		if (d_now() - said >= 10ull * 1000000000ull) {
-			said = d_now();
+		if (u_now_ns() - said >= 10ull * 1000000000ull) {
+			said = u_now_ns();
 			nt_log(D->nt, 6, "finding the targets' kernels: %u of %u, %.0f s", __atomic_load_n(&F.done, __ATOMIC_ACQUIRE),
 			       D->ntg, (double)(said - t0) / 1e9);
 		}

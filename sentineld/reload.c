@@ -168,18 +168,18 @@ typedef struct DFeed {
 	CompKeep keep;
 	int r;
 	char err[900];
+	char note[1200];           /* the cache's word, when it could not keep the bundle */
 } DFeed;
 
 static void *d_feed_thread(void *arg)
 {
 	DFeed *f = arg;
-	char note[1200];
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), D_COMPILE_NICE);
-	f->r = bd_image(f->nb, f->err, sizeof f->err);
-	if (!f->r && f->tr)
-		f->r = d_trial_feed(f->tr, f->nb, f->err, sizeof f->err);
-	if (comp_cache_keep(&f->D->co, &f->keep, f->nb, note, sizeof note))
-		snprintf(f->D->cache_note, sizeof f->D->cache_note, "%s", note);
+	int r = bd_image(f->nb, f->err, sizeof f->err);
+	if (f->tr)                         /* without its bundle the trial, and so the reload, fails */
+		f->r = r ? r : d_trial_feed(f->tr, f->nb, f->err, sizeof f->err);
+	if (!r)                            /* else the bundle is not kept: the next start compiles again */
+		comp_cache_keep(&f->D->co, &f->keep, f->nb, f->note, sizeof f->note);
 	bd_image_drop(f->nb);
 	return NULL;
 }
@@ -214,7 +214,7 @@ static void *d_reload_thread(void *arg)
 	DFeed feed = {.D = D};
 	if (!R->grow && !R->r_targets && !R->r_open)
 		R->r_rules = d_rules_load(D, &feed.keep, &R->nb, &R->diags, R->err, sizeof R->err);
-	R->t_rules = d_now();
+	R->t_rules = u_now_ns();
 	/* the GPU fleet: the same rules go on in its kernel (targets may come
 	 * and go); new rules, or a target's larger task table, take a new
 	 * fleet, with a new engine for every running target */
@@ -231,8 +231,9 @@ static void *d_reload_thread(void *arg)
 	feed.nb = R->nb;
 	feed.tr = tr.pid > 0 ? &tr : NULL;
 	pthread_t fth;
-	bool feeding = !R->r_rules && R->nb && (feed.tr || feed.keep.want) && !d_thread(&fth, d_feed_thread, &feed);
-	if (!feeding && feed.tr)
+	bool feed_any = !R->r_rules && R->nb && (feed.tr || feed.keep.want);
+	bool feeding = feed_any && !d_thread(&fth, d_feed_thread, &feed);
+	if (feed_any && !feeding)
 		d_feed_thread(&feed);
 	/* an engine for every target that runs (ts holds still: the target
 	 * watch waits for us); validate all: one that cannot open fails the
@@ -253,11 +254,13 @@ static void *d_reload_thread(void *arg)
 	}
 	if (feeding)
 		pthread_join(fth, NULL);
+	if (feed.note[0])
+		nt_log(D->nt, 4, "%s", feed.note);
 	if (feed.r && !R->r_open) {
 		R->r_open = feed.r;
 		d_reload_err(R, ttg, feed.err);
 	}
-	R->t_open = d_now();
+	R->t_open = u_now_ns();
 	d_cache_log(D);
 	/* the trial: what is left of it once the engines loaded (a load that
 	 * failed has failed the reload: the child is not needed) */
@@ -271,7 +274,7 @@ static void *d_reload_thread(void *arg)
 		else if (!*R->trial)
 			snprintf(R->trial, sizeof R->trial, "ran");
 	}
-	R->t_trial = d_now();
+	R->t_trial = u_now_ns();
 	__atomic_store_n(&R->done, 1, __ATOMIC_RELEASE);
 	d_wake(D->eo.wake_fd);
 	return NULL;
@@ -285,10 +288,10 @@ int d_reload_start(Daemon *D, Client *c, uint32_t grow, DTarget *gt, char *msg, 
 	DReload *R = &D->rl;
 	if (R->on) {
 		snprintf(msg, n, "a reload is in progress (for %.0f s); try again when it ends",
-			 (double)(d_now() - R->t0) / 1e9);
+			 (double)(u_now_ns() - R->t0) / 1e9);
 		return -EBUSY;
 	}
-	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .grow_tg = gt, .t0 = d_now(),
+	*R = (DReload){.D = D, .client = c, .by_socket = c != NULL, .grow = grow, .grow_tg = gt, .t0 = u_now_ns(),
 		       .on = true};
 	int e = d_thread(&R->thread, d_reload_thread, R);
 	if (e) {
@@ -445,11 +448,11 @@ static int d_fleet_start(Daemon *D, unsigned *kept, char *err, size_t n)
 static void d_fleet_wait(Daemon *D)
 {
 	DHandover *H = &D->ho;
-	uint64_t t0 = d_now(), limit = 10000000000ull + 4 * D->eo.tick_ns;
+	uint64_t t0 = u_now_ns(), limit = 10000000000ull + 4 * D->eo.tick_ns;
 	for (unsigned i = 0; i < D->ntg && !H->rc; i++) {
 		sn_stats S = {0};
 		while (D->tg[i].ne && (eng_stats(D->tg[i].ne, &S, NULL), !S.first_tick) && !H->rc) {
-			if (d_now() - t0 > limit || eng_gpu_lost()) {
+			if (u_now_ns() - t0 > limit || eng_gpu_lost()) {
 				snprintf(H->err, sizeof H->err, "the new kernel %s",
 					 eng_gpu_lost() ? "faulted (the log says why)" : "did not tick within its time");
 				H->rc = -ETIMEDOUT;
@@ -786,7 +789,7 @@ static int d_reload_finish(Daemon *D, char *msg, size_t n)
 		D->reloads++;
 		d_targets_apply_added(D, tchange, sizeof tchange);
 	}
-	uint64_t t1 = d_now();
+	uint64_t t1 = u_now_ns();
 	char settled[256] = "";
 	for (unsigned i = 0; i < D->ntg; i++)
 		if (D->tg[i].e && D->tg[i].ts == TS_OK && (r = eng_settle(D->tg[i].e, settled, sizeof settled, err, sizeof err)))

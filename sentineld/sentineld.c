@@ -35,13 +35,6 @@ void d_exit_gpu_lost(void)
 	_exit(SENTINELD_EXIT_GPU_LOST);
 }
 
-uint64_t d_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* systemd's readiness protocol (sd_notify(3)): one datagram to
  * $NOTIFY_SOCKET.  A no-op outside systemd. */
 /* The main thread's CPU time since the last phase ended goes to phase ph. */
@@ -197,7 +190,7 @@ static void d_metrics(Daemon *D)
 	}
 	NhStats ds;
 	nt_delivery(D->nt, &ds);
-	double up_s = (double)(d_now() - D->started_ns) * 1e-9;
+	double up_s = (double)(u_now_ns() - D->started_ns) * 1e-9;
 	PxInput in = {.b = D->b, .tg = pt, .ntg = D->ntg, .delivery = &ds, .reloads = D->reloads,
 		      .reload_failures = D->reload_failures, .last_reload_ok = !D->last_reload_failed,
 		      .alerts = D->alerts_seen, .jsonl_sync_errors = nt_jsonl_sync_errors(D->nt),
@@ -231,7 +224,7 @@ void d_drain(Daemon *D)
 	if (n)
 		nt_flush(D->nt);           /* one sync for the lot, then they are sent */
 	if (n && gpu_tracing()) {
-		uint64_t t = d_now();
+		uint64_t t = u_now_ns();
 		fprintf(stderr, "gpu-trace %llu.%06llu drain: %u records\n", (unsigned long long)(t / 1000000000ull),
 			(unsigned long long)(t % 1000000000ull / 1000), n);
 	}
@@ -516,7 +509,7 @@ int main(int argc, char **argv)
 	}
 	if (found)
 		d_find_targets(&D, found, found_err);
-	uint64_t load_t0 = d_now(), load_said = load_t0;
+	uint64_t load_t0 = u_now_ns(), load_said = load_t0;
 	for (unsigned i = 0; i < D.ntg; i++) {
 		DTarget *T = &D.tg[i];
 		int tr = found ? found[i] : 0;
@@ -524,8 +517,8 @@ int main(int argc, char **argv)
 			snprintf(err, sizeof err, "%s", found_err[i]);
 		else
 			tr = found ? d_load_target(T, err, sizeof err) : d_open_target(T, err, sizeof err);
-		if (found && d_now() - load_said >= 10ull * 1000000000ull) {
-			load_said = d_now();
+		if (found && u_now_ns() - load_said >= 10ull * 1000000000ull) {
+			load_said = u_now_ns();
 			nt_log(D.nt, 6, "loading the rules on the targets: %u of %u, %.0f s", i + 1, D.ntg,
 			       (double)(load_said - load_t0) / 1e9);
 		}
@@ -580,7 +573,7 @@ int main(int argc, char **argv)
 		nt_log(D.nt, 4, "no thread for the kernel log's reads: they are made on the main loop");
 	if (d_st_start(&D))
 		nt_log(D.nt, 4, "no thread for the state writer: alert state will not survive a restart");
-	D.started_ns = d_now();
+	D.started_ns = u_now_ns();
 	/* the GPU fleet's kernel starts once, over all the targets opened */
 	if (D.fleet)
 		eng_fleet_batch(D.fleet, true, err, sizeof err);
@@ -624,7 +617,7 @@ int main(int argc, char **argv)
 	memset(D.loop.cpu_ns, 0, sizeof D.loop.cpu_ns);
 	bool rules_left = false;
 	while (!d_quit_flag) {
-		uint64_t now = d_now(), idle_at = d_clients_idle(&D, now);   /* first: no closed fd is polled */
+		uint64_t now = u_now_ns(), idle_at = d_clients_idle(&D, now);   /* first: no closed fd is polled */
 		struct pollfd pf[D_MAX_CLIENTS + 3];
 		int np = 0;
 		pf[np++] = (struct pollfd){.fd = D.lfd, .events = POLLIN};
@@ -719,7 +712,7 @@ int main(int argc, char **argv)
 		}
 		d_phase_end(&D, DP_reload);
 		d_watch_target(&D);
-		d_st_tick(&D, d_now());
+		d_st_tick(&D, u_now_ns());
 		d_phase_end(&D, DP_watch);
 		if (eng_gpu_lost())                /* a GPU fault: no CUDA call in this process works again */
 			break;

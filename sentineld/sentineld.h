@@ -17,6 +17,7 @@
 #include "notify.h"
 #include "prom.h"
 #include "record.h"
+#include "util.h"
 
 #include <jansson.h>
 
@@ -364,7 +365,6 @@ typedef struct Daemon {
 
 /* sentineld.c: the main loop, signals, alerts into the notifier */
 sn_rstate *d_rule_states(Engine *e, char *err, size_t n);
-uint64_t d_now(void);
 void d_exit_gpu_lost(void);
 void d_dir_auto(const char *env, const char *fallback, char *out, size_t n);
 void d_cache_setup(const Config *cf, char *dir, size_t n);

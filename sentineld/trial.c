@@ -100,7 +100,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		rc = eng_gpu_lost() ? SENTINELD_EXIT_GPU_LOST : 2;
 		goto out;
 	}
-	uint64_t t0 = d_now(), tick = D.cf.tick_ns;
+	uint64_t t0 = u_now_ns(), tick = D.cf.tick_ns;
 	if (eng_start(T.e, err, sizeof err)) {
 		fprintf(stderr, "sentineld --trial: the new rules cannot start: %s\n", err);
 		goto out;
@@ -121,10 +121,10 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		}
 		if (S.first_tick && S.ticks >= S.first_tick + D_TRIAL_TICKS - 1)
 			break;
-		if (d_now() > deadline) {
+		if (u_now_ns() > deadline) {
 			fprintf(stderr, "sentineld --trial: the new rules ran %llu of %d ticks in %.1f s\n",
 				(unsigned long long)(S.first_tick ? S.ticks - S.first_tick + 1 : 0), D_TRIAL_TICKS,
-				(double)(d_now() - t0) / 1e9);
+				(double)(u_now_ns() - t0) / 1e9);
 			rc = SENTINELD_EXIT_TRIAL_SLOW;
 			goto out;
 		}
@@ -133,7 +133,7 @@ int d_trial_main(const char *config, const char *bundle, const char *target, uin
 		fprintf(stderr, "sentineld --trial: %s\n", err);
 		goto out;
 	}
-	printf("%d ticks in %.0f ms, the longest %.2f ms\n", D_TRIAL_TICKS, (double)(d_now() - t0) / 1e6,
+	printf("%d ticks in %.0f ms, the longest %.2f ms\n", D_TRIAL_TICKS, (double)(u_now_ns() - t0) / 1e6,
 	       (double)S.max_tick_len_ns / 1e6);
 	rc = 0;
 out:
@@ -256,9 +256,9 @@ int d_trial_wait(Daemon *D, DTrialRun *tr, char *note, size_t nn, char *err, siz
 	int r;
 	*note = 0;
 	/* its output until it closes it; a child that hangs is killed */
-	uint64_t limit = 30000000000ull + 2 * D_TRIAL_TICKS * D->eo.tick_ns, deadline = d_now() + limit;
+	uint64_t limit = 30000000000ull + 2 * D_TRIAL_TICKS * D->eo.tick_ns, deadline = u_now_ns() + limit;
 	for (;;) {
-		uint64_t now = d_now();
+		uint64_t now = u_now_ns();
 		if (now >= deadline) {
 			kill(tr->pid, SIGKILL);
 			snprintf(out + len, sizeof out - len, "\nsentineld --trial: it did not end in %.0f s and was killed",

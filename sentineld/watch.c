@@ -226,7 +226,7 @@ void d_watch_target(Daemon *D)
 {
 	if (D->rl.on)                    /* the reload's thread uses the targets */
 		return;
-	uint64_t now = d_now();
+	uint64_t now = u_now_ns();
 	unsigned back = 0;
 	for (unsigned i = 0; i < D->ntg && !D->rl.on; i++) {
 		d_watch_one(&D->tg[i], now);

@@ -96,6 +96,17 @@ def free_port():
     return p
 
 
+def stop(proc, timeout=60):
+    """End a process a test or bench started (sentineld, Alertmanager): SIGTERM,
+    then SIGKILL if it is still there after timeout seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class GuestError(Exception):
     pass
 
