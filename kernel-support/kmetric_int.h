@@ -114,6 +114,18 @@ KM_INLINE u64 km_word(u64 a)
 
 KM_INLINE u64 km_addr(const volatile void *p) { return (u64)(unsigned long)p; }
 
+/* Two naturally aligned fields of at most 4 bytes, at kernel addresses a
+ * and b > a, wa and wb bytes wide: one read where an aligned word holds
+ * both (a task's pid and tgid, an xa_node's shift and offset), two where
+ * the kernel laid them out apart. */
+KM_INLINE void km_two(u64 a, u32 wa, u64 b, u32 wb, u32 *va, u32 *vb)
+{
+	u64 x = km_word(a);
+	u64 y = (a & ~7ul) == (b & ~7ul) && b > a ? x >> ((b - a) * 8) : km_word(b);
+	*va = (u32)(x & (wa >= 4 ? 0xffffffffull : (1ull << (8 * wa)) - 1));
+	*vb = (u32)(y & (wb >= 4 ? 0xffffffffull : (1ull << (8 * wb)) - 1));
+}
+
 /* out[i] = km_word(a[i]) for i < n (n >= 1): a read a lane, n / 32 loads
  * for the warp.  Every lane calls it with the same a and n. */
 KM_INLINE void km_gather(const u64 *a, u32 n, u64 *out)

@@ -99,17 +99,8 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
 			if (!km_xa_is_node(e))
 				continue;                    /* empty, a retry entry, or failed */
 			struct xa_node *c = km_xa_node(e);
-			/* shift and offset, the node's first two bytes: one read */
-			u64 as = km_addr(KP(c->shift));
-			u32 cs, co;
-			if (!(as & 7) && km_addr(KP(c->offset)) == as + 1) {
-				u64 w = km_word(as);
-				cs = (u8)w;
-				co = (u8)(w >> 8);
-			} else {
-				cs = KR(c->shift);
-				co = KR(c->offset);
-			}
+			u32 cs, co;                  /* the node's first two bytes: one read */
+			km_two(km_addr(KP(c->shift)), 1, km_addr(KP(c->offset)), 1, &cs, &co);
 			if (cs != shift - KM_XA_SHIFT || KR(c->parent) != n || KR(c->array) != xa || co != k % KM_XA_SLOTS) {
 				bad = 1;                     /* freed and reused under us, or corrupt */
 				continue;
@@ -152,18 +143,8 @@ u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)
 	if (!first)
 		return 0;                            /* allocated, no task yet (or reaped) */
 	struct task_struct *t = kcontainer_of(first, struct task_struct, pid_links[0]);
-	/* pid and tgid side by side in one aligned word (6.12: at 2432), as
-	 * they have been since 2.6: one read for both, not two */
-	u64 ap = km_addr(KP(t->pid));
-	u32 pid, tg;
-	if (!(ap & 7) && km_addr(KP(t->tgid)) == ap + 4) {
-		u64 both = km_word(ap);
-		pid = (u32)both;
-		tg = (u32)(both >> 32);
-	} else {
-		pid = (u32)KR(t->pid);
-		tg = (u32)KR(t->tgid);
-	}
+	u32 pid, tg;                         /* side by side since 2.6 (6.12: at 2432): one read */
+	km_two(km_addr(KP(t->pid)), 4, km_addr(KP(t->tgid)), 4, &pid, &tg);
 	if ((u64)pid != nr)
 		return 0;
 	*tgid = tg;
