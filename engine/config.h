@@ -24,8 +24,9 @@
  *                                        or /var/lib/sentinel where it exists),
  *              state_interval = 1m,  state_tolerance = 1h  (how often it is written; an
  *                                        older one is not restored)
- *              cache = auto | none | DIR        (what the GPU driver's JIT made of the rules,
- *                                        kept across restarts: engine/gpucache.c; auto:
+ *              cache = auto | none | DIR        (the compiled rules and what the GPU driver's
+ *                                        JIT made of them, kept across restarts:
+ *                                        rulec/compcache.c, engine/gpucache.c; auto:
  *                                        $CACHE_DIRECTORY or /var/cache/sentinel where it exists)
  *   [notify]   log = yes,  log_pending = no,  jsonl = /var/log/sentinel/alerts.jsonl,
  *              delay = 250ms                    (how often the host collects alerts)
