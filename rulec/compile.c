@@ -244,8 +244,9 @@ _Static_assert(COMP_PART_RULES % CG_FANOUT == 0, "a part holds whole dispatch fu
 
 /* The parts of a rule set above COMP_PART_RULES rules: the kernel, the
  * runtime and the jobs; the shapes' functions, COMP_PART_RULES a part; the
- * rules' data (sn_rule_*) last, alone, so that a changed threshold
- * changes one small part and the driver's JIT cache keeps the rest. */
+ * rules' data tables (sn_rule_*, zeros the engine fills: cg_data) last,
+ * alone, sized by the rule count, so that a rule set of another size
+ * changes that small part and the driver's JIT cache keeps the rest. */
 static unsigned comp_nparts(size_t nrules, unsigned nshapes)
 {
 	return nrules > COMP_PART_RULES ? 2 + (nshapes + COMP_PART_RULES - 1) / COMP_PART_RULES : 1;
