@@ -247,25 +247,36 @@ static struct { CUcontext ctx; CUdevice dev; bool used; } gpu_ctx_pool[4];
 static unsigned gpu_ctx_users;
 static pthread_mutex_t gpu_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUresult gpu_ctx_get(GpuCode *g)
+/* Under gpu_ctx_lock: the pool's slot of an unused context on g's device,
+ * made now if there is none; SIZE_MAX when the pool is full (*c success)
+ * or the driver could not make one (*c its answer). */
+static size_t gpu_ctx_slot(GpuCode *g, CUresult *c)
 {
-	CUresult c = CUDA_ERROR_OUT_OF_MEMORY;                  /* the pool is full */
-	pthread_mutex_lock(&gpu_ctx_lock);
 	size_t i, empty = SIZE_MAX, n = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
+	*c = CUDA_SUCCESS;
 	for (i = 0; i < n; i++) {
 		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && gpu_ctx_pool[i].dev == g->dev)
-			break;
+			return i;
 		if (!gpu_ctx_pool[i].ctx && empty == SIZE_MAX)
 			empty = i;
 	}
-	if (i == n && empty != SIZE_MAX) {
-		gpu_trace("context: create");
-		if ((c = g->d.CtxCreate(&gpu_ctx_pool[empty].ctx, 0, g->dev)) == CUDA_SUCCESS) {
-			gpu_ctx_pool[empty].dev = g->dev;
-			i = empty;
-		}
-	}
-	if (i < n) {
+	if (empty == SIZE_MAX)
+		return SIZE_MAX;
+	gpu_trace("context: create");
+	if ((*c = g->d.CtxCreate(&gpu_ctx_pool[empty].ctx, 0, g->dev)) != CUDA_SUCCESS)
+		return SIZE_MAX;
+	gpu_ctx_pool[empty].dev = g->dev;
+	return empty;
+}
+
+static CUresult gpu_ctx_get(GpuCode *g)
+{
+	CUresult c;
+	pthread_mutex_lock(&gpu_ctx_lock);
+	size_t i = gpu_ctx_slot(g, &c);
+	if (i == SIZE_MAX && c == CUDA_SUCCESS)
+		c = CUDA_ERROR_OUT_OF_MEMORY;                   /* the pool is full */
+	if (i != SIZE_MAX) {
 		gpu_ctx_pool[i].used = true;
 		gpu_ctx_users++;
 		g->ctx = gpu_ctx_pool[i].ctx;
@@ -435,15 +446,7 @@ int gpu_warm(int ordinal, char *err, size_t n)
 		return -ENODEV;
 	}
 	pthread_mutex_lock(&gpu_ctx_lock);
-	size_t i, empty = SIZE_MAX, np = sizeof gpu_ctx_pool / sizeof *gpu_ctx_pool;
-	for (i = 0; i < np; i++) {
-		if (gpu_ctx_pool[i].ctx && !gpu_ctx_pool[i].used && gpu_ctx_pool[i].dev == g.dev)
-			break;
-		if (!gpu_ctx_pool[i].ctx && empty == SIZE_MAX)
-			empty = i;
-	}
-	if (i == np && empty != SIZE_MAX && !(c = g.d.CtxCreate(&gpu_ctx_pool[empty].ctx, 0, g.dev)))
-		gpu_ctx_pool[empty].dev = g.dev;         /* unused: gpu_open takes it */
+	gpu_ctx_slot(&g, &c);                            /* left unused: gpu_open takes it */
 	pthread_mutex_unlock(&gpu_ctx_lock);
 	if (c) {
 		gpu_err(&g, c, err, n, "cannot open a context on GPU %d", ordinal);

@@ -83,9 +83,7 @@ typedef struct RlMemo {
 
 static int rl_type_memo(const KTarget *t, RlMemo *m, const char *full, const char *name, const struct btf **b)
 {
-	uint64_t h = BD_FNV_INIT;
-	for (const char *c = full; *c; c++)
-		h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+	uint64_t h = bd_fnv1a(full, strlen(full), BD_FNV_INIT);
 	for (uint32_t i = (uint32_t)h % RL_MEMO, k = 0; m && k < RL_MEMO; i = (i + 1) % RL_MEMO, k++) {
 		if (!m->e[i].full) {
 			int id = rl_type(t, full, name, b);

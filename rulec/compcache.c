@@ -18,11 +18,11 @@
  */
 #include "compile.h"
 #include "lvm.h"
+#include "snrt.h"
+#include "util.h"
 
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
-#include "snrt.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,20 +162,18 @@ int comp_cache_keep(const CompOpts *o, const CompKeep *k, const Bundle *b, char 
  * compiler, the options and every target's module as the back end gets it
  * (after LLView: its bitcode); the front end runs each time, the back end
  * (most of a compile) only when that module is new. */
-void comp_code_key(LLVMModuleRef const *m, unsigned nm, const CompOpts *o, BdKey *k)
+bool comp_code_key(LLVMModuleRef const *m, unsigned nm, const CompOpts *o, BdKey *k)
 {
 	bd_key_init(k, "sentinel code 1");
 	cc_compiler(k, o);
 	for (unsigned i = 0; i < nm; i++) {
 		LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m[i]);
-		if (!bc) {                          /* no key: a key no compile matches */
-			bd_key_add(k, &bc, sizeof bc);
-			bd_key_add(k, k, sizeof *k);
-			continue;
-		}
+		if (!bc)
+			return false;
 		bd_key_add(k, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
 		LLVMDisposeMemoryBuffer(bc);
 	}
+	return true;
 }
 
 int comp_code_get(const CompOpts *o, const BdKey *k, Bundle *b, char *note, size_t n)

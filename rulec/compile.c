@@ -83,6 +83,18 @@ static void comp_internalize(LLVMModuleRef m, bool host)
 	}
 }
 
+/* A word of the caches' for the caller (CompOpts.cache_note, which
+ * sentineld logs) and for -v. */
+static void comp_note(const CompOpts *o, const char *note)
+{
+	if (!*note)
+		return;
+	if (o->cache_note)
+		snprintf(o->cache_note, o->cache_note_len, "%s", note);
+	if (o->progress)
+		fprintf(o->progress, "rulec: %s\n", note);
+}
+
 static int comp_print(const CompOpts *o, LLVMModuleRef m)
 {
 	char *s = lvm_print(m);
@@ -394,16 +406,12 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 	/* the same code as an earlier compile (only the rules' data differ):
 	 * its object and PTX, and no back end (compcache.c) */
 	BdKey ck;
-	bool code_cached = false, code_keyed = !e && o->cache_dir && !emit;
+	LLVMModuleRef ms[2] = {T[0].m, T[1].m};
+	bool code_cached = false, code_keyed = !e && o->cache_dir && !emit && comp_code_key(ms, (unsigned)nt, o, &ck);
 	if (code_keyed) {
 		char note[1200];
-		LLVMModuleRef ms[2] = {T[0].m, T[1].m};
-		comp_code_key(ms, (unsigned)nt, o, &ck);
 		code_cached = !comp_code_get(o, &ck, b, note, sizeof note);
-		if (*note && o->cache_note)
-			snprintf(o->cache_note, o->cache_note_len, "%s", note);
-		if (*note && o->progress)
-			fprintf(o->progress, "rulec: %s\n", note);
+		comp_note(o, note);
 		comp_phase(o, code_cached ? "code from the cache" : "code key", &t0);
 	}
 	for (int i = 0; i < nt && !e && !code_cached; i++) {
@@ -446,8 +454,8 @@ int comp_build(const CgProg *p, const CompOpts *o, Bundle **out, char *err, size
 				fprintf(o->progress, "rulec:   PTX for %-18s %7zu bytes\n", b->ptx[i].arch, b->ptx[i].len);
 		}
 		char note[1200];
-		if (!e && code_keyed && comp_code_put(o, &ck, b, note, sizeof note) && o->progress)
-			fprintf(o->progress, "rulec: %s\n", note);
+		if (!e && code_keyed && comp_code_put(o, &ck, b, note, sizeof note))
+			comp_note(o, note);
 		t0 = comp_now();
 	}
 	if (!e && emit && !strcmp(emit, "ptx")) {
@@ -567,10 +575,7 @@ static int comp_dir_run(CompDir *c, const char *dir, const CompOpts *o, Bundle *
 		if (!e && o->cache_dir && !o->keep)
 			comp_phase(o, "kept in the cache", &t0);
 	}
-	if (*note && o->progress)
-		fprintf(o->progress, "rulec: %s\n", note);
-	if (o->cache_note && *note)               /* else comp_build's, if it had one */
-		snprintf(o->cache_note, o->cache_note_len, "%s", note);
+	comp_note(o, note);                       /* (none: comp_build's stands, if it had one) */
 	return e;
 }
 

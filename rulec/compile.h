@@ -67,11 +67,11 @@ int comp_cache_put(const RuleSet *rs, const CompOpts *o, const Bundle *b, char *
 /* What comp_dir left to keep (CompOpts.keep): b under k; 0 or -errno and a note. */
 int comp_cache_keep(const CompOpts *o, const CompKeep *k, const Bundle *b, char *note, size_t n);
 /* The code alone (compcache.c): k from the compiler, the options and the
- * back end's input modules; an earlier compile's x86-64 object and PTX for
- * it into b (0; b owns them), or none (-errno, a note when a file was
- * refused); keep b's code for k. */
+ * back end's input modules (false: no key, out of memory); an earlier
+ * compile's x86-64 object and PTX for it into b (0; b owns them), or none
+ * (-errno, a note when a file was refused); keep b's code for k. */
 struct LLVMOpaqueModule;
-void comp_code_key(struct LLVMOpaqueModule *const *m, unsigned nm, const CompOpts *o, BdKey *k);
+bool comp_code_key(struct LLVMOpaqueModule *const *m, unsigned nm, const CompOpts *o, BdKey *k);
 int comp_code_get(const CompOpts *o, const BdKey *k, Bundle *b, char *note, size_t n);
 int comp_code_put(const CompOpts *o, const BdKey *k, const Bundle *b, char *note, size_t n);
 
