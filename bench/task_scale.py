@@ -100,6 +100,10 @@ def measure(tmp, ram, backend, n, rules, budget="auto", threads="auto", build=No
             sj = st.get("slowest_job")
             if sj:
                 phases.setdefault("slowest job (%s)" % sj["job"], []).append(sj["us"])
+            sr = st.get("slowest_rule")
+            if sr:
+                phases.setdefault("slowest rule (%s, %d warps a rule over tasks)" % (sr["rule"], sr.get("parts", 1)),
+                                  []).append(sr["us"])
             time.sleep(0.02)
         s1 = ctl(sock, "status")["status"]
         # the per-entity rules' alerts at the end (100 states and an overflow: 101)

@@ -133,9 +133,14 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		L->ent_bytes += wd_ent_bytes(b, p, L, r);
 	L->o_ent = wd_take(&at, L->ent_bytes);
 	L->o_scratch = wd_take(&at, cap * 8);
+	L->o_tpid = wd_take(&at, cap * 4);
 	L->o_tq = wd_take(&at, ((size_t)cap + WD_TQ_SPARE) * 16);
 	L->o_tqctr = wd_take(&at, 8);
 	L->o_sync = wd_take(&at, SN_SYNC_N * 8);
+	size_t np = b->nrules <= SN_PART_RULES ? b->nrules : 0;
+	L->o_partbuf = wd_take(&at, np * 2 * SN_MEET_VALS * SN_PARTS_MAX * sizeof(double));
+	L->o_partarrive = wd_take(&at, np * 4);
+	L->o_partlist = wd_take(&at, np * 4);
 	L->o_joboff = wd_take(&at, b->njobs + 1);
 	L->o_rulefrom = wd_take(&at, (b->nrules + 1) * 4);
 	L->o_histfrom = wd_take(&at, (b->nhist + 1) * 4);
@@ -264,10 +269,15 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 		at += bytes;
 	}
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
+	w->tasks.pid = (uint32_t *)(uintptr_t)AT(L->o_tpid);
 	w->tq = (uint64_t *)(uintptr_t)AT(L->o_tq);
 	w->tq_ctr = (uint32_t *)(uintptr_t)AT(L->o_tqctr);
 	w->tq_cap = p->task_cap + WD_TQ_SPARE;
 	w->sync = (uint64_t *)(uintptr_t)AT(L->o_sync);
+	w->npart_rules = b->nrules <= SN_PART_RULES ? (uint32_t)b->nrules : 0;
+	w->part_buf = w->npart_rules ? (double *)(uintptr_t)AT(L->o_partbuf) : NULL;
+	w->part_arrive = w->npart_rules ? (uint32_t *)(uintptr_t)AT(L->o_partarrive) : NULL;
+	w->part_list = w->npart_rules ? (uint32_t *)(uintptr_t)AT(L->o_partlist) : NULL;
 	w->job_off = (uint8_t *)(uintptr_t)AT(L->o_joboff);
 	w->rule_from = (int32_t *)(uintptr_t)AT(L->o_rulefrom);
 	w->hist_from = (int32_t *)(uintptr_t)AT(L->o_histfrom);
@@ -389,9 +399,15 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 		}
 	MOVE(w->etab);
 	MOVE(w->scratch);
+	MOVE(w->tasks.pid);
 	MOVE(w->tq);
 	MOVE(w->tq_ctr);
 	MOVE(w->sync);
+	if (w->npart_rules) {
+		MOVE(w->part_buf);
+		MOVE(w->part_arrive);
+		MOVE(w->part_list);
+	}
 	MOVE(w->job_off);
 	MOVE(w->rule_from);
 	MOVE(w->hist_from);
@@ -407,6 +423,7 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 		w->tasks.mslot[i] = NULL;
 	}
 	w->tasks.free_slots = NULL;
+	w->tasks.pid = NULL;
 	w->hist = NULL;
 	w->rstate = NULL;
 	w->etab = NULL;
@@ -414,6 +431,9 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->tq = NULL;
 	w->tq_ctr = NULL;
 	w->sync = NULL;
+	w->part_buf = NULL;
+	w->part_arrive = NULL;
+	w->part_list = NULL;
 	w->job_off = NULL;
 	w->rule_from = NULL;
 	w->hist_from = NULL;

@@ -57,6 +57,7 @@ typedef struct WdLayout {
 		o_olabel[SN_OBJ_KINDS], o_oval[SN_OBJ_KINDS];
 	uint32_t ocap[SN_OBJ_KINDS]; /* slots of each object kind: 0 where no rule reads it */
 	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
+	size_t o_partbuf, o_partarrive, o_partlist, o_tpid;   /* a rule in parts' meetings (snrt.h, part_buf) */
 	size_t o_hring[64], o_hpos[64], o_hlen[64], o_hhead[64]; /* o_hhead: 0 unless ends-only */
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];

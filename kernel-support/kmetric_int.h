@@ -23,7 +23,8 @@
  *                                      what km_disk_stats(disk, blk) summed
  *   int km_disk_walk(u64 *out, u32 cap), int km_disk_name(u64 disk, char *out32)
  *   int km_task_walk(u64 *out, u32 cap)  the thread-group leaders
- *   int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)  the PID xarray's leaves
+ *   int km_pid_leaves(u64 *q, u32 cap, u32 *ctr, u32 stop, u32 *level)  the PID xarray's
+ *       leaves (stop 0) or their parents (6); u64 km_pid_leaf(u64 twig, u32 slot, int *bad)
  *   u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)  one PID's task
  *   int km_task_comm(u64 task, char *out16)
  *   u32 km_cpu_ids(void), int km_cpu_online(u32 cpu)
@@ -124,6 +125,30 @@ KM_INLINE void km_two(u64 a, u32 wa, u64 b, u32 wb, u32 *va, u32 *vb)
 	u64 y = (a & ~7ul) == (b & ~7ul) && b > a ? x >> ((b - a) * 8) : km_word(b);
 	*va = (u32)(x & (wa >= 4 ? 0xffffffffull : (1ull << (8 * wa)) - 1));
 	*vb = (u32)(y & (wb >= 4 ? 0xffffffffull : (1ull << (8 * wb)) - 1));
+}
+
+/* Two 8-byte fields at kernel addresses a and b: one 16-byte read where
+ * they are the two halves of an aligned 16 bytes (a task's utime and
+ * stime, a list_head's next and prev), else two.  A 16-byte read is one
+ * request over the bus, as an 8-byte one (bench/hostread.cu): a row's
+ * reads are what the task phase's time is made of. */
+typedef u64 km_v2 __attribute__((vector_size(16)));
+KM_INLINE void km_pair(u64 a, u64 b, u64 *va, u64 *vb)
+{
+	/* volatile: else LLVM splits a vector load whose halves are used
+	 * apart back into two scalar loads, before LLView sees it */
+	if (b == a + 8 && !(a & 15)) {
+		km_v2 v = *(const volatile km_v2 *)(unsigned long)a;
+		*va = v[0];
+		*vb = v[1];
+	} else if (a == b + 8 && !(b & 15)) {
+		km_v2 v = *(const volatile km_v2 *)(unsigned long)b;
+		*va = v[1];
+		*vb = v[0];
+	} else {
+		*va = *(const u64 *)(unsigned long)a;
+		*vb = *(const u64 *)(unsigned long)b;
+	}
 }
 
 /* out[i] = km_word(a[i]) for i < n (n >= 1): a read a lane, n / 32 loads

@@ -64,11 +64,15 @@ KM_INLINE int km_xa_is_node(u64 e) { return (e & 3) == 2 && e > 4096; }
 KM_INLINE struct xa_node *km_xa_node(u64 e) { return (struct xa_node *)(unsigned long)(e - 2); }
 
 /* Warp-collective.  q is a queue of (node, first index) pairs, cap pairs
- * long; ctr[0] its length, ctr[1] where the leaves start (both written
- * here).  Returns the number of leaf nodes, 0 for an empty tree, or a
- * negative KX_ error (a node that does not check out: KX_ELOOP; the queue
- * too short: KX_ERANGE).  Lane 0 writes ctr; lanes append with atomics. */
-int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
+ * long; ctr[0] its length, ctr[1] where the nodes found start (both
+ * written here).  Descends to the nodes of shift `stop` (0: the leaves;
+ * 6: the leaves' parents, whose leaves the caller reads with every
+ * thread it has: km_pid_leaf), or to a root below it; *level is the
+ * found nodes' shift.  Returns their number, 0 for an empty tree, or a
+ * negative KX_ error (a node that does not check out: KX_ELOOP; the
+ * queue too short: KX_ERANGE).  Lane 0 writes ctr; lanes append with
+ * atomics. */
+int km_pid_leaves(u64 *q, u32 cap, u32 *ctr, u32 stop, u32 *level)
 {
 	struct xarray *xa = KP(init_pid_ns.idr.idr_rt);
 	u64 head = (u64)(unsigned long)KR(xa->xa_head);
@@ -81,6 +85,7 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
 		return KM_EFAULT;
 	if (shift % KM_XA_SHIFT || shift > 5 * KM_XA_SHIFT || cap < 1)
 		return KM_ELOOP;
+	*level = shift < stop ? shift : stop;
 	if (simt_lane() == 0) {
 		q[0] = head - 2;
 		q[1] = 0;
@@ -89,7 +94,7 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
 	simt_sync();
 	u32 lo = 0, hi = 1;
 	int bad = 0;
-	for (; shift > 0; shift -= KM_XA_SHIFT) {
+	for (; shift > stop; shift -= KM_XA_SHIFT) {
 		u32 cnt = (hi - lo) * KM_XA_SLOTS;
 		for (u32 k = simt_lane(); k < cnt; k += simt_nlanes()) {
 			u64 nd = q[2 * (lo + k / KM_XA_SLOTS)], base = q[2 * (lo + k / KM_XA_SLOTS) + 1];
@@ -124,6 +129,28 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr)
 		ctr[1] = lo;
 	simt_sync();
 	return (int)(hi - lo);
+}
+
+/* One lane: leaf `slot` of node `twig` (shift 6, from km_pid_leaves),
+ * checked as km_pid_leaves checks a node (its shift, its place, its
+ * parent, its tree); 0 for none, and *bad set where it does not check out
+ * (freed and reused under us, or corrupt). */
+u64 km_pid_leaf(u64 twig, u32 slot, int *bad)
+{
+	struct xa_node *n = (struct xa_node *)(unsigned long)twig;
+	void **slots = KP(n->slots[0]);
+	u64 e = (u64)(unsigned long)slots[slot % KM_XA_SLOTS];
+	if (!km_xa_is_node(e) || __llview_failed())
+		return 0;
+	struct xa_node *c = km_xa_node(e);
+	u32 cs, co;
+	km_two(km_addr(KP(c->shift)), 1, km_addr(KP(c->offset)), 1, &cs, &co);
+	if (cs != 0 || KR(c->parent) != n || KR(c->array) != KP(init_pid_ns.idr.idr_rt) || co != slot % KM_XA_SLOTS ||
+	    __llview_failed()) {
+		*bad = 1;
+		return 0;
+	}
+	return e - 2;
 }
 
 /* One lane: the task with PID nr, from slot `slot` of leaf node `leaf`
@@ -170,7 +197,12 @@ double km_task_state(u64 t)
 		state = KR(p->__state);
 	else
 		state = (unsigned int)KR(((struct task_struct___pre514 *)p)->state);
-	unsigned int s = (state | (unsigned int)KR(p->exit_state)) & 0x7fu;   /* TASK_REPORT */
+	/* exit_state is set in exit_notify(), which a task runs (0) before
+	 * it is TASK_DEAD (0x80): a sleeping task's is 0, not read (a
+	 * request a row; a task that sleeps between the two in its last
+	 * microseconds shows its sleep, not Z) */
+	unsigned int ex = state == 0 || (state & 0x80u) ? (unsigned int)KR(p->exit_state) : 0;
+	unsigned int s = (state | ex) & 0x7fu;                                /* TASK_REPORT */
 	if (state == 0x402u)                                                  /* TASK_IDLE */
 		return 'I';
 	static const char letters[] = KSTATE_LETTERS;
@@ -183,19 +215,13 @@ double km_task_state(u64 t)
 }
 
 double km_task_kthread(u64 t) { return (KR(km_task(t)->flags) & PF_KTHREAD) ? 1 : 0; }
-/* The thread group's user and system time as /proc/PID/stat shows them:
- * thread_group_cputime() (the dead threads' sums in signal_struct plus
- * every live thread), scaled by cputime_adjust() from tick samples to the
- * precise runtime and kept monotonic against signal->prev_cputime, the
- * kernel's last answer.  Nanoseconds. */
+
 #define KM_MAX_THREADS 65536u
-KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
+
+/* Every live thread's times added to *u, *s and *r: 1, or 0 for a cycle
+ * or the cap (no sum is the group's then). */
+KM_INLINE int km_group_sum(struct signal_struct *sig, u64 *u, u64 *s, u64 *r)
 {
-	struct signal_struct *sig = KR(p->signal);
-	*ut = *st = KM_NAN;
-	if (!sig)
-		return;
-	u64 u = KR(sig->utime), s = KR(sig->stime), r = KR(sig->sum_sched_runtime);
 	struct list_head *head = KP(sig->thread_head), *n = head->next;
 	kx_loop lp;
 	kx_loop_init(&lp, km_addr(head));
@@ -204,14 +230,48 @@ KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
 		struct task_struct *t = kcontainer_of(n, struct task_struct, thread_node);
 		if (kx_loop_seen(&lp, km_addr(n)))
 			break;
-		u += KR(t->utime);
-		s += KR(t->stime);
-		r += KR(t->se.sum_exec_runtime);
+		u64 a, b;
+		km_pair(km_addr(KP(t->utime)), km_addr(KP(t->stime)), &a, &b);
+		*u += a;
+		*s += b;
+		*r += KR(t->se.sum_exec_runtime);
 		n = n->next;
 	}
-	if (n != head)                           /* a cycle, or the cap: no sum is the group's */
+	return n == head;
+}
+
+/* The thread group's user and system time as /proc/PID/stat shows them:
+ * thread_group_cputime() (the dead threads' sums in signal_struct plus
+ * every live thread), scaled by cputime_adjust() from tick samples to the
+ * precise runtime and kept monotonic against signal->prev_cputime, the
+ * kernel's last answer.  Nanoseconds. */
+KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
+{
+	*ut = *st = KM_NAN;
+	/* read side by side, before the signal's address is known: the
+	 * task's own times, its runtime and its place in the thread list
+	 * (one request each for the pairs where the kernel lays them in one
+	 * aligned 16 bytes, as 6.12 does) */
+	struct signal_struct *sig = KR(p->signal);
+	u64 tu, ts, nx, pv;
+	km_pair(km_addr(KP(p->utime)), km_addr(KP(p->stime)), &tu, &ts);
+	u64 tr = KR(p->se.sum_exec_runtime);
+	km_pair(km_addr(KP(p->thread_node.next)), km_addr(KP(p->thread_node.prev)), &nx, &pv);
+	if (!sig)
 		return;
-	double pu = (double)KR(sig->prev_cputime.utime), ps = (double)KR(sig->prev_cputime.stime);
+	u64 head = km_addr(KP(sig->thread_head)), u, s, r, pu8, ps8;
+	km_pair(km_addr(KP(sig->utime)), km_addr(KP(sig->stime)), &u, &s);
+	r = KR(sig->sum_sched_runtime);
+	km_pair(km_addr(KP(sig->prev_cputime.utime)), km_addr(KP(sig->prev_cputime.stime)), &pu8, &ps8);
+	if (nx == head && pv == head) {
+		/* the group's one thread (most processes): no walk */
+		u += tu;
+		s += ts;
+		r += tr;
+	} else if (!km_group_sum(sig, &u, &s, &r)) {
+		return;
+	}
+	double pu = (double)pu8, ps = (double)ps8;
 	double rt = (double)r, sa, ua;
 	if (ps + pu >= rt) {                     /* nothing new since the kernel's last answer */
 		*ut = pu;
@@ -252,7 +312,9 @@ double km_task_user_time(u64 t)
 double km_task_ctx_switches(u64 t)
 {
 	struct task_struct *p = km_task(t);
-	return (double)(KR(p->nvcsw) + KR(p->nivcsw));
+	u64 v, iv;
+	km_pair(km_addr(KP(p->nvcsw)), km_addr(KP(p->nivcsw)), &v, &iv);
+	return (double)(v + iv);
 }
 
 double km_task_threads(u64 t)
@@ -297,11 +359,10 @@ double km_task_rss(u64 t)
 int km_task_comm(u64 t, char *out)
 {
 	struct task_struct *p = km_task(t);
-	for (u32 i = 0; i < 16; i += 8) {
-		u64 w = *(u64 *)((char *)KP(p->comm[0]) + i);
-		for (u32 b = 0; b < 8; b++)
-			out[i + b] = (char)(w >> (8 * b));
-	}
+	u64 a = km_addr(KP(p->comm[0])), w[2];
+	km_pair(a, a + 8, &w[0], &w[1]);         /* one read where comm is 16-aligned */
+	for (u32 i = 0; i < 16; i++)
+		out[i] = (char)(w[i / 8] >> (8 * (i % 8)));
 	out[15] = 0;
 	return __llview_failed() ? -14 : 0;
 }

@@ -18,6 +18,7 @@ uint64_t simt_sum_u64(uint64_t v);      /* every lane gets the warp's sum */
 uint64_t simt_shfl_u64(uint64_t v, unsigned src);  /* lane src's v (each lane its own src) */
 int simt_any(int v);                    /* every lane gets the warp's OR */
 int simt_all(int v);                    /* every lane gets the warp's AND */
+uint32_t simt_ballot(int v);            /* bit l: lane l's v (every lane the same) */
 double simt_sum_f64(double v);
 double simt_min_f64(double v);          /* NaN-ignoring; NaN only if every lane is NaN */
 double simt_max_f64(double v);

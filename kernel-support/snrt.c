@@ -64,20 +64,32 @@ static uint32_t sn_hash(uint64_t k, uint32_t mask)
  * Row order follows the threads (the host: PID order); slots, and so the
  * histories, follow the task. */
 #define SN_NO_SLOT 0xffffffffu
+#define KM_LEAF_PARENTS 6u      /* the xarray's shift at the leaves' parents */
 
 void sn_tasks_find(sn_world *w)
 {
 	sn_tasks *T = &w->tasks;
 	if (simt_lane() == 0) {
-		T->found = T->nleaves = T->by_list = 0;
+		T->found = T->nleaves = T->by_list = T->level = 0;
 		T->err = 0;
 	}
 	simt_sync();
-	int r = km_pid_leaves(w->tq, w->tq_cap, w->tq_ctr);
+	/* The GPU stops at the leaves' parents: a warp read 900 leaves'
+	 * nodes at 50,000 tasks one round trip after another (200 us, the
+	 * tick's slowest job); the scan's threads read them side by side.
+	 * The host reads each leaf once, here. */
+#ifdef __NVPTX__
+	uint32_t stop = KM_LEAF_PARENTS;
+#else
+	uint32_t stop = 0;
+#endif
+	uint32_t level = 0;
+	int r = km_pid_leaves(w->tq, w->tq_cap, w->tq_ctr, stop, &level);
 	if (r >= 0) {
 		if (simt_lane() == 0) {
 			T->nleaves = (uint32_t)r;
 			T->leaf0 = w->tq_ctr[1];
+			T->level = level;
 		}
 	} else {
 		/* the tree did not check out (changing under us, or a kernel
@@ -96,19 +108,38 @@ void sn_tasks_find(sn_world *w)
 	simt_sync();
 }
 
+/* The PID tree's slots a thread each: leaf i / 64's slot i % 64, or
+ * with the leaves' parents queued (level 6), parent i / 4096's leaf
+ * i / 64 % 64 (the 64 threads of a leaf read its node: one request for
+ * the warp) and its slot i % 64.  A leaf that does not check out is the
+ * tick's error: its tasks are unknown, and the table keeps last tick's. */
+static uint32_t sn_tp_slots(const sn_tasks *T) { return T->nleaves * (T->level ? 4096u : 64u); }
+
 static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
 {
 	sn_tasks *T = &w->tasks;
-	uint32_t total = T->nleaves * 64u, leaf0 = T->leaf0;
+	uint32_t total = sn_tp_slots(T), leaf0 = T->leaf0, per = T->level ? 4096u : 64u;
 	for (uint32_t i = gt; i < total; i += nt) {
-		uint64_t leaf = w->tq[2 * (leaf0 + i / 64)], nr = w->tq[2 * (leaf0 + i / 64) + 1] + i % 64;
+		uint64_t node = w->tq[2 * (leaf0 + i / per)], nr = w->tq[2 * (leaf0 + i / per) + 1] + i % per;
+		uint64_t leaf = node;
+		if (T->level) {
+			int bad = 0;
+			leaf = km_pid_leaf(node, i / 64 % 64, &bad);
+			if (bad && !__atomic_exchange_n(&T->err, -40, __ATOMIC_RELAXED))   /* KX_ELOOP */
+				__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+			if (!leaf)
+				continue;
+		}
 		uint32_t tgid = 0;
 		uint64_t t = km_pid_task(leaf, i % 64, nr, &tgid);
 		if (!t || tgid != nr)
 			continue;                    /* no task, or a thread: /proc lists the leaders */
 		uint32_t row = __atomic_fetch_add(&T->found, 1, __ATOMIC_RELAXED);
-		if (row < T->cap)
+		if (row < T->cap) {
 			w->scratch[row] = t;
+			if (T->pid)
+				T->pid[row] = (uint32_t)nr;
+		}
 	}
 }
 
@@ -266,6 +297,16 @@ uint32_t sn_tasks_begin(sn_world *w, int walked)
 }
 
 uint64_t sn_task_ptr(const sn_world *w, uint32_t row) { return row < w->tasks.n ? w->tasks.ptr[row] : 0; }
+
+/* The scan checked the task's tgid against the PID it found it by: a
+ * read a row saved (the list's walk reads no PID) */
+double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task)
+{
+	const sn_tasks *T = &w->tasks;
+	if (T->pid && !T->by_list && row < T->n)
+		return (double)T->pid[row];
+	return km_task_pid(task);
+}
 char *sn_task_comm_buf(sn_world *w, uint32_t row) { return w->tasks.comm[row < w->tasks.cap ? row : 0]; }
 
 /* ---- ticks --------------------------------------------------------------------------------- */
@@ -297,6 +338,9 @@ static void sn_obj_rows(sn_world *w, uint32_t warp, uint32_t nwarps)
 	}
 }
 
+/* ---- the host's tick (the GPU runs the same phases in sn_gpu_main) --------------- */
+#ifndef __NVPTX__
+/* the rules, a rule a thread (the GPU's: sn_eval_parts) */
 static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
 	for (uint32_t r = warp; r < w->nrules; r += nwarps)
@@ -304,8 +348,6 @@ static void sn_eval_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 			rules_eval(w, r);
 }
 
-/* ---- the host's tick (the GPU runs the same phases in sn_gpu_main) --------------- */
-#ifndef __NVPTX__
 /* the jobs (the GPU times each: sn_collect_timed) */
 static void sn_collect_all(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
@@ -630,6 +672,10 @@ static void sn_enter(uint32_t blk, uint32_t nblk, sn_world *w, const kx_mem *mem
 	if (__nvvm_read_ptx_sreg_tid_x() == 0) {
 		sn_blk = blk;
 		sn_nblk = nblk;
+		for (uint32_t i = 0; i < 32; i++) {      /* every warp runs its rules whole */
+			sn_pw[i].part = 0;
+			sn_pw[i].nparts = 1;
+		}
 		KX_CUR_VAR.mem = mem;
 		KX_CUR_VAR.relo = relo;
 		KX_CUR_VAR.reads = &w->reads;
@@ -712,9 +758,25 @@ static void sn_objs_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *
  * whose warps evaluate rules, which read the rows next.  The other blocks
  * wait at the tick's last barrier: a small task table pays for a few
  * blocks' barriers, not all of them. */
-static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
+static uint32_t sn_task_blocks(sn_world *w)
 {
 	uint32_t bs = (uint32_t)__nvvm_read_ptx_sreg_ntid_x(), nb = sn_nblk;
+	/* read by every thread after the jobs' barrier: the same answer in
+	 * all (the scan adds to found only when the tree is walked, not the
+	 * list) */
+	uint64_t slots = (uint64_t)sn_load_volatile32(&w->tasks.nleaves) * (sn_load_volatile32(&w->tasks.level) ? 4096u : 64u);
+	if (sn_load_volatile32(&w->tasks.by_list))
+		slots = sn_load_volatile32(&w->tasks.found);
+	uint64_t want = (slots + bs - 1) / bs, rb = ((uint64_t)w->nrules * 32u + bs - 1) / bs;
+	uint32_t nbl = (uint32_t)(want > rb ? want : rb);
+	if (nbl < 1)
+		nbl = 1;
+	return nbl > nb ? nb : nbl;
+}
+
+static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t *t)
+{
+	uint32_t bs = (uint32_t)__nvvm_read_ptx_sreg_ntid_x();
 	uint32_t gt = warp * 32 + simt_lane();
 	(void)nwarps;
 	if (!w->has_tasks) {
@@ -722,16 +784,7 @@ static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t 
 			sn_phase(w, gt, ph, t);
 		return;
 	}
-	/* read by every thread after the jobs' barrier: the same answer in all */
-	uint64_t slots = (uint64_t)sn_load_volatile32(&w->tasks.nleaves) * 64u;
-	if (sn_load_volatile32(&w->tasks.by_list))
-		slots = sn_load_volatile32(&w->tasks.found);
-	uint64_t want = (slots + bs - 1) / bs, rb = ((uint64_t)w->nrules * 32u + bs - 1) / bs;
-	uint32_t nbl = (uint32_t)(want > rb ? want : rb);
-	if (nbl < 1)
-		nbl = 1;
-	if (nbl > nb)
-		nbl = nb;
+	uint32_t nbl = sn_task_blocks(w);
 	if (sn_blk >= nbl)
 		return;
 	uint32_t nt = nbl * bs;
@@ -751,6 +804,88 @@ static void sn_tasks_grid(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t 
 	sn_tp_fields(w, gt, nt);
 	sn_grid_sync_n(w, nbl);
 	sn_phase(w, gt, SN_PH_FIELDS, t);
+}
+
+/* Rule r on this warp, timed: the tick's slowest (SN_SYNC_SLOW) */
+static void sn_eval_timed(sn_world *w, uint32_t r)
+{
+	uint64_t t0 = sn_clock();
+	rules_eval(w, r);
+	uint64_t us = (sn_clock() - t0) / 1000;
+	if (simt_lane() == 0)
+		__atomic_fetch_max(&w->sync[SN_SYNC_SLOW], (us > 0xffffffffu ? 0xffffffffu : us) << 32 | r,
+				   __ATOMIC_RELAXED);
+}
+
+/* The rules that can run in parts (rules_split), listed in the jobs
+ * phase by a warp the jobs leave idle (rules over tasks: a handful). */
+static void sn_part_list(sn_world *w)
+{
+	uint32_t n = w->nrules, cnt = 0, lane = simt_lane();
+	if (n > w->npart_rules || !w->part_list)
+		n = 0;
+	for (uint32_t base = 0; base < n; base += 32) {
+		uint32_t r = base + lane;
+		int f = r < n && w->rstate[r].phase != SN_DISABLED && rules_split(w, r);
+		uint32_t m = simt_ballot(f);
+		if (f)
+			w->part_list[cnt + (uint32_t)__builtin_popcount(m & ((1u << lane) - 1))] = r;
+		cnt += (uint32_t)__builtin_popcount(m);
+	}
+	if (lane == 0)
+		*(volatile uint32_t *)&w->npart_split = cnt;
+}
+
+/* The rules on the GPU.  A rule over tasks on a warp of its own has
+ * 1,600 rows a lane at 50,000 tasks: half a millisecond, the longest part
+ * of the rules.  Every rule runs on warp r (its part 0); where the task
+ * phases' warps (sn_task_blocks: they have the rows) leave more, the rules
+ * that can run in parts (sn_part_list) share them, each taking P - 1 more
+ * (P at most SN_PARTS_MAX; snrt_rule.c).  A warp runs one part at most,
+ * so every part of a rule runs at once: the parts' meetings end. */
+static void sn_eval_parts(sn_world *w, uint32_t warp, uint32_t nwarps)
+{
+	uint32_t n = w->nrules, s = sn_load_volatile32(&w->npart_split);
+	uint32_t avail = w->has_tasks ? sn_task_blocks(w) * ((uint32_t)__nvvm_read_ptx_sreg_ntid_x() / 32) : 0;
+	uint32_t P = n && s && avail > n ? 1 + (avail - n) / s : 1;
+	if (P > SN_PARTS_MAX)
+		P = SN_PARTS_MAX;
+	if (warp == 0 && simt_lane() == 0 && w->stats)
+		w->stats->rule_parts = P;
+	if (P < 2 || !w->part_buf) {
+		for (uint32_t r = warp; r < n; r += nwarps)
+			if (w->rstate[r].phase != SN_DISABLED)
+				sn_eval_timed(w, r);
+		return;
+	}
+	uint32_t r, part;
+	if (warp < n) {
+		r = warp;
+		part = 0;
+	} else if (warp - n < s * (P - 1)) {
+		r = w->part_list[(warp - n) / (P - 1)];
+		part = 1 + (warp - n) % (P - 1);
+	} else {
+		return;
+	}
+	if (w->rstate[r].phase == SN_DISABLED)
+		return;
+	uint32_t split = part || rules_split(w, r);
+	if (simt_lane() == 0) {
+		SN_PW.buf = w->part_buf + (uint64_t)r * 2 * SN_MEET_VALS * SN_PARTS_MAX;
+		SN_PW.arrive = &w->part_arrive[r];
+		SN_PW.part = part;
+		SN_PW.nparts = split ? P : 1;
+		SN_PW.k = 0;
+	}
+	simt_sync();
+	sn_eval_timed(w, r);
+	simt_sync();
+	if (simt_lane() == 0) {
+		SN_PW.part = 0;
+		SN_PW.nparts = 1;
+	}
+	simt_sync();
 }
 
 /* The leader (the world's warp 0, lane 0): tick w begins at t, due at due. */
@@ -777,18 +912,28 @@ static void sn_tick_begin(sn_world *w, uint64_t t, uint64_t due)
 static uint64_t sn_tick_run(sn_world *w, uint32_t warp, uint32_t nwarps)
 {
 	uint64_t t = w->now;              /* thread 0's: the phases' times */
+	/* the rules' parts count in anew (sn_eval_parts; none runs until the rules) */
+	for (uint32_t i = warp * 32 + simt_lane(); i < w->npart_rules && w->part_arrive; i += nwarps * 32)
+		w->part_arrive[i] = 0;
+	if (warp == 0 && simt_lane() == 0)
+		w->sync[SN_SYNC_SLOW] = 0;
+	if (warp == nwarps - 1)
+		sn_part_list(w);
 	sn_collect_timed(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
 	sn_objs_grid(w, warp, nwarps, &t);
 	sn_tasks_grid(w, warp, nwarps, &t);
-	sn_eval_all(w, warp, nwarps);
+	sn_eval_parts(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	sn_phase(w, warp * 32 + simt_lane(), SN_PH_RULES, &t);
 	if (warp || simt_lane())
 		return 0;
 	sn_stats *S = w->stats;
 	uint64_t len = sn_clock() - w->now;
+	uint64_t slow = sn_load_volatile(&w->sync[SN_SYNC_SLOW]);
+	S->slow_rule = (uint32_t)slow;
+	S->slow_rule_us = (uint32_t)(slow >> 32);
 	S->last_tick_ns = w->now;
 	S->last_tick_len_ns = len;
 	if (len > S->max_tick_len_ns)

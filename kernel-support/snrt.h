@@ -31,9 +31,9 @@
  * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
 #define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
-#define SN_ABI_VERSION 17u
+#define SN_ABI_VERSION 18u
 /* words of sn_world.sync */
-#define SN_SYNC_N 8u
+#define SN_SYNC_N 9u
 
 /* ---- alert records: the ring buffer -------------------------------------- */
 
@@ -99,6 +99,11 @@ typedef struct sn_stats {
 	/* the last tick on the GPU, job by job (µs; the first SN_STAT_JOBS):
 	 * the jobs phase lasts as long as its slowest job */
 	uint32_t job_us[SN_STAT_JOBS];
+	/* the last tick on the GPU: its slowest rule (or part of one), and
+	 * how long it took (µs): the rules phase lasts as long */
+	uint32_t slow_rule, slow_rule_us;
+	/* ... and the warps a rule over tasks had (sn_eval_parts; 1: one) */
+	uint32_t rule_parts, _pad_rp;
 	/* each object kind (SN_OBJ_*): how many the last walk found, and its
 	 * error (KX_*; -34 KX_ERANGE: more than the table's slots) */
 	uint32_t objs_found[8];
@@ -274,6 +279,8 @@ typedef struct sn_tasks {
 	uint32_t map_cap;          /* each map's size: a power of two >= 2 cap */
 	uint64_t *ptr;             /* [cap] task_struct address of row r */
 	uint32_t *slot;            /* [cap] stable slot of row r */
+	uint32_t *pid;             /* [cap] the PID the scan found row r's task by (the tree's
+				    * index, checked against the task's tgid); unset when by_list */
 	char (*comm)[16];          /* [cap] */
 	double *val;               /* [ntaskslots][cap] task metric values */
 	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
@@ -284,8 +291,10 @@ typedef struct sn_tasks {
 	/* this tick's find (sn_tasks_find): tasks found so far (may pass cap),
 	 * and the PID tree's leaves queued in the world's tq */
 	uint32_t found;
-	uint32_t nleaves, leaf0;
+	uint32_t nleaves, leaf0;   /* the nodes queued: leaves, or (level 6) their parents */
 	uint32_t by_list;          /* 1: the tree did not check out, the list was walked */
+	uint32_t level;            /* the queued nodes' shift: 0 leaves; 6 on the GPU, whose
+				    * scan reads their leaves with every thread (sn_tp_scan) */
 } sn_tasks;
 
 /* Objects: kernel objects of one kind (SN_OBJ_*: disks) found by a walk
@@ -391,12 +400,33 @@ typedef struct sn_world {
 	uint32_t from_saved, _pad3;
 	int64_t from_shift;
 	uint64_t from_gap_ns;
+	/* a rule in parts (sn_eval_parts): rule r < npart_rules meets its
+	 * other parts' warps in its rows of part_buf (two rounds of up to
+	 * SN_MEET_VALS partials a part), counting in at part_arrive[r]
+	 * (zeroed each tick) */
+	double *part_buf;          /* [npart_rules][2][SN_MEET_VALS][SN_PARTS_MAX] */
+	uint32_t *part_arrive;     /* [npart_rules] */
+	uint32_t *part_list;       /* [npart_rules] this tick's rules that run in parts (the GPU's jobs phase) */
+	uint32_t npart_rules, npart_split;   /* ... and how many */
 } sn_world;
+
+/* A rule over tasks on the GPU runs on up to SN_PARTS_MAX warps, each
+ * taking every parts-th 32 rows, when the task phases' warps outnumber
+ * the rules (snrt.c, sn_eval_parts); rule sets of more than
+ * SN_PART_RULES rules run a warp a rule. */
+#define SN_PARTS_MAX 32u
+#define SN_PART_RULES 512u
+#define SN_MEET_VALS 8u            /* values the parts exchange at one meeting */
 
 /* ---- what rulec generates (declared here, defined per bundle) ------------------- */
 
 void rules_collect(sn_world *w, uint32_t job);
 void rules_eval(sn_world *w, uint32_t rule);
+/* task.pid of row (the task at task): the scan's, else read (snrt.c) */
+double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task);
+/* 1 when rule's code may run in parts (it loops over entities, and meets
+ * its other parts only outside its loops); 0 for a warp of its own */
+uint32_t rules_split(sn_world *w, uint32_t rule);
 /* Every task metric the rules read, for one row (one lane), then
  * rules_task_derive: the windows the rules take over task metrics, into
  * the task slots after the metrics. */
@@ -412,7 +442,9 @@ void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot);
 int km_task_comm(uint64_t task, char *out16);
 /* The tasks: the PID tree (warp-collective; then one lane per slot), and
  * the task list where the tree fails (lane 0 walks). */
-int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr);
+int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr, uint32_t stop, uint32_t *level);
+uint64_t km_pid_leaf(uint64_t twig, uint32_t slot, int *bad);
+double km_task_pid(uint64_t t);
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid);
 int km_task_walk(uint64_t *out, uint32_t cap);
 /* Objects (one lane): kind k's walk, at most cap addresses into out; the
@@ -535,6 +567,26 @@ void sn_ent_end(sn_world *w, uint32_t rule, const sn_rdesc *d);
 /* Whether some entity of the rule has a state (read before the puts: the
  * rule's code then puts every entity, else only those that hold). */
 int sn_ent_busy(const sn_world *w, uint32_t rule);
+
+/* A rule's code in parts (snrt_rule.c): its entity loops start at
+ * sn_row0() and step by sn_rowstep() (lane and lanes when it runs whole),
+ * and its sums, minima and maxima over entities go through sn_red_*: the
+ * warp's, then every part's (each part's warp meets the others'), the
+ * same answer in all.  sn_step and sn_ent_end act in part 0 only, the
+ * latter after every part's sn_ent_put. */
+uint32_t sn_row0(void);
+uint32_t sn_rowstep(void);
+double sn_red_sum(double v);
+double sn_red_min(double v);
+double sn_red_max(double v);
+/* v[i] for i < n (at most SN_MEET_VALS) summed, or where bit i of
+ * minmask / maxmask is set its minimum / maximum: one meeting for all */
+void sn_red_n(double *v, uint32_t n, uint32_t minmask, uint32_t maxmask);
+/* A best-entity tracker, kve = {key, value, entity} in each lane: the
+ * best key (dir > 0 the largest, else the smallest), then the lowest
+ * entity holding it, then its value, in every lane (rulec's
+ * cg_track_reduce, in three warp reductions and one meeting) */
+void sn_red_track(double *kve, int32_t dir);
 
 /* One tick on one warp of nwarps (the host: 0 of 1). */
 void sn_tick(sn_world *w, uint32_t warp, uint32_t nwarps, uint64_t now);

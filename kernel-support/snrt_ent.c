@@ -96,6 +96,8 @@ void sn_ent_put(sn_world *w, uint32_t rule, const sn_rdesc *d, uint32_t ent, dou
 
 void sn_ent_end(sn_world *w, uint32_t rule, const sn_rdesc *d)
 {
+	if (!sn_part_join())
+		return;                          /* a rule in parts: part 0 ends the tick */
 	if (rule >= w->nrules || !w->etab || !w->etab[rule].cap || w->rstate[rule].phase == SN_DISABLED)
 		return;
 	sn_etab *T = &w->etab[rule];

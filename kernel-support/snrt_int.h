@@ -240,8 +240,10 @@ static inline void sn_put_obj(sn_world *w, sn_objs *O, uint32_t col, uint32_t s,
  * so one written early is taken early; the head only rings the bell. */
 /* (the task phases' barrier among the first blocks has its own counter and
  * generation: the other blocks meanwhile count in at the tick's last one) */
-enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM, SN_SYNC_PCOUNT, SN_SYNC_PGEN };
-_Static_assert(SN_SYNC_PGEN < SN_SYNC_N, "the world's sync words");
+/* SN_SYNC_SLOW: the tick's slowest rule so far, (µs << 32) | rule (the GPU's) */
+enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM, SN_SYNC_PCOUNT, SN_SYNC_PGEN,
+       SN_SYNC_SLOW };
+_Static_assert(SN_SYNC_SLOW < SN_SYNC_N, "the world's sync words");
 
 static inline void sn_emit_begin(sn_world *w)
 {
@@ -278,5 +280,23 @@ void sn_machine(sn_world *w, uint32_t rule, const sn_rdesc *d, sn_rstate *st, do
 		double value, int64_t entity);
 /* Its alert ends outside the machine (an entity gone): the event, its last value. */
 void sn_machine_end(sn_world *w, uint32_t rule, sn_rstate *st, SnEventKind kind);
+
+/* ---- a rule in parts (snrt_rule.c; the GPU's dispatch: snrt.c, sn_eval_parts) ---------- */
+
+#ifdef __NVPTX__
+/* The rule part this warp runs: lane 0 of the warp sets it before the
+ * rule's code and puts it back (nparts 1) after. */
+typedef struct sn_pwarp {
+	double *buf;               /* the rule's two rounds of partials (sn_world.part_buf) */
+	uint32_t *arrive;          /* its parts' arrivals this tick */
+	uint32_t part, nparts;
+	uint32_t k;                /* the meetings so far in this tick */
+} sn_pwarp;
+extern KX_SHARED sn_pwarp sn_pw[32];
+#define SN_PW (sn_pw[__nvvm_read_ptx_sreg_tid_x() / 32])
+#endif
+/* Every part of the warp's rule has put its entities: 1 in part 0 (it
+ * then ends the tick for them), 0 in the others (always 1 run whole). */
+int sn_part_join(void);
 
 #endif

@@ -46,6 +46,12 @@ typedef struct Cg {
 	LLVMValueRef value, entity;
 	bool deriving;            /* building rules_task_derive: windows are computed, not read */
 	bool in_rule;             /* building a rule_N: see cg_inline_in_rule */
+	/* the rule's code in parts (sn_eval_parts): it loops over tasks (the
+	 * only family large enough to pay for the parts' meetings), and meets
+	 * its other parts (a reduction) only outside loops */
+	unsigned depth;           /* loops open around the builder */
+	bool has_task_loop, meets_in_loop;
+	uint8_t *split;           /* [shapes] the shape's code can run in parts */
 	/* building shape N's function rule_N(w, i): rule i's row of the data
 	 * tables (cg_rule_row); the shape's numbers, loaded in its entry */
 	LLVMValueRef ri, desc;
@@ -92,7 +98,7 @@ static bool cg_inline_in_rule(const char *name)
 	static const char *const small[] = {
 		"sn_host", "sn_cpu", "sn_task", "sn_task_col", "sn_ntasks", "sn_ncpus", "sn_cpu_on",
 		"sn_task_pid", "sn_task_comm_eq", "simt_lane", "simt_nlanes",
-		"sn_obj", "sn_nobjs", "sn_obj_on", "sn_obj_str_eq", "sn_ent_busy",
+		"sn_obj", "sn_nobjs", "sn_obj_on", "sn_obj_str_eq", "sn_ent_busy", "sn_row0", "sn_rowstep",
 	};
 	for (size_t i = 0; i < sizeof small / sizeof *small; i++)
 		if (!strcmp(name, small[i]))
@@ -180,6 +186,7 @@ static void cg_loop_begin(Cg *C, Loop *L, LLVMValueRef start, LLVMValueRef end, 
 {
 	L->unroll = 0;
 	L->pred = NULL;
+	C->depth++;
 	L->var = cg_alloca(C, C->i32, start, "i");
 	L->step = step;
 	L->head = LLVMAppendBasicBlockInContext(C->ctx, C->fn, "loop");
@@ -212,11 +219,15 @@ static void cg_loop_end(Cg *C, Loop *L)
 	if (L->unroll > 1)
 		cg_unroll_hint(C, br, L->unroll);
 	LLVMPositionBuilderAtEnd(C->b, L->exit);
+	C->depth--;
 }
 
+/* A loop of the lanes over entities: in a rule, this part's rows
+ * (sn_row0, sn_rowstep: the lanes' when the rule runs whole) */
 static LLVMValueRef cg_lane_loop_start(Cg *C, Loop *L, LLVMValueRef end)
 {
-	LLVMValueRef lane = cg_call(C, "simt_lane", NULL, 0), nl = cg_call(C, "simt_nlanes", NULL, 0);
+	LLVMValueRef lane = cg_call(C, C->in_rule ? "sn_row0" : "simt_lane", NULL, 0);
+	LLVMValueRef nl = cg_call(C, C->in_rule ? "sn_rowstep" : "simt_nlanes", NULL, 0);
 	cg_loop_begin(C, L, lane, end, nl);
 	return L->iv;
 }
@@ -457,9 +468,43 @@ static LLVMValueRef cg_logic(Cg *C, const Expr *e, Ent ent)
 	return cg_sel(C, t, cg_real(C, 1), cg_sel(C, uno, cg_nan(C), cg_real(C, 0)));
 }
 
+/* A warp reduction (simt_sum_f64, _min_, _max_); in a rule, over every
+ * part of it (sn_red_*: the parts meet there) */
 static LLVMValueRef cg_reduce(Cg *C, const char *fn, LLVMValueRef v)
 {
+	if (C->in_rule) {
+		C->meets_in_loop |= C->depth > 0;
+		fn = !strcmp(fn, "simt_sum_f64") ? "sn_red_sum" : !strcmp(fn, "simt_min_f64") ? "sn_red_min" : "sn_red_max";
+	}
 	return cg_call(C, fn, &v, 1);
+}
+
+/* n (at most SN_MEET_VALS) warp reductions at once, v[i] by fn[i] in
+ * place: in a rule one call, sn_red_n, so that a rule in parts meets once
+ * for all of them (a fresh array: the loop's accumulators do not escape) */
+static void cg_reduce_n(Cg *C, LLVMValueRef *v, const char *const *fn, unsigned n)
+{
+	if (!C->in_rule || n < 2) {
+		for (unsigned i = 0; i < n; i++)
+			v[i] = cg_reduce(C, fn[i], v[i]);
+		return;
+	}
+	C->meets_in_loop |= C->depth > 0;
+	LLVMTypeRef at = LLVMArrayType2(C->dbl, SN_MEET_VALS);
+	LLVMValueRef arr = cg_alloca(C, at, LLVMConstNull(at), "meet");
+	unsigned minmask = 0, maxmask = 0;
+	for (unsigned i = 0; i < n; i++) {
+		LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, i)};
+		LLVMBuildStore(C->b, v[i], LLVMBuildInBoundsGEP2(C->b, at, arr, idx, 2, ""));
+		minmask |= !strcmp(fn[i], "simt_min_f64") ? 1u << i : 0;
+		maxmask |= !strcmp(fn[i], "simt_max_f64") ? 1u << i : 0;
+	}
+	LLVMValueRef a[4] = {arr, cg_u32(C, n), cg_u32(C, minmask), cg_u32(C, maxmask)};
+	cg_call(C, "sn_red_n", a, 4);
+	for (unsigned i = 0; i < n; i++) {
+		LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, i)};
+		v[i] = LLVMBuildLoad2(C->b, C->dbl, LLVMBuildInBoundsGEP2(C->b, at, arr, idx, 2, ""), "");
+	}
 }
 
 /* Start an entity loop: the entity count, then per entity the online test
@@ -472,8 +517,10 @@ static Loop cg_entity_loop(Cg *C, int kind, const Expr *where, Ent *ent)
 	cg_lane_loop_start(C, &L, n);
 	/* over tasks: a lane's next rows' loads in flight at once, not one
 	 * load's latency per row (a warp walks 50,000 rows in 1,563 steps) */
-	if (kind == ENT_TASK)
+	if (kind == ENT_TASK) {
 		L.unroll = CG_TASK_UNROLL;
+		C->has_task_loop |= C->in_rule;
+	}
 	*ent = (Ent){kind, L.iv};
 	if (kind == ENT_CPU) {
 		LLVMValueRef a[2] = {C->w, L.iv};
@@ -528,6 +575,26 @@ static void cg_track(Cg *C, Track *t, LLVMValueRef k, LLVMValueRef v, LLVMValueR
 static void cg_track_reduce(Cg *C, const Track *t, LLVMValueRef *value, LLVMValueRef *entity, LLVMValueRef *found)
 {
 	LLVMValueRef k = cg_ld(C, t->k), v = cg_ld(C, t->v), e = cg_ld(C, t->e);
+	if (C->in_rule) {
+		/* the same three steps in the runtime, each part's winner then
+		 * the parts' (sn_red_track): one meeting, not three */
+		C->meets_in_loop |= C->depth > 0;
+		LLVMTypeRef at = LLVMArrayType2(C->dbl, 3);
+		LLVMValueRef arr = cg_alloca(C, at, LLVMConstNull(at), "track");
+		LLVMValueRef in[3] = {k, v, e}, el[3];
+		for (unsigned i = 0; i < 3; i++) {
+			LLVMValueRef idx[2] = {cg_u32(C, 0), cg_u32(C, i)};
+			el[i] = LLVMBuildInBoundsGEP2(C->b, at, arr, idx, 2, "");
+			LLVMBuildStore(C->b, in[i], el[i]);
+		}
+		LLVMValueRef a[2] = {arr, cg_s32(C, t->dir > 0 ? 1 : -1)};
+		cg_call(C, "sn_red_track", a, 2);
+		LLVMValueRef E = LLVMBuildLoad2(C->b, C->dbl, el[2], "");
+		*value = LLVMBuildLoad2(C->b, C->dbl, el[1], "");
+		*found = LLVMBuildFCmp(C->b, LLVMRealOLT, E, cg_real(C, INFINITY), "");
+		*entity = cg_sel(C, *found, E, cg_real(C, -1));
+		return;
+	}
 	LLVMValueRef K = cg_reduce(C, t->dir > 0 ? "simt_max_f64" : "simt_min_f64", k);
 	LLVMValueRef mine = LLVMBuildFCmp(C->b, LLVMRealOEQ, k, K, "");
 	LLVMValueRef E = cg_reduce(C, "simt_min_f64", cg_sel(C, mine, e, cg_real(C, INFINITY)));
@@ -651,12 +718,20 @@ static LLVMValueRef cg_aggregate(Cg *C, const Expr *e)
 	cg_loop_end(C, &L);
 	if (track)
 		cg_value_end(C, &vt, &C->value, &C->entity);
-	LLVMValueRef T = t ? cg_reduce(C, "simt_sum_f64", cg_ld(C, t)) : NULL;
-	LLVMValueRef F = f ? cg_reduce(C, "simt_sum_f64", cg_ld(C, f)) : NULL;
-	LLVMValueRef U = u ? cg_reduce(C, "simt_sum_f64", cg_ld(C, u)) : NULL;
-	LLVMValueRef N = c ? cg_reduce(C, "simt_sum_f64", cg_ld(C, c)) : NULL;
-	LLVMValueRef S = s ? cg_reduce(C, "simt_sum_f64", cg_ld(C, s)) : NULL;
-	LLVMValueRef X = ex ? cg_reduce(C, id == B_MIN ? "simt_min_f64" : "simt_max_f64", cg_ld(C, ex)) : NULL;
+	/* the counts, sums and extreme, reduced together */
+	LLVMValueRef acc[6] = {t, f, u, c, s, ex}, *out[6], T = NULL, F = NULL, U = NULL, N = NULL, S = NULL, X = NULL;
+	LLVMValueRef *dst[6] = {&T, &F, &U, &N, &S, &X}, v[6];
+	const char *fns[6];
+	unsigned nv = 0;
+	for (unsigned i = 0; i < 6; i++)
+		if (acc[i]) {
+			out[nv] = dst[i];
+			fns[nv] = i < 5 ? "simt_sum_f64" : id == B_MIN ? "simt_min_f64" : "simt_max_f64";
+			v[nv++] = cg_ld(C, acc[i]);
+		}
+	cg_reduce_n(C, v, fns, nv);
+	for (unsigned i = 0; i < nv; i++)
+		*out[i] = v[i];
 #define GT0(v) LLVMBuildFCmp(C->b, LLVMRealOGT, v, zero, "")
 	switch (id) {
 	case B_ALL:     /* false if any is false; unknown if any is unknown; false if none */
@@ -891,6 +966,7 @@ static LLVMValueRef cg_rule(Cg *C, unsigned shape)
 	cg_rule_row(C, r);
 	Ent none = {-1, NULL};
 	C->in_rule = true;
+	C->has_task_loop = C->meets_in_loop = false;
 	int vec = cg_vector_entity(r->expr);
 	if (vec >= 0) {
 		cg_rule_vector(C, r, vec);
@@ -907,8 +983,45 @@ static LLVMValueRef cg_rule(Cg *C, unsigned shape)
 	}
 	C->in_rule = false;
 	C->nlit = 0;
+	C->split[shape] = C->has_task_loop && !C->meets_in_loop;
 	LLVMBuildRetVoid(C->b);
 	return fn;
+}
+
+/* rules_split(w, i): whether rule i's shape can run in parts
+ * (sn_shape_split[sn_rule_shape[i]], a constant of the code: it changes
+ * with the shapes, not with a rule's numbers); 0 without rules. */
+static void cg_split_fn(Cg *C, unsigned nshapes, bool rules)
+{
+	LLVMTypeRef pt[2] = {C->ptr, C->i32};
+	LLVMValueRef f = LLVMGetNamedFunction(C->m, "rules_split");
+	if (!f)
+		f = LLVMAddFunction(C->m, "rules_split", LLVMFunctionType(C->i32, pt, 2, 0));
+	LLVMGlobalClearMetadata(f);     /* the library's declaration carried debug info */
+	C->fn = f;
+	C->w = LLVMGetParam(f, 0);
+	LLVMPositionBuilderAtEnd(C->b, LLVMAppendBasicBlockInContext(C->ctx, f, "entry"));
+	LLVMValueRef v = cg_u32(C, 0);
+	if (rules) {
+		LLVMTypeRef at = LLVMArrayType2(C->i8, nshapes);
+		LLVMValueRef g = LLVMAddGlobal(C->m, at, "sn_shape_split");
+		LLVMValueRef *e = malloc((nshapes ? nshapes : 1) * sizeof *e);
+		if (!e) {
+			if (!C->nerr++)
+				snprintf(C->err, C->errlen, "out of memory");
+			LLVMBuildRet(C->b, v);
+			return;
+		}
+		for (unsigned k = 0; k < nshapes; k++)
+			e[k] = LLVMConstInt(C->i8, C->split[k], 0);
+		LLVMSetInitializer(g, LLVMConstArray2(C->i8, e, nshapes));
+		free(e);
+		LLVMSetGlobalConstant(g, 1);
+		LLVMSetLinkage(g, LLVMInternalLinkage);
+		LLVMValueRef shape = cg_data_load(C, C->i32, C->t_shape, LLVMGetParam(f, 1), "shape");
+		v = LLVMBuildZExt(C->b, cg_data_load(C, C->i8, g, shape, "split"), C->i32, "");
+	}
+	LLVMBuildRet(C->b, v);
 }
 
 static void cg_put(Cg *C, const char *put, MetricId m, LLVMValueRef idx, LLVMValueRef v)
@@ -1003,7 +1116,10 @@ static void cg_task_row(Cg *C)
 		for (unsigned s = 0; s < C->p->ntask; s++) {
 			MetricId m = C->p->task_m[s];
 			cat_metric_fn(m, fn, sizeof fn);
-			cg_put(C, "sn_put_task", m, row, cg_call(C, fn, &task, 1));
+			LLVMValueRef pa3[3] = {C->w, row, task};
+			/* the PID: the scan's, where it walked the PID tree */
+			LLVMValueRef v = m == MET_TASK_PID ? cg_call(C, "sn_task_found_pid", pa3, 3) : cg_call(C, fn, &task, 1);
+			cg_put(C, "sn_put_task", m, row, v);
 		}
 		if (C->p->comm) {
 			LLVMValueRef ca[2] = {task, cg_call(C, "sn_task_comm_buf", pa, 2)};
@@ -1195,10 +1311,16 @@ int cg_emit(LLVMModuleRef m, const CgProg *p, char *err, size_t n)
 	C.desc_t = LLVMStructTypeInContext(C.ctx, dt, 8, 0);
 	if (!C.nerr && nrules)
 		cg_tables(&C);
+	C.split = calloc(p->shapes.n + 1, 1);
+	if (!C.split && !C.nerr++)
+		snprintf(err, n, "out of memory");
 	for (unsigned s = 0; nrules && s < p->shapes.n && !C.nerr; s++)
 		fns[s] = cg_rule(&C, s);
 	if (!C.nerr)
 		cg_dispatch(&C, "rules_eval", fns, nrules ? p->shapes.n : 0, nrules > 0);
+	if (!C.nerr)
+		cg_split_fn(&C, nrules ? p->shapes.n : 0, nrules > 0);
+	free(C.split);
 	free(fns);
 	LLVMDisposeBuilder(C.b);
 	return C.nerr ? -EINVAL : 0;

@@ -94,7 +94,8 @@ typedef struct Lv {
 	LvMap args;            /* argument -> class */
 	LvMap stored;          /* root object -> class of the pointers stored into it */
 	LLVMTypeRef i64, i32, i8, ptr, dbl;
-	LLVMValueRef fn_load, fn_copy;
+	LLVMValueRef fn_load, fn_load16, fn_copy;
+	LLVMTypeRef v2;           /* <2 x i64>: a 16-byte read (__llview_load16) */
 	char *err;
 	size_t errlen;
 	int nerr;
@@ -333,6 +334,19 @@ static LLVMValueRef lv_err_slot(Lv *L, LLVMValueRef fn, LLVMValueRef *slot)
 	return *slot;
 }
 
+/* A 16-byte load of two words, <2 x i64> (kmetric_int.h, km_pair: two
+ * adjacent fields in one request): __llview_load16, the vector back. */
+static void lv_load16(Lv *L, LLVMValueRef fn, LLVMValueRef ld, LLVMValueRef *slot)
+{
+	LLVMValueRef err = lv_err_slot(L, fn, slot);
+	LLVMPositionBuilderBefore(L->b, ld);
+	LLVMValueRef args[2] = {LLVMBuildPtrToInt(L->b, LLVMGetOperand(ld, 0), L->i64, "llview.va"), err};
+	LLVMValueRef v = LLVMBuildCall2(L->b, LLVMGlobalGetValueType(L->fn_load16), L->fn_load16, args, 2, "llview.raw");
+	LLVMReplaceAllUsesWith(ld, v);
+	LLVMInstructionEraseFromParent(ld);
+	L->st->loads_kernel++;
+}
+
 static void lv_load(Lv *L, LLVMValueRef fn, LLVMValueRef ld, LLVMValueRef *slot)
 {
 	LLVMTypeRef t = LLVMTypeOf(ld);
@@ -344,7 +358,12 @@ static void lv_load(Lv *L, LLVMValueRef fn, LLVMValueRef ld, LLVMValueRef *slot)
 	case LLVMDoubleTypeKind: size = 8; break;
 	case LLVMFloatTypeKind: size = 4; break;
 	default:
-		lv_error(L, ld, "a load of an aggregate or vector from kernel memory; read its fields one by one");
+		if (t == L->v2) {
+			lv_load16(L, fn, ld, slot);
+			return;
+		}
+		lv_error(L, ld, "a load of an aggregate or vector from kernel memory; read its fields one by one "
+			 "(or two adjacent words as <2 x i64>: km_pair)");
 		return;
 	}
 	if (size == 0 || size > 8 || (size & (size - 1))) {
@@ -517,6 +536,9 @@ int lv_rewrite(LLVMModuleRef m, LvStats *st, char *err, size_t n)
 	L.ptr = LLVMPointerTypeInContext(L.ctx, 0);
 	LLVMTypeRef lp[3] = {L.i64, L.i32, L.ptr}, cp[4] = {L.ptr, L.i64, L.i64, L.ptr};
 	L.fn_load = lv_declare(&L, "__llview_load", L.i64, lp, 3);
+	L.v2 = LLVMVectorType(L.i64, 2);
+	LLVMTypeRef lp16[2] = {L.i64, L.ptr};
+	L.fn_load16 = lv_declare(&L, "__llview_load16", L.v2, lp16, 2);
 	L.fn_copy = lv_declare(&L, "__llview_copy", LLVMVoidTypeInContext(L.ctx), cp, 4);
 	int e = lv_analyse(&L);
 	if (e) {

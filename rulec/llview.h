@@ -13,7 +13,9 @@
  *
  * A kernel load `load T, ptr %p` becomes
  *     %v = call i64 @__llview_load(i64 ptrtoint %p, i32 sizeof(T), ptr %err)
- * converted back to T; a memcpy from kernel memory becomes __llview_copy.
+ * converted back to T; a 16-byte load of <2 x i64> (two adjacent words
+ * in one request) becomes __llview_load16(i64 va, ptr %err); a memcpy
+ * from kernel memory becomes __llview_copy.
  * %err is an i32 the pass allocates in the function; a `km_` entry point
  * returning double returns NaN when it is set, one returning i32 returns
  * the error; calls to __llview_failed() read it.  Stores, atomics and

@@ -108,6 +108,9 @@ static json_t *d_target_status(DTarget *T)
 		json_object_set_new(o, "slowest_job", json_pack("{s:s, s:i}", "job", bd_job_label(b, slow),
 								 "us", (int)S.job_us[slow]));
 	}
+	if (eng_backend(T->e) == ENG_CUDA && S.slow_rule < b->nrules)   /* what the rules phase waits for */
+		json_object_set_new(o, "slowest_rule", json_pack("{s:s, s:i, s:i}", "rule", b->rules[S.slow_rule].name,
+								  "us", (int)S.slow_rule_us, "parts", (int)S.rule_parts));
 	if (S.task_err && S.task_err != -34)
 		json_object_set_new(o, "task_walk_error", json_integer(S.task_err));
 	json_object_set_new(o, "ring_dropped", json_integer((json_int_t)dropped));

@@ -3,7 +3,7 @@
 # .device/: the metric library on the GPU against the CPU (a table at the
 # end), then sentineld's scenarios on the CUDA backend.
 #   sh tests/gpu/run.sh [all|syncprobe [--idle|--destroy]|regprobe|capprobe [MIB]|metrics|engine|demo|bench [N,N SECONDS]|
-#                        latency [N ROUNDS SECONDS]|scale [N,N]|taskbench [BACKENDS N,N SECONDS]|
+#                        latency [N ROUNDS SECONDS]|scale [N,N]|hostread|taskbench [BACKENDS N,N SECONDS]|
 #                        families [BACKENDS SECONDS]|targets [N,N SECONDS TICK_MS,.. TASKS]|
 #                        livetargets [N,N SECONDS TICK_MS,.. TASKS]|fleetvalues [TARGETS]|fuzz [RUNS [SEED]]|
 #                        startup [N]|faultrepeat [RUNS]|fleetbench [N,N SECONDS TICK_MS,.. TASKS]|fleetgrow|hostile [ROUNDS]|restart|
@@ -62,6 +62,16 @@ if [ "$what" = scale ]; then
 	# the task set at 5,000 and 50,000 tasks under churn, collected on the GPU
 	PYTHONUNBUFFERED=1 python3 tests/guest/test_task_scale.py "$work/bin/sentinel-inspect" "$work/bin/metrics.bundle" \
 		cuda "${2:-5000,50000}" || rc=1
+fi
+if [ "$what" = hostread ] || [ "$what" = taskbench ]; then
+	# the GPU's read ceiling through mapped host memory (bench/hostread.cu), which the
+	# collection's reads a second are measured against: in the same run as taskbench
+	if command -v nvcc >/dev/null 2>&1 && nvcc -O2 -o "$work/hostread" bench/hostread.cu; then
+		"$work/hostread" ceiling || rc=1
+	else
+		echo "tests/gpu/run.sh: no nvcc here: the read ceiling is not measured" >&2
+		[ "$what" = taskbench ] || rc=1
+	fi
 fi
 if [ "$what" = taskbench ]; then
 	# tick time against tasks, GPU and CPU backend in the same run (bench/task_scale.py);

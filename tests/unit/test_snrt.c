@@ -55,7 +55,13 @@ void rules_eval(sn_world *w, uint32_t rule)
 void rules_task_row(sn_world *w, uint32_t row) { (void)w; (void)row; }
 void rules_obj_row(sn_world *w, uint32_t kind, uint32_t slot) { (void)w; (void)kind; (void)slot; }
 void rules_task_derive(sn_world *w, uint32_t row) { (void)w; (void)row; }
-int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr) { (void)q; (void)cap; (void)ctr; return 0; }
+int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr, uint32_t stop, uint32_t *level)
+{
+	(void)q, (void)cap, (void)ctr, (void)stop, (void)level;
+	return 0;
+}
+uint64_t km_pid_leaf(uint64_t twig, uint32_t slot, int *bad) { (void)twig, (void)slot, (void)bad; return 0; }
+double km_task_pid(uint64_t t) { (void)t; return 0; }
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid)
 {
 	(void)leaf; (void)slot; (void)nr; (void)tgid;
