@@ -344,8 +344,10 @@ void wd_build(const Bundle *b, const WdParams *p, const WdLayout *L, const RlRes
 		off[j] = !ok;
 	}
 	for (size_t j = 0; j < b->njobs; j++)
-		if (b->jobs[j].kind == BD_JOB_TASKS && !off[j])
+		if (b->jobs[j].kind == BD_JOB_TASKS && !off[j]) {
 			w->has_tasks = 1;
+			w->task_job = (uint32_t)j + 1;
+		}
 }
 
 #define MOVE(p) ((p) = (void *)(uintptr_t)((uint64_t)(uintptr_t)(p) - from + to))

@@ -719,17 +719,21 @@ static void sn_grid_sync(sn_world *w, uint32_t nwarps)
 	sn_blocks_sync(&w->sync[SN_SYNC_COUNT], sn_nblk);
 }
 
-/* The jobs, each timed on its warp (sn_stats.job_us) */
-static void sn_collect_timed(sn_world *w, uint32_t warp, uint32_t nwarps)
+/* Job j on this warp, timed (sn_stats.job_us) */
+static void sn_job_timed(sn_world *w, uint32_t j)
 {
-	for (uint32_t j = warp; j < w->njobs; j += nwarps) {
-		if (w->job_off && w->job_off[j])
-			continue;
-		uint64_t t0 = sn_clock();
-		rules_collect(w, j);
-		if (j < SN_STAT_JOBS && w->stats && simt_lane() == 0)
-			w->stats->job_us[j] = (uint32_t)((sn_clock() - t0) / 1000);
-	}
+	uint64_t t0 = sn_clock();
+	rules_collect(w, j);
+	if (j < SN_STAT_JOBS && w->stats && simt_lane() == 0)
+		w->stats->job_us[j] = (uint32_t)((sn_clock() - t0) / 1000);
+}
+
+/* The jobs but `skip` (UINT32_MAX: none), a warp each */
+static void sn_collect_timed(sn_world *w, uint32_t warp, uint32_t nwarps, uint32_t skip)
+{
+	for (uint32_t j = warp; j < w->njobs; j += nwarps)
+		if (!(w->job_off && w->job_off[j]) && j != skip)
+			sn_job_timed(w, j);
 }
 
 /* Thread 0, after a barrier: the phase that ended took since *t. */
@@ -888,6 +892,53 @@ static void sn_eval_parts(sn_world *w, uint32_t warp, uint32_t nwarps)
 	simt_sync();
 }
 
+/* With a task job: it runs first, alone (it finds the PID tree's nodes
+ * the scan reads); then the task phases run on their blocks
+ * (sn_task_blocks) while the blocks they leave run the other jobs and the
+ * objects' rows beside them, with a barrier of their own, and say when
+ * they are done (SN_SYNC_SIDE: the rules read what they collected).  No
+ * block left: the other jobs, the objects, then the task phases, in turn.
+ * The objects' phase time is then the side's, jobs and objects. */
+static void sn_tick_tasks_first(sn_world *w, uint32_t warp, uint32_t nwarps, uint32_t tj, uint64_t *t)
+{
+	uint32_t gt = warp * 32 + simt_lane(), wpb = (uint32_t)__nvvm_read_ptx_sreg_ntid_x() / 32;
+	if (warp == 0 && !(w->job_off && w->job_off[tj]))
+		sn_job_timed(w, tj);
+	sn_grid_sync(w, nwarps);
+	sn_phase(w, gt, SN_PH_JOBS, t);
+	uint32_t nbl = sn_task_blocks(w), nb = sn_nblk;
+	if (nbl >= nb) {
+		sn_collect_timed(w, warp, nwarps, tj);
+		sn_grid_sync(w, nwarps);
+		sn_objs_grid(w, warp, nwarps, t);
+		sn_tasks_grid(w, warp, nwarps, t);
+		return;
+	}
+	if (sn_blk >= nbl) {
+		uint64_t t0 = sn_clock();
+		uint32_t sw = warp - nbl * wpb, snw = (nb - nbl) * wpb;
+		sn_collect_timed(w, sw, snw, tj);
+		sn_blocks_sync(&w->sync[SN_SYNC_SCOUNT], nb - nbl);
+		if (sn_has_objs(w)) {
+			sn_obj_rows(w, sw, snw);
+			sn_blocks_sync(&w->sync[SN_SYNC_SCOUNT], nb - nbl);
+		}
+		if (sw == 0 && simt_lane() == 0) {
+			if (w->stats)
+				w->stats->phase_us[SN_PH_OBJS] = (uint32_t)((sn_clock() - t0) / 1000);
+			__nvvm_membar_gl();
+			*(volatile uint64_t *)&w->sync[SN_SYNC_SIDE] = w->tick;
+		}
+		return;
+	}
+	sn_tasks_grid(w, warp, nwarps, t);
+	if (simt_lane() == 0)
+		while (sn_load_volatile(&w->sync[SN_SYNC_SIDE]) != w->tick)
+			__nvvm_nanosleep(200);
+	__nvvm_membar_gl();
+	simt_sync();
+}
+
 /* The leader (the world's warp 0, lane 0): tick w begins at t, due at due. */
 static void sn_tick_begin(sn_world *w, uint64_t t, uint64_t due)
 {
@@ -919,11 +970,16 @@ static uint64_t sn_tick_run(sn_world *w, uint32_t warp, uint32_t nwarps)
 		w->sync[SN_SYNC_SLOW] = 0;
 	if (warp == nwarps - 1)
 		sn_part_list(w);
-	sn_collect_timed(w, warp, nwarps);
-	sn_grid_sync(w, nwarps);
-	sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
-	sn_objs_grid(w, warp, nwarps, &t);
-	sn_tasks_grid(w, warp, nwarps, &t);
+	uint32_t tj = w->has_tasks ? w->task_job : 0;
+	if (!tj) {
+		sn_collect_timed(w, warp, nwarps, UINT32_MAX);
+		sn_grid_sync(w, nwarps);
+		sn_phase(w, warp * 32 + simt_lane(), SN_PH_JOBS, &t);
+		sn_objs_grid(w, warp, nwarps, &t);
+		sn_tasks_grid(w, warp, nwarps, &t);
+	} else {
+		sn_tick_tasks_first(w, warp, nwarps, tj - 1, &t);
+	}
 	sn_eval_parts(w, warp, nwarps);
 	sn_grid_sync(w, nwarps);
 	sn_phase(w, warp * 32 + simt_lane(), SN_PH_RULES, &t);

@@ -33,7 +33,7 @@
 
 #define SN_ABI_VERSION 18u
 /* words of sn_world.sync */
-#define SN_SYNC_N 9u
+#define SN_SYNC_N 12u
 
 /* ---- alert records: the ring buffer -------------------------------------- */
 
@@ -384,7 +384,7 @@ typedef struct sn_world {
 				    * | SN_FROM_CHANGED: its expression changed (its M-of-N ticks start over) */
 	int32_t *hist_from;        /* [nhist] the old history of the same metric, -1 none */
 	uint32_t tasks_from;       /* 1: take over the task table (same capacity) */
-	uint32_t _pad2;
+	uint32_t task_job;         /* 1 + the task job's index (the GPU runs it first), 0 none */
 	/* the tick's reads of the target so far, and the most it may read
 	 * (kx.h, kx_cur; 0: no budget) */
 	uint64_t reads;

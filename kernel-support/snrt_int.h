@@ -240,10 +240,12 @@ static inline void sn_put_obj(sn_world *w, sn_objs *O, uint32_t col, uint32_t s,
  * so one written early is taken early; the head only rings the bell. */
 /* (the task phases' barrier among the first blocks has its own counter and
  * generation: the other blocks meanwhile count in at the tick's last one) */
-/* SN_SYNC_SLOW: the tick's slowest rule so far, (µs << 32) | rule (the GPU's) */
+/* SN_SYNC_SLOW: the tick's slowest rule so far, (µs << 32) | rule (the GPU's);
+ * SN_SYNC_SCOUNT, _SGEN: the barrier of the blocks beside the task phases,
+ * SN_SYNC_SIDE the tick they finished (sn_tick_run) */
 enum { SN_SYNC_COUNT, SN_SYNC_GEN, SN_SYNC_STOP, SN_SYNC_EMIT, SN_SYNC_BASE, SN_SYNC_ROOM, SN_SYNC_PCOUNT, SN_SYNC_PGEN,
-       SN_SYNC_SLOW };
-_Static_assert(SN_SYNC_SLOW < SN_SYNC_N, "the world's sync words");
+       SN_SYNC_SLOW, SN_SYNC_SCOUNT, SN_SYNC_SGEN, SN_SYNC_SIDE };
+_Static_assert(SN_SYNC_SIDE < SN_SYNC_N, "the world's sync words");
 
 static inline void sn_emit_begin(sn_world *w)
 {

@@ -155,6 +155,9 @@ sed -e "s|= /etc/sentinel/rules|= $inst/etc/sentinel/rules|" -e "s|= /var/log/se
 out=$("$inst/usr/bin/sentineld" -c "$inst/check.conf" --check-config 2>&1); rc=$?
 if [ $rc = 2 ] && echo "$out" | grep -q "/dev/shm/vm.ram"; then
 	pass "cli/installed-config-parses"
+elif [ ! -s "$inst/usr/bin/sentineld" ]; then
+	# (an empty file runs as an empty shell script: exit 0, no output)
+	fail "cli/installed-config-parses" "the installed sentineld is empty: was build/sentineld being relinked while make install copied it?"
 else
 	fail "cli/installed-config-parses" "exit $rc: $out"
 fi
