@@ -13,6 +13,8 @@ ROUNDS times (default 3), in turn, sentineld on the CPU backend
 
     window      any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)
     no window   any(task.state == "D" and total(task.ctx_switches) == 0)
+    changes     any(task.state == "D" and changes(task.ctx_switches[1m]) == 0)
+    max         any(task.state == "D" and max_over_time(task.ctx_switches[1m]) == task.ctx_switches)
     shipped     the rules in rules/
 
 (window and no window read the same task metrics in the same loop; the
@@ -54,6 +56,8 @@ PERF = os.environ.get("BENCH_PERF")
 RULES = {
     "window": 'any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)',
     "no window": 'any(task.state == "D" and total(task.ctx_switches) == 0)',
+    "changes": 'any(task.state == "D" and changes(task.ctx_switches[1m]) == 0)',
+    "max": 'any(task.state == "D" and max_over_time(task.ctx_switches[1m]) == task.ctx_switches)',
     "shipped": None,
 }
 KINDS = os.environ.get("BENCH_KINDS", "window,no window").split(",")

@@ -29,14 +29,15 @@
 
 /* What the object may call outside itself: what the compiler emits calls
  * to for a freestanding x86-64 target (memory moves, libm for what SSE2
- * has no instruction for). */
+ * has no instruction for, and fma: the window trackers' exact products,
+ * an instruction where the CPU has one). */
 static const struct {
 	const char *name;
 	void *addr;
 } el_externs[] = {
 #define F(f) {#f, (void *)f},
 	F(memcpy) F(memmove) F(memset) F(memcmp)
-	F(floor) F(ceil) F(trunc) F(round) F(rint) F(nearbyint) F(fmod) F(fabs) F(fmin) F(fmax) F(sqrt)
+	F(floor) F(ceil) F(trunc) F(round) F(rint) F(nearbyint) F(fmod) F(fabs) F(fmin) F(fmax) F(sqrt) F(fma)
 	F(exp) F(exp2) F(log) F(log2) F(log10) F(pow)
 #undef F
 };

@@ -3,6 +3,7 @@
 
 _Static_assert(ENT_NOBJ == SN_OBJ_KINDS, "entity.def's objects are the runtime's object kinds");
 _Static_assert(CAT_OBJ_NAME_MAX == SN_OBJ_NAME - 1, "an object's name");
+_Static_assert(WD_MAX_HIST_SAMPLES <= 256 && WD_HIST_BUCKETS <= 256, "a tracker's deques hold ring positions in a byte");
 
 #include <errno.h>
 #include <math.h>
@@ -107,11 +108,15 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus :
 			     ent_is_obj(e) ? L->ocap[e - ENT_FIRST_OBJ] : (uint32_t)cap;
 		size_t bytes = (size_t)L->hent[h] * L->hcap[h] * item;
-		L->hist_bytes += bytes + (size_t)L->hent[h] * head;
+		/* the tracker's deques hold ring positions in a byte */
+		size_t trk = head ? 0 : (size_t)L->hent[h] * sizeof(sn_trk), dq = head ? 0 : (size_t)L->hent[h] * 2 * L->hcap[h];
+		L->hist_bytes += bytes + (size_t)L->hent[h] * head + trk + dq;
 		L->o_hring[h] = wd_take(&at, bytes);
 		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hhead[h] = head ? wd_take(&at, (size_t)L->hent[h] * head) : 0;
+		L->o_htrk[h] = trk ? wd_take(&at, trk) : 0;
+		L->o_hdq[h] = dq ? wd_take(&at, dq) : 0;
 	}
 	uint64_t hmax = p->hist_max ? p->hist_max : WD_DEFAULT_HIST_MEMORY;
 	if (L->hist_bytes > hmax) {
@@ -248,6 +253,8 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 		H[h].pos = (uint32_t *)(uintptr_t)AT(L->o_hpos[h]);
 		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);
 		H[h].head = L->o_hhead[h] ? (sn_head *)(uintptr_t)AT(L->o_hhead[h]) : NULL;
+		H[h].trk = L->o_htrk[h] ? (sn_trk *)(uintptr_t)AT(L->o_htrk[h]) : NULL;
+		H[h].dq = L->o_hdq[h] ? (uint8_t *)(uintptr_t)AT(L->o_hdq[h]) : NULL;
 	}
 	w->rstate = (sn_rstate *)(uintptr_t)AT(L->o_rstate);
 	w->etab = (sn_etab *)(uintptr_t)AT(L->o_etab);
@@ -390,6 +397,10 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 		MOVE(H[h].len);
 		if (H[h].head)
 			MOVE(H[h].head);
+		if (H[h].trk) {
+			MOVE(H[h].trk);
+			MOVE(H[h].dq);
+		}
 	}
 	MOVE(w->rstate);
 	sn_etab *et = (sn_etab *)((char *)block + L->o_etab);

@@ -70,7 +70,8 @@ KM_INLINE struct xa_node *km_xa_node(u64 e) { return (struct xa_node *)(unsigned
  * thread it has: km_pid_leaf), or to a root below it; *level is the
  * found nodes' shift.  Returns their number, 0 for an empty tree, or a
  * negative KX_ error (a node that does not check out: KX_ELOOP; the
- * queue too short: KX_ERANGE).  Lane 0 writes ctr; lanes append with
+ * queue too short: KX_ERANGE; the tick's read budget spent before a
+ * level: KX_EBUDGET).  Lane 0 writes ctr; lanes append with
  * atomics. */
 int km_pid_leaves(u64 *q, u32 cap, u32 *ctr, u32 stop, u32 *level)
 {
@@ -95,6 +96,8 @@ int km_pid_leaves(u64 *q, u32 cap, u32 *ctr, u32 stop, u32 *level)
 	u32 lo = 0, hi = 1;
 	int bad = 0;
 	for (; shift > stop; shift -= KM_XA_SHIFT) {
+		if (km_spent_all())
+			return KM_EBUDGET;           /* a tree walk stops at the read budget (kx.h) */
 		u32 cnt = (hi - lo) * KM_XA_SLOTS;
 		for (u32 k = simt_lane(); k < cnt; k += simt_nlanes()) {
 			u64 nd = q[2 * (lo + k / KM_XA_SLOTS)], base = q[2 * (lo + k / KM_XA_SLOTS) + 1];

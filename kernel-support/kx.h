@@ -142,13 +142,15 @@ bool kx_cpu_possible(const kx_cpus *c, uint32_t cpu);
  * in *reads (the world's counter, sn_world.reads: all the tick's readers
  * of that target count there).  Once the count has passed `budget`,
  * kx_spent() says so, and every walk of a list or tree (kmetric_*.c: the
- * task list, cgroups, mounts, block devices, interfaces, a process's
- * threads) stops at its next step with KX_EBUDGET: the tick ends near its
- * budget however long the guest made its lists, and a hostile or corrupt
- * guest is cut off and reported (sn_stats.over_budget), not waited on.
- * What is no walk (a metric's few words, a row of the task or object
- * tables) reads on: the tables bound it.  A read itself never fails for
- * the budget: the lanes of a warp must all see the same values (a
+ * task list and the PID tree, cgroups, mounts, block devices,
+ * interfaces, a process's threads) stops at its next step with
+ * KX_EBUDGET: the tick ends near its budget however long the guest made
+ * its lists, and a hostile or corrupt guest is cut off and reported
+ * (sn_stats.over_budget), not waited on.  The task table's rows stop too
+ * (snrt.c, sn_tp_cut): a row not begun by then is unknown for the tick.
+ * What is no walk (a metric's few words, a row of the object tables)
+ * reads on: the tables bound it.  A read itself never fails for the
+ * budget: the lanes of a warp must all see the same values (a
  * warp-collective metric whose lanes disagreed would go different ways
  * into a warp barrier).  budget 0: no budget and no count (tools that read
  * once, tests). */

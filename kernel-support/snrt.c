@@ -93,8 +93,9 @@ void sn_tasks_find(sn_world *w)
 		}
 	} else {
 		/* the tree did not check out (changing under us, or a kernel
-		 * without it): the list, one task after the other */
-		int n = km_task_walk(w->scratch, T->cap);
+		 * without it): the list, one task after the other.  A walk
+		 * stopped at the read budget stays stopped. */
+		int n = r == KX_EBUDGET ? r : km_task_walk(w->scratch, T->cap);
 		if (simt_lane() == 0) {
 			T->by_list = 1;
 			if (n < 0) {
@@ -111,8 +112,9 @@ void sn_tasks_find(sn_world *w)
 /* The PID tree's slots a thread each: leaf i / 64's slot i % 64, or
  * with the leaves' parents queued (level 6), parent i / 4096's leaf
  * i / 64 % 64 (the 64 threads of a leaf read its node: one request for
- * the warp) and its slot i % 64.  A leaf that does not check out is the
- * tick's error: its tasks are unknown, and the table keeps last tick's. */
+ * the warp) and its slot i % 64.  A leaf that does not check out, or
+ * the tick's read budget spent, is the tick's error: its tasks are
+ * unknown, and the table keeps last tick's. */
 static uint32_t sn_tp_slots(const sn_tasks *T) { return T->nleaves * (T->level ? 4096u : 64u); }
 
 static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
@@ -120,6 +122,11 @@ static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
 	sn_tasks *T = &w->tasks;
 	uint32_t total = sn_tp_slots(T), leaf0 = T->leaf0, per = T->level ? 4096u : 64u;
 	for (uint32_t i = gt; i < total; i += nt) {
+		if (kx_spent()) {                    /* the read budget: the tick's task error (kx.h) */
+			if (!__atomic_exchange_n(&T->err, KX_EBUDGET, __ATOMIC_RELAXED))
+				__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
+			break;
+		}
 		uint64_t node = w->tq[2 * (leaf0 + i / per)], nr = w->tq[2 * (leaf0 + i / per) + 1] + i % per;
 		uint64_t leaf = node;
 		if (T->level) {
@@ -207,7 +214,7 @@ static void sn_tp_alloc(sn_world *w, uint32_t gt, uint32_t nt)
 			slot = T->free_slots[k - 1];
 			for (uint32_t h = 0; h < w->nhist; h++)
 				if (w->hist[h].kind == SN_ENT_TASK && slot < w->hist[h].entities)
-					w->hist[h].len[slot] = w->hist[h].pos[slot] = 0;
+					sn_hist_clear(&w->hist[h], slot);
 			T->slot[r] = slot;
 		}
 		uint64_t a = T->ptr[r];
@@ -251,12 +258,27 @@ static void sn_tp_commit(sn_world *w)
 	sn_tp_report(w);
 }
 
+/* Row r not read: the tick's read budget was spent before it (kx.h).
+ * Its values are unknown, as the budget's target error says, not last
+ * tick's (which were another task's, or this one's a tick old); its
+ * histories take nothing.  (A row is one thread's: no lane waits for
+ * another in it, so lanes may stop at different rows.) */
+static void sn_tp_cut(sn_world *w, uint32_t r)
+{
+	for (uint32_t s = 0; s < w->ntaskslots; s++)
+		w->tasks.val[(uint64_t)s * w->tasks.cap + r] = SN_NAN;
+}
+
 #ifdef __NVPTX__
 static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
 {
 	uint32_t n = sn_load_volatile32(&w->tasks.n);
-	for (uint32_t r = gt; r < n; r += nt)
-		rules_task_row(w, r);
+	for (uint32_t r = gt; r < n; r += nt) {
+		if (kx_spent())
+			sn_tp_cut(w, r);
+		else
+			rules_task_row(w, r);
+	}
 }
 #else
 /* The host: a thread's first row learns which lines of its task_struct a
@@ -270,10 +292,17 @@ static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
 	if (gt >= n)
 		return;
 	kx_learn(w->tasks.ptr[gt]);
-	rules_task_row(w, gt);
+	if (kx_spent())
+		sn_tp_cut(w, gt);
+	else
+		rules_task_row(w, gt);
 	kx_learn(0);
 	for (uint32_t r = gt + nt; r < n; r += nt) {
 		uint32_t a = r + SN_TP_AHEAD * nt;
+		if (kx_spent()) {
+			sn_tp_cut(w, r);
+			continue;
+		}
 		if (a < n)
 			kx_prefetch(w->tasks.ptr[a]);
 		rules_task_row(w, r);
@@ -460,7 +489,7 @@ void sn_feed_tick(sn_world *w, uint64_t now, const sn_feed *f)
  * two keep different strides (a rule's window changed). */
 static void sn_copy_hist(sn_hist *dst, const sn_hist *src, uint32_t e, int64_t shift)
 {
-	dst->len[e] = dst->pos[e] = 0;
+	sn_hist_clear(dst, e);
 	for (uint32_t k = 0; k < src->len[e]; k++) {
 		sn_bucket b = sn_hist_item(src, e, k);
 		b.t0 += (uint64_t)shift;

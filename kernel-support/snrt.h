@@ -31,7 +31,7 @@
  * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
 #define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
-#define SN_ABI_VERSION 18u
+#define SN_ABI_VERSION 19u
 /* words of sn_world.sync */
 #define SN_SYNC_N 12u
 
@@ -247,6 +247,39 @@ typedef struct sn_head {
 	double v0;
 } sn_head;
 
+/* A double-double: hi + lo, |lo| at most half an ulp of hi (sn_dd_*,
+ * snrt_hist.c).  Sums kept this way lose nothing that a later
+ * subtraction of the same term would have to get back. */
+typedef struct sn_dd {
+	double hi, lo;
+} sn_dd;
+
+/* The running aggregates of entity e's history over the history's own
+ * window (win_ns, the longest a rule reads it with): every item that
+ * starts inside it, from ring position `lo` on, `items` of them.  The
+ * push adds the new item (or the sample merged into the newest bucket)
+ * and takes out the items that left the window (or that the ring is
+ * about to overwrite), so that a window function reads the answer
+ * instead of walking the items (sn_window).  The fit's sums are over
+ * each item's mean time in seconds from `origin`.  The largest and the
+ * smallest item of the window are the first of two deques of ring
+ * positions, H->dq[e][0] and [1] (each cap bytes: cap is at most 256),
+ * decreasing (max) and increasing (min) in value: first entry and
+ * length below.  96 bytes, and 2 cap for the deques. */
+typedef struct sn_trk {
+	uint16_t lo;               /* the oldest item inside the window: its ring position */
+	uint16_t items;            /* items inside (0: none yet) */
+	uint16_t kitems;           /* ... with a known sample: points of the line */
+	uint16_t _pad;
+	uint32_t n;                /* known samples inside */
+	uint32_t changes;          /* changes inside: the items' own and between them */
+	uint16_t q0[2], qn[2];     /* deque d (0 max, 1 min): first entry, entries */
+	uint64_t origin;           /* ns */
+	sn_dd sum;                 /* of the known samples */
+	sn_dd nm, nmm, msum;       /* of n m, n m^2 and m sum, m an item's mean time (s from origin) */
+} sn_trk;
+_Static_assert(sizeof(sn_trk) == 96, "sn_trk: 96 bytes");
+
 /* An ends-only history (head != NULL) is a downsampled one for a metric
  * that only rate(), delta() and increase() read: its items are each
  * stride's first sample (sn_sample, 16 B), and its newest sample and its
@@ -267,6 +300,8 @@ typedef struct sn_hist {
 	uint32_t *pos;             /* [entities]: next write index */
 	uint32_t *len;             /* [entities]: items held */
 	sn_head *head;             /* [entities], ends-only; else NULL */
+	sn_trk *trk;               /* [entities] over win_ns; NULL for ends-only */
+	uint8_t *dq;               /* [entities][2][cap] the trackers' deques */
 } sn_hist;
 
 /* The task table: rows in walk order for this tick, and a stable slot per
@@ -542,6 +577,9 @@ typedef enum { SN_W_RATE, SN_W_DELTA, SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN
  * is then their increase over the whole window's length (a rule's
  * windows: partial) */
 #define SN_W_PARTIAL 0x100u
+/* fn | SN_W_WALK: walk the window's items even where the history's
+ * tracker (sn_trk) holds the answer (test_snrt compares the two) */
+#define SN_W_WALK 0x200u
 double sn_window(const sn_world *w, uint32_t hist, uint32_t entity, uint32_t fn, double window_s);
 /* The oldest of entity e's len items (in time order) whose start t0 lies
  * within lim of t1 (t0n: the newest item's t0), or len - 1 if none before

@@ -68,13 +68,12 @@ void sn_put_objs(sn_world *w, uint32_t k, uint32_t s, const double *vals)
 		sn_put_obj(w, O, c, s, vals[c]);
 }
 
-/* ---- windows ----------------------------------------------------------------------- */
-
 /* Sums for a least-squares line through a window's items: x seconds
  * before the newest sample (at the item's mean time), y the item's mean,
  * each weighted by its known samples. */
 typedef struct sn_fit {
 	double w, x, y, xx, xy;
+	uint32_t pts;              /* items with a known sample */
 } sn_fit;
 
 static void sn_fit_add(sn_fit *f, const sn_bucket *b, uint64_t now)
@@ -83,6 +82,7 @@ static void sn_fit_add(sn_fit *f, const sn_bucket *b, uint64_t now)
 		return;
 	uint64_t mid = b->t0 + (b->t1 - b->t0) / 2;
 	double n = (double)b->n, x = -(double)(now - mid) * 1e-9;
+	f->pts++;
 	f->w += n;
 	f->x += n * x;
 	f->y += b->sum;
@@ -93,12 +93,209 @@ static void sn_fit_add(sn_fit *f, const sn_bucket *b, uint64_t now)
 /* The slope (at = 0) or the line's value at the newest sample (at = 1). */
 static double sn_fit_value(const sn_fit *f, int at)
 {
+	/* one point in time: no line (a bucket of many samples is one
+	 * point, whose d is rounding noise that may pass the test) */
 	double d = f->w * f->xx - f->x * f->x;
-	if (!(d > 1e-12 * f->w * f->w))          /* one point in time: no line */
+	if (f->pts < 2 || !(d > 1e-12 * f->w * f->w))
 		return SN_NAN;
 	double slope = (f->w * f->xy - f->x * f->y) / d;
 	return at ? (f->y - slope * f->x) / f->w : slope;
 }
+
+/* ---- the trackers: a window's aggregates kept up by the push ------------------------- */
+
+/* a + x, and a + x y with nothing lost (x y's rounding error from an fma) */
+static sn_dd sn_dd_add(sn_dd a, double x)
+{
+	double s = a.hi + x, bb = s - a.hi, e = (a.hi - (s - bb)) + (x - bb) + a.lo;
+	double h = s + e;
+	return (sn_dd){h, e - (h - s)};
+}
+
+static sn_dd sn_dd_addmul(sn_dd a, double x, double y)
+{
+	double p = x * y;
+	return sn_dd_add(sn_dd_add(a, p), __builtin_fma(x, y, -p));
+}
+
+/* a y, to about 2^-104 of it */
+static sn_dd sn_dd_mul(sn_dd a, double y)
+{
+	sn_dd r = sn_dd_addmul((sn_dd){0, 0}, a.hi, y);
+	return sn_dd_add(r, a.lo * y);
+}
+
+static double sn_dd_val(sn_dd a) { return a.hi + a.lo; }
+
+/* Item i (a ring position) of entity e's history, as a bucket */
+static sn_bucket sn_hist_at(const sn_hist *H, uint32_t e, uint32_t i)
+{
+	if (H->stride_ns)
+		return H->bkt[(uint64_t)e * H->cap + i];
+	sn_sample s = H->ring[(uint64_t)e * H->cap + i];
+	return sn_one(s.t, s.v);
+}
+
+/* An item's mean time, seconds from the tracker's origin */
+static double sn_trk_m(const sn_trk *k, const sn_bucket *b)
+{
+	uint64_t mid = b->t0 + (b->t1 - b->t0) / 2;
+	return (double)(int64_t)(mid - k->origin) * 1e-9;
+}
+
+/* Item b's own terms in or out (sg 1 or -1) of the sums */
+static void sn_trk_terms(sn_trk *k, const sn_bucket *b, double sg)
+{
+	k->n += sg > 0 ? b->n : -b->n;
+	k->changes += sg > 0 ? b->changes : -b->changes;
+	if (!b->n)
+		return;
+	k->kitems = (uint16_t)(k->kitems + (sg > 0 ? 1 : -1));
+	double n = sg * (double)b->n, m = sn_trk_m(k, b), sum = sg * b->sum;
+	k->sum = sn_dd_add(k->sum, sum);
+	k->nm = sn_dd_addmul(k->nm, n, m);
+	double mm = m * m, mme = __builtin_fma(m, m, -mm);
+	k->nmm = sn_dd_add(sn_dd_addmul(k->nmm, n, mm), n * mme);
+	k->msum = sn_dd_addmul(k->msum, m, sum);
+}
+
+static uint8_t *sn_trk_q(const sn_hist *H, uint32_t e, int d) { return H->dq + ((uint64_t)e * 2 + (uint32_t)d) * H->cap; }
+
+/* deque d's entry j (0: the first) */
+static uint32_t sn_trk_qat(const sn_hist *H, uint32_t e, int d, uint32_t j)
+{
+	const sn_trk *k = &H->trk[e];
+	uint32_t i = k->q0[d] + j;
+	return sn_trk_q(H, e, d)[i >= H->cap ? i - H->cap : i];
+}
+
+/* the value deque d orders by: an item's max (d 0) or min (d 1) */
+static double sn_trk_key(const sn_hist *H, uint32_t e, int d, uint32_t i)
+{
+	sn_bucket b = sn_hist_at(H, e, i);
+	return d ? b.min : b.max;
+}
+
+/* Item p onto the back of deque d, past every entry it outranks (and any
+ * unknown one: an unknown max or min is no candidate once a newer item
+ * is in) */
+static void sn_trk_qpush(sn_hist *H, uint32_t e, int d, uint32_t p)
+{
+	sn_trk *k = &H->trk[e];
+	double v = sn_trk_key(H, e, d, p);
+	while (k->qn[d]) {
+		double bv = sn_trk_key(H, e, d, sn_trk_qat(H, e, d, k->qn[d] - 1u));
+		if (!(sn_isnan(bv) || (d ? bv >= v : bv <= v)))
+			break;
+		k->qn[d]--;
+	}
+	uint32_t i = k->q0[d] + k->qn[d];
+	sn_trk_q(H, e, d)[i >= H->cap ? i - H->cap : i] = (uint8_t)p;
+	k->qn[d]++;
+}
+
+/* The window's oldest item out (there is a newer one) */
+static void sn_trk_expire(sn_hist *H, uint32_t e)
+{
+	sn_trk *k = &H->trk[e];
+	uint32_t cap = H->cap, lo = k->lo, nx = lo + 1 == cap ? 0 : lo + 1;
+	sn_bucket b = sn_hist_at(H, e, lo), c = sn_hist_at(H, e, nx);
+	sn_trk_terms(k, &b, -1);
+	k->changes -= c.v0 != b.v1;
+	for (int d = 0; d < 2; d++)
+		if (k->qn[d] && sn_trk_qat(H, e, d, 0) == lo) {
+			k->q0[d] = (uint16_t)(k->q0[d] + 1u == cap ? 0 : k->q0[d] + 1u);
+			k->qn[d]--;
+		}
+	k->lo = (uint16_t)nx;
+	k->items--;
+}
+
+void sn_trk_drop(sn_hist *H, uint32_t e, uint32_t p)
+{
+	sn_trk *k = &H->trk[e];
+	if (k->items > 1 && k->lo == p)
+		sn_trk_expire(H, e);
+}
+
+/* The exact inverse of sn_trk_put's adding item p, the newest */
+void sn_trk_unput(sn_hist *H, uint32_t e, uint32_t p)
+{
+	sn_trk *k = &H->trk[e];
+	if (!k->items)
+		return;
+	sn_bucket b = sn_hist_at(H, e, p);
+	sn_trk_terms(k, &b, -1);
+	if (k->items > 1) {
+		sn_bucket a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
+		k->changes -= b.v0 != a.v1;
+	}
+	for (int d = 0; d < 2; d++)
+		if (k->qn[d] && sn_trk_qat(H, e, d, k->qn[d] - 1u) == p)
+			k->qn[d]--;
+	k->items--;
+}
+
+/* Item p, the newest, in; then out every item that no longer starts
+ * inside the window that ends at it */
+void sn_trk_put(sn_hist *H, uint32_t e, uint32_t p)
+{
+	sn_trk *k = &H->trk[e];
+	sn_bucket b = sn_hist_at(H, e, p);
+	if (!k->items) {
+		*k = (sn_trk){.lo = (uint16_t)p, .origin = b.t0};
+	} else {
+		sn_bucket a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
+		k->changes += b.v0 != a.v1;
+	}
+	sn_trk_terms(k, &b, 1);
+	sn_trk_qpush(H, e, 0, p);
+	sn_trk_qpush(H, e, 1, p);
+	k->items++;
+	uint64_t lim = H->win_ns + H->slack_ns;
+	while (k->items > 1 && b.t1 - sn_hist_at(H, e, k->lo).t0 > lim)
+		sn_trk_expire(H, e);
+}
+
+/* fn over the tracker's window (sn_window's walk gives the same, the
+ * sums to their rounding); newest: the history's newest item */
+static double sn_trk_window(const sn_hist *H, uint32_t e, uint32_t fn, uint32_t partial, const sn_bucket *newest)
+{
+	const sn_trk *k = &H->trk[e];
+	sn_bucket oldest = sn_hist_at(H, e, k->lo);
+	uint32_t first = (H->pos[e] + H->cap - H->len[e]) % H->cap;
+	uint64_t span = newest->t1 - oldest.t0, win = H->win_ns;
+	int short_ = span + H->slack_ns < win && k->lo == first;
+	if (span == 0 || (short_ && !partial))
+		return SN_NAN;
+	switch (fn) {
+	case SN_W_CHANGES:
+		return (double)k->changes;
+	case SN_W_AVG:
+		return k->n ? sn_dd_val(k->sum) / (double)k->n : SN_NAN;
+	case SN_W_MAX:
+		return sn_trk_key(H, e, 0, sn_trk_qat(H, e, 0, 0));
+	case SN_W_MIN:
+		return sn_trk_key(H, e, 1, sn_trk_qat(H, e, 1, 0));
+	default:
+		break;
+	}
+	/* the fit's sums with x = m - M, M the newest sample's time:
+	 * sum n x = nm - M n, sum n x^2 = nmm - 2 M nm + M^2 n,
+	 * sum x sum = msum - M sum */
+	double n = (double)k->n, M = (double)(int64_t)(newest->t1 - k->origin) * 1e-9;
+	sn_dd x = sn_dd_addmul(k->nm, -M, n);
+	sn_dd xx = sn_dd_add(k->nmm, 0), t = sn_dd_mul(k->nm, -2 * M);
+	xx = sn_dd_add(sn_dd_add(xx, t.hi), t.lo);
+	t = sn_dd_mul(sn_dd_addmul((sn_dd){0, 0}, M, M), n);
+	xx = sn_dd_add(sn_dd_add(xx, t.hi), t.lo);
+	t = sn_dd_mul(k->sum, -M);
+	sn_dd xy = sn_dd_add(sn_dd_add(k->msum, t.hi), t.lo);
+	sn_fit f = {n, sn_dd_val(x), sn_dd_val(k->sum), sn_dd_val(xx), sn_dd_val(xy), k->kitems};
+	return sn_fit_value(&f, fn == SN_W_FIT);
+}
+
+/* ---- windows ----------------------------------------------------------------------- */
 
 /* Whether item k of entity e's history starts before the window, whose
  * newest sample is at t1 and which reaches lim back from it. */
@@ -166,8 +363,8 @@ search:
 
 double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, double window_s)
 {
-	uint32_t partial = fn & SN_W_PARTIAL;
-	fn &= ~SN_W_PARTIAL;
+	uint32_t partial = fn & SN_W_PARTIAL, walk = fn & SN_W_WALK;
+	fn &= ~(SN_W_PARTIAL | SN_W_WALK);
 	if (h >= w->nhist)
 		return SN_NAN;
 	const sn_hist *H = &w->hist[h];
@@ -192,15 +389,18 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 			return hd.v < hd.v0 ? SN_NAN : (hd.v - hd.v0) / ((double)(hd.t - hd.t0) * 1e-9);
 		}
 	}
+	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
+	/* the history's own window: its tracker has the answer */
+	if (H->trk && win == H->win_ns && !walk && fn != SN_W_RATE && fn != SN_W_DELTA && H->trk[entity].items)
+		return sn_trk_window(H, entity, fn, partial, &newest);
 	/* from the newest item back while items start inside the window (and
 	 * its slack); the last one taken is the oldest */
-	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
 	sn_bucket oldest = newest;       /* the oldest item taken so far */
 	double sum = newest.sum, mx = newest.max, mn = newest.min, changes = newest.changes;
 	uint32_t n = newest.n, k = len - 1;
 	int beyond = 0;                   /* the history reaches past the window's start */
 	int line = fn == SN_W_DERIV || fn == SN_W_FIT;
-	sn_fit fit = {0, 0, 0, 0, 0};
+	sn_fit fit = {0, 0, 0, 0, 0, 0};
 	if (line)
 		sn_fit_add(&fit, &newest, newest.t1);
 	if (fn == SN_W_RATE || fn == SN_W_DELTA) {

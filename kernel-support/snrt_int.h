@@ -120,6 +120,22 @@ inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v)
 	}
 }
 
+/* The tracker (sn_trk) of a history that has one, at each change of its
+ * ring (snrt_hist.c): before the item at ring position p is overwritten
+ * (a full ring) or merged into (unput); after an item is written at p
+ * or merged into it (put). */
+void sn_trk_drop(sn_hist *H, uint32_t e, uint32_t p);
+void sn_trk_unput(sn_hist *H, uint32_t e, uint32_t p);
+void sn_trk_put(sn_hist *H, uint32_t e, uint32_t p);
+
+/* Entity e's history emptied (a new task or object in its slot, a copy) */
+static inline void sn_hist_clear(sn_hist *H, uint32_t e)
+{
+	H->len[e] = H->pos[e] = 0;
+	if (H->trk)
+		H->trk[e].items = 0;
+}
+
 /* Append item b (a sample is a bucket of one) to entity e's history: into
  * the newest bucket when it falls in the same stride, else as a new item.
  * Items must come oldest first.  A C99 inline definition, its one external
@@ -137,19 +153,31 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 	if (!H->stride_ns) {
 		sn_sample *ring = H->ring + (uint64_t)e * cap;
 		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
+			if (H->trk && len == cap)
+				sn_trk_drop(H, e, p);
 			ring[p] = (sn_sample){b->t0, b->v0};
+			H->pos[e] = p + 1 == cap ? 0 : p + 1;
+			H->len[e] = len += len < cap;
+			if (H->trk)
+				sn_trk_put(H, e, p);
 			p = p + 1 == cap ? 0 : p + 1;
-			len += len < cap;
 		}
+		if (H->trk && len == cap)
+			sn_trk_drop(H, e, p);
 		ring[p] = (sn_sample){b->t1, b->v1};
 		H->pos[e] = p + 1 == cap ? 0 : p + 1;
 		H->len[e] = len + (len < cap);
+		if (H->trk)
+			sn_trk_put(H, e, p);
 		return;
 	}
 	sn_bucket *ring = H->bkt + (uint64_t)e * cap;
 	if (len) {
-		sn_bucket *l = &ring[p == 0 ? cap - 1 : p - 1];
+		uint32_t lp = p == 0 ? cap - 1 : p - 1;
+		sn_bucket *l = &ring[lp];
 		if (b->t0 >= l->t1 && b->t0 < (sn_stride_of(H, l->t0) + 1) * H->stride_ns) {
+			if (H->trk)
+				sn_trk_unput(H, e, lp);
 			l->changes += b->changes + (b->v0 != l->v1);
 			l->t1 = b->t1;
 			l->v1 = b->v1;
@@ -157,12 +185,18 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 			l->max = __builtin_fmax(l->max, b->max);
 			l->sum += b->sum;
 			l->n += b->n;
+			if (H->trk)
+				sn_trk_put(H, e, lp);
 			return;
 		}
 	}
+	if (H->trk && len == cap)
+		sn_trk_drop(H, e, p);
 	ring[p] = *b;
 	H->pos[e] = p + 1 == cap ? 0 : p + 1;
 	H->len[e] = len + (len < cap);
+	if (H->trk)
+		sn_trk_put(H, e, p);
 }
 
 static inline void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double v)

@@ -100,7 +100,7 @@ void sn_objs_assign(sn_world *w, uint32_t k, sn_objs *O, int n)
 			O->on[free] = 2;                     /* new: its name is read this tick */
 			for (uint32_t h = 0; h < w->nhist; h++)
 				if (w->hist[h].kind == SN_ENT_OBJ + k && free < w->hist[h].entities)
-					w->hist[h].len[free] = w->hist[h].pos[free] = 0;
+					sn_hist_clear(&w->hist[h], free);
 			if (free + 1 > hi)
 				hi = free + 1;
 		}

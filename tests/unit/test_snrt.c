@@ -9,6 +9,8 @@
  *  - delta() and rate() of a counter are exact over the span they report,
  *    and the span is the window within the stated bound (slack + one tick);
  *  - max/min/avg/changes see exactly the samples of that span;
+ *  - the tracker that keeps a window's aggregates as the samples come
+ *    answers what the walk over the window's items does;
  *  - a reload that changes a window carries the history over;
  *  - a tick's alerts reach the ring in full up to its room, the rest are
  *    counted as dropped, and none is lost or half-written after a drain;
@@ -331,6 +333,88 @@ static void test_spike(double window, double tick)
 	tw_close(&t);
 }
 
+/* The tracker (sn_trk) against the walk it replaces, on a series with
+ * all that a real one has: unknown samples, runs of one value, ticks
+ * late and missed, gaps longer than the window: every window function at
+ * every tick, partial or not.  changes, min and max are the walk's
+ * exactly; avg of integers too (both sums exact); avg of other values and
+ * deriv / predict_linear's line within the rounding the test states (the
+ * tracker's sums are double-doubles, the walk's plain doubles). */
+static uint64_t tk_rand(uint64_t *s)
+{
+	*s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+	return *s;
+}
+
+static int tk_same(double a, double b, double rel)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	return a == b || fabs(a - b) <= rel * (fabs(a) + fabs(b));
+}
+
+static void test_tracker(double window, double tick, int integers, uint64_t seed)
+{
+	TW t;
+	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
+	if (tw_open(&t, window, tick_ns)) {
+		CHECK("tracker %gs at tick %gs: laid out", 0, window, tick);
+		return;
+	}
+	const sn_hist *H = &t.w->hist[0];
+	static const SnWinFn fns[] = {SN_W_CHANGES, SN_W_AVG, SN_W_MAX, SN_W_MIN, SN_W_DERIV, SN_W_FIT};
+	uint64_t now = 3000000000000ull + seed * 7919, ticks = 6 * (win_ns / tick_ns) + 400, known = 0, checks = 0;
+	uint64_t wrong[6] = {0};
+	double worst[6] = {0}, v = 100, vmax = 100;
+	for (uint64_t k = 0; k < ticks; k++) {
+		uint64_t r = tk_rand(&seed);
+		now += tick_ns + (r % 16 == 0 ? tick_ns / 3 : 0);       /* a late tick */
+		if (r % 997 == 0)
+			now += win_ns + win_ns / 2;                     /* a gap longer than the window */
+		else if (r % 89 == 0)
+			now += 5 * tick_ns;                             /* missed ticks */
+		if (r % 5 == 0)
+			v = integers ? (double)(r >> 40 & 1023) : (double)(r >> 11) * 0x1p-53 * 1e6 - 3e5;
+		tw_put(&t, now, r % 23 == 0 ? NAN : v);
+		vmax = fmax(vmax, fabs(v));
+		for (size_t f = 0; f < 6; f++)
+			for (uint32_t part = 0; part <= SN_W_PARTIAL; part += SN_W_PARTIAL) {
+				double a = sn_window(t.w, 0, 0, fns[f] | part, window);
+				double b = sn_window(t.w, 0, 0, fns[f] | part | SN_W_WALK, window);
+				/* the walk's own rounding: n ulps of the largest
+				 * sample (a sum of +-3e5 samples averaging 41);
+				 * a line's slope of noise around 0 */
+				double rel = fns[f] <= SN_W_MIN && (integers || fns[f] != SN_W_AVG) ? 0 :
+					     fns[f] == SN_W_AVG ? 1e-13 : 1e-6;
+				double abs_ = rel ? 1e-12 * vmax : 0;
+				checks++;
+				known += !isnan(b);
+				if (!tk_same(a, b, rel) && !(fabs(a - b) <= abs_)) {
+					if (!wrong[f]++)
+						printf("     tick %llu: %d%s: tracker %.17g, walk %.17g\n", (unsigned long long)k,
+						       (int)fns[f], part ? " partial" : "", a, b);
+				} else if (!isnan(a) && fabs(a - b) > abs_) {
+					double e = fabs(a - b) / (fabs(a) + fabs(b));
+					if (e > worst[f])
+						worst[f] = e;
+				}
+			}
+	}
+	uint64_t bad = 0;
+	for (size_t f = 0; f < 6; f++)
+		bad += wrong[f];
+	CHECK("tracker %gs at tick %gs (%s, %s): changes, min, max%s the walk's exactly, avg within 1e-13 "
+	      "(or 1e-12 of the largest sample), the line within 1e-6 (or that) (%llu checks, %llu known; worst avg %.1e, deriv %.1e, fit %.1e)",
+	      bad == 0 && H->trk && known > checks / 4, window, tick, H->stride_ns ? "buckets" : "samples",
+	      integers ? "integers" : "reals", integers ? ", avg" : "", (unsigned long long)checks,
+	      (unsigned long long)known, worst[1], worst[4], worst[5]);
+	if (bad)
+		printf("     wrong: changes %llu avg %llu max %llu min %llu deriv %llu fit %llu\n",
+		       (unsigned long long)wrong[0], (unsigned long long)wrong[1], (unsigned long long)wrong[2],
+		       (unsigned long long)wrong[3], (unsigned long long)wrong[4], (unsigned long long)wrong[5]);
+	tw_close(&t);
+}
+
 /* A reload that changes a window's length: the new history starts with
  * the old one's samples (re-bucketed), so the longer window is known as
  * soon as the old history covers it. */
@@ -529,8 +613,9 @@ static void test_memory(void)
 	      L.hist_bytes / 1048576.0, L.hist_bytes / 63488);
 	hh.ends = false;
 	r = wd_layout(&hb, &hp, &L, err, sizeof err);
-	CHECK("... and read by avg_over_time too: %.1f MiB of history (whole buckets)", r == 0 &&
-	      L.hist_bytes == 63488ull * WD_HIST_BUCKETS * sizeof(sn_bucket), L.hist_bytes / 1048576.0);
+	CHECK("... and read by avg_over_time too: %.1f MiB of history (whole buckets, and the window's tracker: "
+	      "%zu B a slot)", r == 0 && L.hist_bytes == 63488ull * (WD_HIST_BUCKETS * sizeof(sn_bucket) +
+	      sizeof(sn_trk) + 2 * WD_HIST_BUCKETS), L.hist_bytes / 1048576.0, L.hist_bytes / 63488);
 }
 
 /* The alert ring: nrules rules fire on one tick into a ring of cap
@@ -1174,6 +1259,13 @@ int main(void)
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
+	test_tracker(2, 0.1, 1, 1);
+	test_tracker(2, 0.1, 0, 2);
+	test_tracker(25, 0.1, 0, 3);
+	test_tracker(60, 0.1, 1, 4);
+	test_tracker(60, 0.1, 0, 5);
+	test_tracker(3600, 1, 0, 6);
+	test_tracker(86400, 10, 1, 7);
 	test_win_start();
 	test_reload(10, false, 120, false, 0.1);
 	test_reload(120, false, 10, false, 0.1);
