@@ -121,8 +121,8 @@ static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
 {
 	sn_tasks *T = &w->tasks;
 	uint32_t total = sn_tp_slots(T), leaf0 = T->leaf0, per = T->level ? 4096u : 64u;
-	for (uint32_t i = gt; i < total; i += nt) {
-		if (kx_spent()) {                    /* the read budget: the tick's task error (kx.h) */
+	for (uint32_t i = gt, k = 0; i < total; i += nt, k++) {
+		if (!(k & 7) && kx_spent()) {        /* the read budget (every 8th slot): the tick's task error (kx.h) */
 			if (!__atomic_exchange_n(&T->err, KX_EBUDGET, __ATOMIC_RELAXED))
 				__atomic_fetch_add(&w->stats->read_errors, 1, __ATOMIC_RELAXED);
 			break;
@@ -270,11 +270,16 @@ static void sn_tp_cut(sn_world *w, uint32_t r)
 }
 
 #ifdef __NVPTX__
+/* The budget asked every 8th row of a thread: the count is a few
+ * dependent loads away, and a thread has a handful of rows */
 static void sn_tp_fields(sn_world *w, uint32_t gt, uint32_t nt)
 {
-	uint32_t n = sn_load_volatile32(&w->tasks.n);
-	for (uint32_t r = gt; r < n; r += nt) {
-		if (kx_spent())
+	uint32_t n = sn_load_volatile32(&w->tasks.n), k = 0;
+	int spent = 0;
+	for (uint32_t r = gt; r < n; r += nt, k++) {
+		if (!(k & 7))
+			spent = kx_spent();
+		if (spent)
 			sn_tp_cut(w, r);
 		else
 			rules_task_row(w, r);
