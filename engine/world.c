@@ -4,6 +4,7 @@
 _Static_assert(ENT_NOBJ == SN_OBJ_KINDS, "entity.def's objects are the runtime's object kinds");
 _Static_assert(CAT_OBJ_NAME_MAX == SN_OBJ_NAME - 1, "an object's name");
 _Static_assert(WD_MAX_HIST_SAMPLES <= 256 && WD_HIST_BUCKETS <= 256, "a tracker's deques hold ring positions in a byte");
+_Static_assert(BD_HIST_TRACKS == SN_TRKS, "a history's trackers");
 
 #include <errno.h>
 #include <math.h>
@@ -108,15 +109,21 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		L->hent[h] = e == ENT_HOST ? 1 : e == ENT_CPU ? (uint32_t)cpus :
 			     ent_is_obj(e) ? L->ocap[e - ENT_FIRST_OBJ] : (uint32_t)cap;
 		size_t bytes = (size_t)L->hent[h] * L->hcap[h] * item;
-		/* the tracker's deques hold ring positions in a byte */
-		size_t trk = head ? 0 : (size_t)L->hent[h] * sizeof(sn_trk), dq = head ? 0 : (size_t)L->hent[h] * 2 * L->hcap[h];
-		L->hist_bytes += bytes + (size_t)L->hent[h] * head + trk + dq;
+		/* a tracker a window rulec listed (none where only rate(),
+		 * delta() and increase() read the metric: a per-tick history
+		 * of theirs would pay a tracker's push for nothing); their
+		 * deques hold ring positions in a byte */
+		L->hntrk[h] = head ? 0 : b->hist[h].ntrk;
+		size_t trk = (size_t)L->hent[h] * sizeof(sn_trk), dq = (size_t)L->hent[h] * 2 * L->hcap[h];
+		L->hist_bytes += bytes + (size_t)L->hent[h] * head + L->hntrk[h] * (trk + dq);
 		L->o_hring[h] = wd_take(&at, bytes);
 		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hhead[h] = head ? wd_take(&at, (size_t)L->hent[h] * head) : 0;
-		L->o_htrk[h] = trk ? wd_take(&at, trk) : 0;
-		L->o_hdq[h] = dq ? wd_take(&at, dq) : 0;
+		for (uint32_t j = 0; j < L->hntrk[h]; j++) {
+			L->o_htrk[h][j] = wd_take(&at, trk);
+			L->o_hdq[h][j] = wd_take(&at, dq);
+		}
 	}
 	uint64_t hmax = p->hist_max ? p->hist_max : WD_DEFAULT_HIST_MEMORY;
 	if (L->hist_bytes > hmax) {
@@ -253,8 +260,12 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 		H[h].pos = (uint32_t *)(uintptr_t)AT(L->o_hpos[h]);
 		H[h].len = (uint32_t *)(uintptr_t)AT(L->o_hlen[h]);
 		H[h].head = L->o_hhead[h] ? (sn_head *)(uintptr_t)AT(L->o_hhead[h]) : NULL;
-		H[h].trk = L->o_htrk[h] ? (sn_trk *)(uintptr_t)AT(L->o_htrk[h]) : NULL;
-		H[h].dq = L->o_hdq[h] ? (uint8_t *)(uintptr_t)AT(L->o_hdq[h]) : NULL;
+		H[h].ntrk = L->hntrk[h];
+		for (uint32_t j = 0; j < L->hntrk[h]; j++) {
+			H[h].trk_win[j] = (uint64_t)(b->hist[h].trk[j] * 1e9);
+			H[h].trk[j] = (sn_trk *)(uintptr_t)AT(L->o_htrk[h][j]);
+			H[h].dq[j] = (uint8_t *)(uintptr_t)AT(L->o_hdq[h][j]);
+		}
 	}
 	w->rstate = (sn_rstate *)(uintptr_t)AT(L->o_rstate);
 	w->etab = (sn_etab *)(uintptr_t)AT(L->o_etab);
@@ -397,9 +408,9 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 		MOVE(H[h].len);
 		if (H[h].head)
 			MOVE(H[h].head);
-		if (H[h].trk) {
-			MOVE(H[h].trk);
-			MOVE(H[h].dq);
+		for (uint32_t j = 0; j < L->hntrk[h]; j++) {
+			MOVE(H[h].trk[j]);
+			MOVE(H[h].dq[j]);
 		}
 	}
 	MOVE(w->rstate);

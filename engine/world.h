@@ -23,9 +23,10 @@
  * 4 KiB per entity, whatever the window's length), or, where only rate(),
  * delta() and increase() read the metric (BdHist.ends), WD_ENDS_ITEMS
  * samples of window / (WD_ENDS_ITEMS - 2) each and a 32-byte head
- * (sn_head: 352 B per entity).  Every history but an ends-only one also
- * keeps its window's aggregates up to date (sn_trk, 96 B, and two deques
- * of a byte an item: 608 B per entity for samples, 224 B for buckets).
+ * (sn_head: 352 B per entity).  A history also keeps the aggregates of
+ * each window that other functions than those read it with up to date
+ * (BdHist.trk; sn_trk, 96 B, and two deques of a byte an item: 608 B
+ * per entity and window for samples, 224 B for buckets).
  * snrt.h has the rest. */
 #define WD_MAX_HIST_SAMPLES 256u
 #define WD_HIST_BUCKETS 64u
@@ -62,7 +63,8 @@ typedef struct WdLayout {
 	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
 	size_t o_partbuf, o_partarrive, o_partlist, o_tpid;   /* a rule in parts' meetings (snrt.h, part_buf) */
 	size_t o_hring[64], o_hpos[64], o_hlen[64], o_hhead[64]; /* o_hhead: 0 unless ends-only */
-	size_t o_htrk[64], o_hdq[64];  /* the trackers (sn_trk) and their deques: 0 for ends-only */
+	size_t o_htrk[64][SN_TRKS], o_hdq[64][SN_TRKS];  /* the trackers (sn_trk) and their deques */
+	uint32_t hntrk[64];       /* trackers: none for ends-only */
 	uint32_t hcap[64], hent[64];
 	uint64_t hstride[64];
 	size_t o_etab, o_ent;     /* the per-entity rules' tables, then their states, maps and free lists */

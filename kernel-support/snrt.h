@@ -254,18 +254,20 @@ typedef struct sn_dd {
 	double hi, lo;
 } sn_dd;
 
-/* The running aggregates of entity e's history over the history's own
- * window (win_ns, the longest a rule reads it with): every item that
- * starts inside it, from ring position `lo` on, `items` of them.  The
+/* The running aggregates of entity e's history over one window a rule
+ * reads it with (trk_win[j]: at most SN_TRKS windows a history): every
+ * item that starts inside it, from ring position `lo` on, `items` of
+ * them.  The
  * push adds the new item (or the sample merged into the newest bucket)
  * and takes out the items that left the window (or that the ring is
  * about to overwrite), so that a window function reads the answer
  * instead of walking the items (sn_window).  The fit's sums are over
  * each item's mean time in seconds from `origin`.  The largest and the
  * smallest item of the window are the first of two deques of ring
- * positions, H->dq[e][0] and [1] (each cap bytes: cap is at most 256),
+ * positions, H->dq[j][e][0] and [1] (each cap bytes: cap is at most 256),
  * decreasing (max) and increasing (min) in value: first entry and
  * length below.  96 bytes, and 2 cap for the deques. */
+#define SN_TRKS 4u
 typedef struct sn_trk {
 	uint16_t lo;               /* the oldest item inside the window: its ring position */
 	uint16_t items;            /* items inside (0: none yet) */
@@ -300,8 +302,11 @@ typedef struct sn_hist {
 	uint32_t *pos;             /* [entities]: next write index */
 	uint32_t *len;             /* [entities]: items held */
 	sn_head *head;             /* [entities], ends-only; else NULL */
-	sn_trk *trk;               /* [entities] over win_ns; NULL for ends-only */
-	uint8_t *dq;               /* [entities][2][cap] the trackers' deques */
+	uint32_t ntrk;             /* trackers: one a window rules read it with (none ends-only) */
+	uint32_t _pad2;
+	uint64_t trk_win[SN_TRKS]; /* their windows, ns */
+	sn_trk *trk[SN_TRKS];      /* [entities] each */
+	uint8_t *dq[SN_TRKS];      /* [entities][2][cap] each: their deques */
 } sn_hist;
 
 /* The task table: rows in walk order for this tick, and a stable slot per

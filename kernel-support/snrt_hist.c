@@ -159,14 +159,19 @@ static void sn_trk_terms(sn_trk *k, const sn_bucket *b, double sg)
 	k->msum = sn_dd_addmul(k->msum, m, sum);
 }
 
-static uint8_t *sn_trk_q(const sn_hist *H, uint32_t e, int d) { return H->dq + ((uint64_t)e * 2 + (uint32_t)d) * H->cap; }
+/* Tracker j of entity e, and its deque d's bytes */
+static sn_trk *sn_trk_of(const sn_hist *H, uint32_t j, uint32_t e) { return &H->trk[j][e]; }
 
-/* deque d's entry j (0: the first) */
-static uint32_t sn_trk_qat(const sn_hist *H, uint32_t e, int d, uint32_t j)
+static uint8_t *sn_trk_q(const sn_hist *H, uint32_t j, uint32_t e, int d)
 {
-	const sn_trk *k = &H->trk[e];
-	uint32_t i = k->q0[d] + j;
-	return sn_trk_q(H, e, d)[i >= H->cap ? i - H->cap : i];
+	return H->dq[j] + ((uint64_t)e * 2 + (uint32_t)d) * H->cap;
+}
+
+/* deque d's entry i (0: the first) */
+static uint32_t sn_trk_qat(const sn_hist *H, uint32_t j, uint32_t e, int d, uint32_t i)
+{
+	i += sn_trk_of(H, j, e)->q0[d];
+	return sn_trk_q(H, j, e, d)[i >= H->cap ? i - H->cap : i];
 }
 
 /* the value deque d orders by: an item's max (d 0) or min (d 1) */
@@ -179,31 +184,31 @@ static double sn_trk_key(const sn_hist *H, uint32_t e, int d, uint32_t i)
 /* Item p onto the back of deque d, past every entry it outranks (and any
  * unknown one: an unknown max or min is no candidate once a newer item
  * is in) */
-static void sn_trk_qpush(sn_hist *H, uint32_t e, int d, uint32_t p)
+static void sn_trk_qpush(const sn_hist *H, uint32_t j, uint32_t e, int d, uint32_t p)
 {
-	sn_trk *k = &H->trk[e];
+	sn_trk *k = sn_trk_of(H, j, e);
 	double v = sn_trk_key(H, e, d, p);
 	while (k->qn[d]) {
-		double bv = sn_trk_key(H, e, d, sn_trk_qat(H, e, d, k->qn[d] - 1u));
+		double bv = sn_trk_key(H, e, d, sn_trk_qat(H, j, e, d, k->qn[d] - 1u));
 		if (!(sn_isnan(bv) || (d ? bv >= v : bv <= v)))
 			break;
 		k->qn[d]--;
 	}
 	uint32_t i = k->q0[d] + k->qn[d];
-	sn_trk_q(H, e, d)[i >= H->cap ? i - H->cap : i] = (uint8_t)p;
+	sn_trk_q(H, j, e, d)[i >= H->cap ? i - H->cap : i] = (uint8_t)p;
 	k->qn[d]++;
 }
 
 /* The window's oldest item out (there is a newer one) */
-static void sn_trk_expire(sn_hist *H, uint32_t e)
+static void sn_trk_expire(const sn_hist *H, uint32_t j, uint32_t e)
 {
-	sn_trk *k = &H->trk[e];
+	sn_trk *k = sn_trk_of(H, j, e);
 	uint32_t cap = H->cap, lo = k->lo, nx = lo + 1 == cap ? 0 : lo + 1;
 	sn_bucket b = sn_hist_at(H, e, lo), c = sn_hist_at(H, e, nx);
 	sn_trk_terms(k, &b, -1);
 	k->changes -= c.v0 != b.v1;
 	for (int d = 0; d < 2; d++)
-		if (k->qn[d] && sn_trk_qat(H, e, d, 0) == lo) {
+		if (k->qn[d] && sn_trk_qat(H, j, e, d, 0) == lo) {
 			k->q0[d] = (uint16_t)(k->q0[d] + 1u == cap ? 0 : k->q0[d] + 1u);
 			k->qn[d]--;
 		}
@@ -213,58 +218,61 @@ static void sn_trk_expire(sn_hist *H, uint32_t e)
 
 void sn_trk_drop(sn_hist *H, uint32_t e, uint32_t p)
 {
-	sn_trk *k = &H->trk[e];
-	if (k->items > 1 && k->lo == p)
-		sn_trk_expire(H, e);
+	for (uint32_t j = 0; j < H->ntrk; j++) {
+		sn_trk *k = sn_trk_of(H, j, e);
+		if (k->items > 1 && k->lo == p)
+			sn_trk_expire(H, j, e);
+	}
 }
 
 /* The exact inverse of sn_trk_put's adding item p, the newest */
 void sn_trk_unput(sn_hist *H, uint32_t e, uint32_t p)
 {
-	sn_trk *k = &H->trk[e];
-	if (!k->items)
-		return;
-	sn_bucket b = sn_hist_at(H, e, p);
-	sn_trk_terms(k, &b, -1);
-	if (k->items > 1) {
-		sn_bucket a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
-		k->changes -= b.v0 != a.v1;
+	sn_bucket b = sn_hist_at(H, e, p), a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
+	for (uint32_t j = 0; j < H->ntrk; j++) {
+		sn_trk *k = sn_trk_of(H, j, e);
+		if (!k->items)
+			continue;
+		sn_trk_terms(k, &b, -1);
+		if (k->items > 1)
+			k->changes -= b.v0 != a.v1;
+		for (int d = 0; d < 2; d++)
+			if (k->qn[d] && sn_trk_qat(H, j, e, d, k->qn[d] - 1u) == p)
+				k->qn[d]--;
+		k->items--;
 	}
-	for (int d = 0; d < 2; d++)
-		if (k->qn[d] && sn_trk_qat(H, e, d, k->qn[d] - 1u) == p)
-			k->qn[d]--;
-	k->items--;
 }
 
 /* Item p, the newest, in; then out every item that no longer starts
  * inside the window that ends at it */
 void sn_trk_put(sn_hist *H, uint32_t e, uint32_t p)
 {
-	sn_trk *k = &H->trk[e];
-	sn_bucket b = sn_hist_at(H, e, p);
-	if (!k->items) {
-		*k = (sn_trk){.lo = (uint16_t)p, .origin = b.t0};
-	} else {
-		sn_bucket a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
-		k->changes += b.v0 != a.v1;
+	sn_bucket b = sn_hist_at(H, e, p), a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
+	for (uint32_t j = 0; j < H->ntrk; j++) {
+		sn_trk *k = sn_trk_of(H, j, e);
+		if (!k->items)
+			*k = (sn_trk){.lo = (uint16_t)p, .origin = b.t0};
+		else
+			k->changes += b.v0 != a.v1;
+		sn_trk_terms(k, &b, 1);
+		sn_trk_qpush(H, j, e, 0, p);
+		sn_trk_qpush(H, j, e, 1, p);
+		k->items++;
+		uint64_t lim = H->trk_win[j] + H->slack_ns;
+		while (k->items > 1 && b.t1 - sn_hist_at(H, e, k->lo).t0 > lim)
+			sn_trk_expire(H, j, e);
 	}
-	sn_trk_terms(k, &b, 1);
-	sn_trk_qpush(H, e, 0, p);
-	sn_trk_qpush(H, e, 1, p);
-	k->items++;
-	uint64_t lim = H->win_ns + H->slack_ns;
-	while (k->items > 1 && b.t1 - sn_hist_at(H, e, k->lo).t0 > lim)
-		sn_trk_expire(H, e);
 }
 
-/* fn over the tracker's window (sn_window's walk gives the same, the
- * sums to their rounding); newest: the history's newest item */
-static double sn_trk_window(const sn_hist *H, uint32_t e, uint32_t fn, uint32_t partial, const sn_bucket *newest)
+/* fn over tracker j's window (sn_window's walk gives the same, the sums
+ * to their rounding); newest: the history's newest item */
+static double sn_trk_window(const sn_hist *H, uint32_t j, uint32_t e, uint32_t fn, uint32_t partial,
+			    const sn_bucket *newest)
 {
-	const sn_trk *k = &H->trk[e];
+	const sn_trk *k = sn_trk_of(H, j, e);
 	sn_bucket oldest = sn_hist_at(H, e, k->lo);
 	uint32_t first = (H->pos[e] + H->cap - H->len[e]) % H->cap;
-	uint64_t span = newest->t1 - oldest.t0, win = H->win_ns;
+	uint64_t span = newest->t1 - oldest.t0, win = H->trk_win[j];
 	int short_ = span + H->slack_ns < win && k->lo == first;
 	if (span == 0 || (short_ && !partial))
 		return SN_NAN;
@@ -274,9 +282,9 @@ static double sn_trk_window(const sn_hist *H, uint32_t e, uint32_t fn, uint32_t 
 	case SN_W_AVG:
 		return k->n ? sn_dd_val(k->sum) / (double)k->n : SN_NAN;
 	case SN_W_MAX:
-		return sn_trk_key(H, e, 0, sn_trk_qat(H, e, 0, 0));
+		return sn_trk_key(H, e, 0, sn_trk_qat(H, j, e, 0, 0));
 	case SN_W_MIN:
-		return sn_trk_key(H, e, 1, sn_trk_qat(H, e, 1, 0));
+		return sn_trk_key(H, e, 1, sn_trk_qat(H, j, e, 1, 0));
 	default:
 		break;
 	}
@@ -390,9 +398,11 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 		}
 	}
 	const sn_bucket newest = sn_hist_item(H, entity, len - 1);
-	/* the history's own window: its tracker has the answer */
-	if (H->trk && win == H->win_ns && !walk && fn != SN_W_RATE && fn != SN_W_DELTA && H->trk[entity].items)
-		return sn_trk_window(H, entity, fn, partial, &newest);
+	/* a window with a tracker (rulec lists each window a rule reads the
+	 * metric with): the answer is kept */
+	for (uint32_t j = 0; j < H->ntrk && !walk && fn != SN_W_RATE && fn != SN_W_DELTA; j++)
+		if (win == H->trk_win[j] && H->trk[j][entity].items)
+			return sn_trk_window(H, j, entity, fn, partial, &newest);
 	/* from the newest item back while items start inside the window (and
 	 * its slack); the last one taken is the oldest */
 	sn_bucket oldest = newest;       /* the oldest item taken so far */

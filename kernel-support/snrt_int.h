@@ -132,8 +132,8 @@ void sn_trk_put(sn_hist *H, uint32_t e, uint32_t p);
 static inline void sn_hist_clear(sn_hist *H, uint32_t e)
 {
 	H->len[e] = H->pos[e] = 0;
-	if (H->trk)
-		H->trk[e].items = 0;
+	for (uint32_t j = 0; j < H->ntrk; j++)
+		H->trk[j][e].items = 0;
 }
 
 /* Append item b (a sample is a bucket of one) to entity e's history: into
@@ -153,21 +153,21 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 	if (!H->stride_ns) {
 		sn_sample *ring = H->ring + (uint64_t)e * cap;
 		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
-			if (H->trk && len == cap)
+			if (H->ntrk && len == cap)
 				sn_trk_drop(H, e, p);
 			ring[p] = (sn_sample){b->t0, b->v0};
 			H->pos[e] = p + 1 == cap ? 0 : p + 1;
 			H->len[e] = len += len < cap;
-			if (H->trk)
+			if (H->ntrk)
 				sn_trk_put(H, e, p);
 			p = p + 1 == cap ? 0 : p + 1;
 		}
-		if (H->trk && len == cap)
+		if (H->ntrk && len == cap)
 			sn_trk_drop(H, e, p);
 		ring[p] = (sn_sample){b->t1, b->v1};
 		H->pos[e] = p + 1 == cap ? 0 : p + 1;
 		H->len[e] = len + (len < cap);
-		if (H->trk)
+		if (H->ntrk)
 			sn_trk_put(H, e, p);
 		return;
 	}
@@ -176,7 +176,7 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 		uint32_t lp = p == 0 ? cap - 1 : p - 1;
 		sn_bucket *l = &ring[lp];
 		if (b->t0 >= l->t1 && b->t0 < (sn_stride_of(H, l->t0) + 1) * H->stride_ns) {
-			if (H->trk)
+			if (H->ntrk)
 				sn_trk_unput(H, e, lp);
 			l->changes += b->changes + (b->v0 != l->v1);
 			l->t1 = b->t1;
@@ -185,17 +185,17 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 			l->max = __builtin_fmax(l->max, b->max);
 			l->sum += b->sum;
 			l->n += b->n;
-			if (H->trk)
+			if (H->ntrk)
 				sn_trk_put(H, e, lp);
 			return;
 		}
 	}
-	if (H->trk && len == cap)
+	if (H->ntrk && len == cap)
 		sn_trk_drop(H, e, p);
 	ring[p] = *b;
 	H->pos[e] = p + 1 == cap ? 0 : p + 1;
 	H->len[e] = len + (len < cap);
-	if (H->trk)
+	if (H->ntrk)
 		sn_trk_put(H, e, p);
 }
 

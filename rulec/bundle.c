@@ -130,9 +130,17 @@ static json_t *bd_manifest(const Bundle *b)
 	json_object_set_new(t, "task_windows", json_integer(b->ntwin));
 	json_object_set_new(m, "tables", t);
 	json_t *h = json_array();
-	for (size_t i = 0; i < b->nhist; i++)
-		json_array_append_new(h, json_pack("{s:s, s:f, s:b}", "metric", cat_metrics[b->hist[i].metric].name,
-						   "window", b->hist[i].window, "ends", b->hist[i].ends));
+	for (size_t i = 0; i < b->nhist; i++) {
+		json_t *o = json_pack("{s:s, s:f, s:b}", "metric", cat_metrics[b->hist[i].metric].name, "window",
+				      b->hist[i].window, "ends", b->hist[i].ends);
+		if (b->hist[i].ntrk) {
+			json_t *tw = json_array();
+			for (unsigned k = 0; k < b->hist[i].ntrk; k++)
+				json_array_append_new(tw, json_real(b->hist[i].trk[k]));
+			json_object_set_new(o, "tracked", tw);
+		}
+		json_array_append_new(h, o);
+	}
 	json_object_set_new(m, "histories", h);
 	json_t *j = json_array();
 	for (size_t i = 0; i < b->njobs; i++) {
@@ -443,6 +451,16 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 			BAD("history %zu names an unknown metric", i);
 		b->hist[i].window = json_real_value(json_object_get(v, "window"));
 		b->hist[i].ends = json_is_true(json_object_get(v, "ends"));
+		json_t *tw = json_object_get(v, "tracked"), *x;
+		size_t k;
+		if (json_array_size(tw) > BD_HIST_TRACKS)
+			BAD("history %zu has %zu tracked windows, more than this build allows", i, json_array_size(tw));
+		json_array_foreach(tw, k, x) {
+			double tw_s = json_real_value(x);
+			if (!(tw_s > 0 && tw_s <= b->hist[i].window))
+				BAD("history %zu's tracked window %zu is not within its window", i, k);
+			b->hist[i].trk[b->hist[i].ntrk++] = tw_s;
+		}
 		b->nhist++;
 	}
 	json_t *j = json_object_get(m, "jobs");

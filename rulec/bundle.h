@@ -58,11 +58,16 @@ typedef struct BdRule {
 	uint64_t hash;            /* of everything that decides its alert state */
 } BdRule;
 
+#define BD_HIST_TRACKS 4
 typedef struct BdHist {
 	MetricId metric;
 	double window;            /* the longest window over it, seconds */
 	bool ends;                /* only rate(), delta() and increase() read it: its
 				   * history may keep the ends only (engine/world.h) */
+	double trk[BD_HIST_TRACKS]; /* the windows other functions read it with: each
+				     * kept up by a tracker (snrt.h, sn_trk); past
+				     * BD_HIST_TRACKS the rest walk their items */
+	unsigned ntrk;
 } BdHist;
 
 /* Collection jobs, in the manifest by name. */

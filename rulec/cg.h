@@ -54,6 +54,7 @@ typedef struct CgShapes {
 	size_t nconsts;
 } CgShapes;
 
+#define CG_HIST_TRACKS 4       /* BD_HIST_TRACKS */
 typedef struct CgProg {
 	const RuleSet *rs;        /* NULL: every catalog metric, no rules */
 	int slot[MET__COUNT];     /* value-table slot in its entity's table, -1 unused */
@@ -61,6 +62,8 @@ typedef struct CgProg {
 	double hist_win[MET__COUNT];  /* the longest window over it (seconds) */
 	bool hist_full[MET__COUNT];   /* read through a window by more than rate(), delta(),
 				       * increase(): its history keeps whole buckets */
+	double hist_trk[MET__COUNT][CG_HIST_TRACKS];  /* the windows read so (BdHist.trk) */
+	unsigned hist_ntrk[MET__COUNT];
 	MetricId host_m[MET__COUNT], cpu_m[MET__COUNT], task_m[MET__COUNT], hist_m[MET__COUNT];
 	unsigned nhost, ncpu, ntask, nhist;
 	MetricId obj_m[ENT_NOBJ][MET__COUNT];   /* object kind k's table */

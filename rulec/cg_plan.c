@@ -64,6 +64,17 @@ static void plan_window(CgProg *p, MetricId m, double w)
 		p->hist_win[m] = w;
 }
 
+/* A window read by other than rate(), delta() or increase(): a tracker
+ * keeps its aggregates (the first CG_HIST_TRACKS windows of a metric) */
+static void plan_track(CgProg *p, MetricId m, double w)
+{
+	for (unsigned k = 0; k < p->hist_ntrk[m]; k++)
+		if (p->hist_trk[m][k] == w)
+			return;
+	if (p->hist_ntrk[m] < CG_HIST_TRACKS)
+		p->hist_trk[m][p->hist_ntrk[m]++] = w;
+}
+
 static void plan_twin(CgProg *p, MetricId m, BuiltinId fn, double window, bool partial)
 {
 	for (unsigned k = 0; k < p->ntwin; k++)
@@ -111,8 +122,10 @@ static void plan_expr(Plan *P, const Expr *e, MetSet *mask)
 			plan_window(P->p, e->u.metric.id, e->u.metric.window);
 			/* read other than as rate(), delta() or increase()'s
 			 * argument: the history keeps whole buckets */
-			if (e != P->ends_arg)
+			if (e != P->ends_arg) {
 				P->p->hist_full[e->u.metric.id] = true;
+				plan_track(P->p, e->u.metric.id, e->u.metric.window);
+			}
 		}
 		return;
 	case N_EQ: case N_NE:

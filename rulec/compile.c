@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+_Static_assert(CG_HIST_TRACKS == BD_HIST_TRACKS, "a history's tracked windows");
+
 typedef struct Target {
 	LvmTarget t;
 	LLVMContextRef ctx;
@@ -170,8 +172,12 @@ static int comp_fill(Bundle *b, const CgProg *p, const CompOpts *o)
 	b->jobs = calloc(p->njobs + 1, sizeof *b->jobs);
 	if (!b->hist || !b->jobs)
 		return -ENOMEM;
-	for (unsigned i = 0; i < p->nhist; i++)
-		b->hist[b->nhist++] = (BdHist){p->hist_m[i], p->hist_win[p->hist_m[i]], !p->hist_full[p->hist_m[i]]};
+	for (unsigned i = 0; i < p->nhist; i++) {
+		MetricId m = p->hist_m[i];
+		BdHist *h = &b->hist[b->nhist++];
+		*h = (BdHist){m, p->hist_win[m], !p->hist_full[m], {0}, p->hist_ntrk[m]};
+		memcpy(h->trk, p->hist_trk[m], sizeof h->trk);
+	}
 	for (unsigned i = 0; i < p->njobs; i++)
 		b->jobs[b->njobs++] = (BdJob){(int)p->jobs[i].kind, p->jobs[i].metric, p->jobs[i].obj};
 	CgTable tab[CG_TABLES];

@@ -160,12 +160,21 @@ typedef struct TW {
 	sn_stats stats;
 } TW;
 
+/* the windows rulec would list as tracked (none: the window alone,
+ * unless ends) */
+static double tw_trk[BD_HIST_TRACKS];
+static unsigned tw_ntrk;
+
 /* ends: only rate(), delta() and increase() read it (an ends-only
  * history where the window is long enough to downsample) */
 static int tw_open_ends(TW *t, double window, uint64_t tick_ns, bool ends)
 {
 	memset(t, 0, sizeof *t);
 	t->h = (BdHist){.metric = MET_HOST_JIFFIES, .window = window, .ends = ends};
+	for (unsigned k = 0; k < tw_ntrk; k++)
+		t->h.trk[t->h.ntrk++] = tw_trk[k];
+	if (!ends && !tw_ntrk)
+		t->h.trk[t->h.ntrk++] = window;  /* read by avg and the rest: rulec lists the window */
 	t->b.host_m[0] = MET_HOST_JIFFIES;
 	t->b.nhost = 1;
 	t->b.hist = &t->h;
@@ -353,11 +362,18 @@ static int tk_same(double a, double b, double rel)
 	return a == b || fabs(a - b) <= rel * (fabs(a) + fabs(b));
 }
 
-static void test_tracker(double window, double tick, int integers, uint64_t seed)
+static void test_tracker(double window, double tick, int integers, uint64_t seed, double shorter)
 {
 	TW t;
 	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
-	if (tw_open(&t, window, tick_ns)) {
+	tw_ntrk = 0;
+	if (shorter) {                        /* two rules: [window] and [shorter] */
+		tw_trk[tw_ntrk++] = window;
+		tw_trk[tw_ntrk++] = shorter;
+	}
+	int rc = tw_open(&t, window, tick_ns);
+	tw_ntrk = 0;
+	if (rc) {
 		CHECK("tracker %gs at tick %gs: laid out", 0, window, tick);
 		return;
 	}
@@ -379,8 +395,9 @@ static void test_tracker(double window, double tick, int integers, uint64_t seed
 		vmax = fmax(vmax, fabs(v));
 		for (size_t f = 0; f < 6; f++)
 			for (uint32_t part = 0; part <= SN_W_PARTIAL; part += SN_W_PARTIAL) {
-				double a = sn_window(t.w, 0, 0, fns[f] | part, window);
-				double b = sn_window(t.w, 0, 0, fns[f] | part | SN_W_WALK, window);
+				double wn = shorter && (k + f) % 2 ? shorter : window;
+				double a = sn_window(t.w, 0, 0, fns[f] | part, wn);
+				double b = sn_window(t.w, 0, 0, fns[f] | part | SN_W_WALK, wn);
 				/* the walk's own rounding: n ulps of the largest
 				 * sample (a sum of +-3e5 samples averaging 41);
 				 * a line's slope of noise around 0 */
@@ -403,9 +420,10 @@ static void test_tracker(double window, double tick, int integers, uint64_t seed
 	uint64_t bad = 0;
 	for (size_t f = 0; f < 6; f++)
 		bad += wrong[f];
-	CHECK("tracker %gs at tick %gs (%s, %s): changes, min, max%s the walk's exactly, avg within 1e-13 "
-	      "(or 1e-12 of the largest sample), the line within 1e-6 (or that) (%llu checks, %llu known; worst avg %.1e, deriv %.1e, fit %.1e)",
-	      bad == 0 && H->trk && known > checks / 4, window, tick, H->stride_ns ? "buckets" : "samples",
+	CHECK("tracker %gs%s at tick %gs (%s, %s): changes, min, max%s the walk's exactly, avg within 1e-13 "
+	      "(or 1e-12 of the largest sample), the line within 1e-6 (or that) (%llu checks, %llu known; worst avg "
+	      "%.1e, deriv %.1e, fit %.1e)", bad == 0 && H->ntrk == (shorter ? 2u : 1u) && known > checks / 4, window,
+	      shorter ? " and a shorter one over the same metric" : "", tick, H->stride_ns ? "buckets" : "samples",
 	      integers ? "integers" : "reals", integers ? ", avg" : "", (unsigned long long)checks,
 	      (unsigned long long)known, worst[1], worst[4], worst[5]);
 	if (bad)
@@ -612,6 +630,8 @@ static void test_memory(void)
 	      "(%zu B a slot; at most 32 MiB)", r == 0 && L.total <= 32u << 20, L.total / 1048576.0,
 	      L.hist_bytes / 1048576.0, L.hist_bytes / 63488);
 	hh.ends = false;
+	hh.trk[0] = 60;                       /* as rulec lists it: avg_over_time's window */
+	hh.ntrk = 1;
 	r = wd_layout(&hb, &hp, &L, err, sizeof err);
 	CHECK("... and read by avg_over_time too: %.1f MiB of history (whole buckets, and the window's tracker: "
 	      "%zu B a slot)", r == 0 && L.hist_bytes == 63488ull * (WD_HIST_BUCKETS * sizeof(sn_bucket) +
@@ -1259,13 +1279,16 @@ int main(void)
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
-	test_tracker(2, 0.1, 1, 1);
-	test_tracker(2, 0.1, 0, 2);
-	test_tracker(25, 0.1, 0, 3);
-	test_tracker(60, 0.1, 1, 4);
-	test_tracker(60, 0.1, 0, 5);
-	test_tracker(3600, 1, 0, 6);
-	test_tracker(86400, 10, 1, 7);
+	test_tracker(2, 0.1, 1, 1, 0);
+	test_tracker(2, 0.1, 0, 2, 0);
+	test_tracker(25, 0.1, 0, 3, 0);
+	test_tracker(25, 0.1, 1, 8, 7);
+	test_tracker(60, 0.1, 1, 4, 0);
+	test_tracker(60, 0.1, 0, 5, 0);
+	test_tracker(60, 0.1, 0, 9, 10);
+	test_tracker(3600, 1, 0, 6, 0);
+	test_tracker(3600, 1, 0, 10, 300);
+	test_tracker(86400, 10, 1, 7, 0);
 	test_win_start();
 	test_reload(10, false, 120, false, 0.1);
 	test_reload(120, false, 10, false, 0.1);
