@@ -102,6 +102,29 @@ int kx_spent(void)
 	return b && __atomic_load_n(KX_CUR_VAR.reads, __ATOMIC_RELAXED) > b;
 }
 
+/* Where a read of `size` bytes at va (a power of two up to 16) lies in
+ * our mapping on the fast path: va aligned to size, in the direct map or
+ * the image, inside the first two RAM ranges, and the mapped copy aligned
+ * too (a vmcore's RAM starts where its ELF segment does, 8-aligned at
+ * best: a misaligned 16-byte load faults the GPU).  0: the full
+ * translation instead.  __llview_load's and __llview_load16's one
+ * translation. */
+static inline __attribute__((always_inline)) uintptr_t llv_fast(const kx_mem *m, uint64_t va, uint32_t size)
+{
+	uint64_t img = va - KX_START_KERNEL_MAP;
+	int in_img = img < m->image_size;
+	uint64_t pa = in_img ? img + m->phys_base : va - m->page_offset_base;
+	/* the first two RAM ranges: a guest's RAM below the PCI hole and
+	 * above 4 GiB, where most of a big guest's slab objects are */
+	uint64_t o0 = pa - m->r[0].phys, o1 = pa - m->r[1].phys;
+	int in0 = m->nranges > 0 && o0 < m->r[0].size && m->r[0].size - o0 >= size;
+	int in1 = m->nranges > 1 && o1 < m->r[1].size && m->r[1].size - o1 >= size;
+	uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
+	if (!(in0 | in1) || ((va | p) & (size - 1)) || !(in_img || va >= m->page_offset_base))
+		return 0;
+	return p;
+}
+
 /* Most reads are naturally aligned scalars of the direct map (slab
  * objects: tasks, signal, mm) or the kernel image (globals), in the first
  * two RAM ranges: those are two bounds checks and one load, inlined where
@@ -113,17 +136,8 @@ int kx_spent(void)
  * reads) goes through the full translation, out of line. */
 uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 {
-	const kx_mem *m = KX_MEM_NOW;
-	uint64_t img = va - KX_START_KERNEL_MAP;
-	int in_img = img < m->image_size;
-	uint64_t pa = in_img ? img + m->phys_base : va - m->page_offset_base;
-	/* the first two RAM ranges: a guest's RAM below the PCI hole and
-	 * above 4 GiB, where most of a big guest's slab objects are */
-	uint64_t o0 = pa - m->r[0].phys, o1 = pa - m->r[1].phys;
-	int in0 = o0 < m->r[0].size && m->nranges > 0, in1 = o1 < m->r[1].size && m->nranges > 1;
-	if ((size == 8 || size == 4 || size == 2 || size == 1) && !(va & (size - 1)) &&
-	    (in_img || va >= m->page_offset_base) && (in0 | in1)) {
-		uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
+	uintptr_t p = size == 8 || size == 4 || size == 2 || size == 1 ? llv_fast(KX_MEM_NOW, va, size) : 0;
+	if (p) {
 		llv_count(1);
 		llv_learn_read(va);
 		switch (size) {
@@ -139,21 +153,11 @@ uint64_t __llview_load(uint64_t va, uint32_t size, int32_t *err)
 /* Two adjacent words, 16-byte aligned, in one load (kmetric_int.h,
  * km_pair): on the GPU one request over the bus as an 8-byte read is
  * (ld.v2.u64; bench/hostread.cu measured both at the same rate), so it
- * counts as one read.  The direct map and the image in the first two
- * ranges, as __llview_load; anything else, two translated words. */
+ * counts as one read.  Off the fast path, two translated words. */
 llv_v2 __llview_load16(uint64_t va, int32_t *err)
 {
-	const kx_mem *m = KX_MEM_NOW;
-	uint64_t img = va - KX_START_KERNEL_MAP;
-	int in_img = img < m->image_size;
-	uint64_t pa = in_img ? img + m->phys_base : va - m->page_offset_base;
-	uint64_t o0 = pa - m->r[0].phys, o1 = pa - m->r[1].phys;
-	int in0 = m->nranges > 0 && o0 < m->r[0].size && m->r[0].size - o0 >= 16;
-	int in1 = m->nranges > 1 && o1 < m->r[1].size && m->r[1].size - o1 >= 16;
-	uintptr_t p = (uintptr_t)(in0 ? m->r[0].ptr + o0 : m->r[1].ptr + o1);
-	/* the mapped copy aligned too: a vmcore's RAM starts where its ELF
-	 * segment does, 8-aligned at best (a misaligned load faults the GPU) */
-	if (!(va & 15) && !(p & 15) && (in_img || va >= m->page_offset_base) && (in0 | in1)) {
+	uintptr_t p = llv_fast(KX_MEM_NOW, va, 16);
+	if (p) {
 		llv_count(1);
 		llv_learn_read(va);
 		return *(const volatile llv_v2 *)p;

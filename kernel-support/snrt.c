@@ -115,12 +115,13 @@ void sn_tasks_find(sn_world *w)
  * the warp) and its slot i % 64.  A leaf that does not check out, or
  * the tick's read budget spent, is the tick's error: its tasks are
  * unknown, and the table keeps last tick's. */
-static uint32_t sn_tp_slots(const sn_tasks *T) { return T->nleaves * (T->level ? 4096u : 64u); }
+static uint32_t sn_tp_per(uint32_t level) { return level ? 4096u : 64u; }    /* PID slots under a queued node */
+static uint32_t sn_tp_slots(const sn_tasks *T) { return T->nleaves * sn_tp_per(T->level); }
 
 static void sn_tp_scan(sn_world *w, uint32_t gt, uint32_t nt)
 {
 	sn_tasks *T = &w->tasks;
-	uint32_t total = sn_tp_slots(T), leaf0 = T->leaf0, per = T->level ? 4096u : 64u;
+	uint32_t total = sn_tp_slots(T), leaf0 = T->leaf0, per = sn_tp_per(T->level);
 	for (uint32_t i = gt, k = 0; i < total; i += nt, k++) {
 		if (!(k & 7) && kx_spent()) {        /* the read budget (every 8th slot): the tick's task error (kx.h) */
 			if (!__atomic_exchange_n(&T->err, KX_EBUDGET, __ATOMIC_RELAXED))
@@ -802,7 +803,7 @@ static uint32_t sn_task_blocks(sn_world *w)
 	/* read by every thread after the jobs' barrier: the same answer in
 	 * all (the scan adds to found only when the tree is walked, not the
 	 * list) */
-	uint64_t slots = (uint64_t)sn_load_volatile32(&w->tasks.nleaves) * (sn_load_volatile32(&w->tasks.level) ? 4096u : 64u);
+	uint64_t slots = (uint64_t)sn_load_volatile32(&w->tasks.nleaves) * sn_tp_per(sn_load_volatile32(&w->tasks.level));
 	if (sn_load_volatile32(&w->tasks.by_list))
 		slots = sn_load_volatile32(&w->tasks.found);
 	uint64_t want = (slots + bs - 1) / bs, rb = ((uint64_t)w->nrules * 32u + bs - 1) / bs;
