@@ -272,7 +272,10 @@ typedef struct sn_trk {
 	uint16_t lo;               /* the oldest item inside the window: its ring position */
 	uint16_t items;            /* items inside (0: none yet) */
 	uint16_t kitems;           /* ... with a known sample: points of the line */
-	uint16_t _pad;
+	uint16_t huge;             /* ... whose sum is infinite or past 1e290 (a cgroup's
+				    * "max" is +Inf): not in the sums, which they would
+				    * turn to NaN for good; avg and the line walk while
+				    * one is inside */
 	uint32_t n;                /* known samples inside */
 	uint32_t changes;          /* changes inside: the items' own and between them */
 	uint16_t q0[2], qn[2];     /* deque d (0 max, 1 min): first entry, entries */

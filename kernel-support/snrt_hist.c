@@ -151,6 +151,10 @@ static void sn_trk_terms(sn_trk *k, const sn_bucket *b, double sg)
 	if (!b->n)
 		return;
 	k->kitems = (uint16_t)(k->kitems + (sg > 0 ? 1 : -1));
+	if (!(__builtin_fabs(b->sum) <= 1e290)) {
+		k->huge = (uint16_t)(k->huge + (sg > 0 ? 1 : -1));
+		return;
+	}
 	double n = sg * (double)b->n, m = sn_trk_m(k, b), sum = sg * b->sum;
 	k->sum = sn_dd_add(k->sum, sum);
 	k->nm = sn_dd_addmul(k->nm, n, m);
@@ -244,7 +248,9 @@ void sn_trk_unput(sn_hist *H, uint32_t e, uint32_t p)
 }
 
 /* Item p, the newest, in; then out every item that no longer starts
- * inside the window that ends at it */
+ * inside the window that ends at it.  Items come in time order (the
+ * clocks are monotonic): the window's items are then the newest ones, as
+ * the walk finds them. */
 void sn_trk_put(sn_hist *H, uint32_t e, uint32_t p)
 {
 	sn_bucket b = sn_hist_at(H, e, p), a = sn_hist_at(H, e, p == 0 ? H->cap - 1 : p - 1);
@@ -401,7 +407,8 @@ double sn_window(const sn_world *w, uint32_t h, uint32_t entity, uint32_t fn, do
 	/* a window with a tracker (rulec lists each window a rule reads the
 	 * metric with): the answer is kept */
 	for (uint32_t j = 0; j < H->ntrk && !walk && fn != SN_W_RATE && fn != SN_W_DELTA; j++)
-		if (win == H->trk_win[j] && H->trk[j][entity].items)
+		if (win == H->trk_win[j] && H->trk[j][entity].items &&
+		    !(H->trk[j][entity].huge && (fn == SN_W_AVG || fn == SN_W_DERIV || fn == SN_W_FIT)))
 			return sn_trk_window(H, j, entity, fn, partial, &newest);
 	/* from the newest item back while items start inside the window (and
 	 * its slack); the last one taken is the oldest */

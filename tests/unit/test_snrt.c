@@ -362,7 +362,7 @@ static int tk_same(double a, double b, double rel)
 	return a == b || fabs(a - b) <= rel * (fabs(a) + fabs(b));
 }
 
-static void test_tracker(double window, double tick, int integers, uint64_t seed, double shorter)
+static void test_tracker(double window, double tick, int integers, uint64_t seed, double shorter, int dense)
 {
 	TW t;
 	uint64_t tick_ns = (uint64_t)(tick * 1e9 + 0.5), win_ns = (uint64_t)(window * 1e9 + 0.5);
@@ -384,14 +384,19 @@ static void test_tracker(double window, double tick, int integers, uint64_t seed
 	double worst[6] = {0}, v = 100, vmax = 100;
 	for (uint64_t k = 0; k < ticks; k++) {
 		uint64_t r = tk_rand(&seed);
-		now += tick_ns + (r % 16 == 0 ? tick_ns / 3 : 0);       /* a late tick */
+		/* dense: two samples a tick (a replayed or re-bucketed
+		 * history's pace), so the window spans the whole ring and the
+		 * ring overwrites items still inside it */
+		now += (dense ? tick_ns / 2 : tick_ns) + (r % 16 == 0 ? tick_ns / 3 : 0);   /* a late tick */
 		if (r % 997 == 0)
 			now += win_ns + win_ns / 2;                     /* a gap longer than the window */
 		else if (r % 89 == 0)
 			now += 5 * tick_ns;                             /* missed ticks */
 		if (r % 5 == 0)
 			v = integers ? (double)(r >> 40 & 1023) : (double)(r >> 11) * 0x1p-53 * 1e6 - 3e5;
-		tw_put(&t, now, r % 23 == 0 ? NAN : v);
+		/* unknown samples, and now and then an infinite one (a
+		 * cgroup's limit of "max") */
+		tw_put(&t, now, r % 23 == 0 ? NAN : r % 401 == 0 ? (r & 1024 ? INFINITY : -INFINITY) : v);
 		vmax = fmax(vmax, fabs(v));
 		for (size_t f = 0; f < 6; f++)
 			for (uint32_t part = 0; part <= SN_W_PARTIAL; part += SN_W_PARTIAL) {
@@ -420,10 +425,11 @@ static void test_tracker(double window, double tick, int integers, uint64_t seed
 	uint64_t bad = 0;
 	for (size_t f = 0; f < 6; f++)
 		bad += wrong[f];
-	CHECK("tracker %gs%s at tick %gs (%s, %s): changes, min, max%s the walk's exactly, avg within 1e-13 "
+	CHECK("tracker %gs%s at tick %gs%s (%s, %s, some infinite): changes, min, max%s the walk's exactly, avg within 1e-13 "
 	      "(or 1e-12 of the largest sample), the line within 1e-6 (or that) (%llu checks, %llu known; worst avg "
 	      "%.1e, deriv %.1e, fit %.1e)", bad == 0 && H->ntrk == (shorter ? 2u : 1u) && known > checks / 4, window,
-	      shorter ? " and a shorter one over the same metric" : "", tick, H->stride_ns ? "buckets" : "samples",
+	      shorter ? " and a shorter one over the same metric" : "", tick, dense ? ", two samples a tick" : "",
+	      H->stride_ns ? "buckets" : "samples",
 	      integers ? "integers" : "reals", integers ? ", avg" : "", (unsigned long long)checks,
 	      (unsigned long long)known, worst[1], worst[4], worst[5]);
 	if (bad)
@@ -1279,16 +1285,19 @@ int main(void)
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
-	test_tracker(2, 0.1, 1, 1, 0);
-	test_tracker(2, 0.1, 0, 2, 0);
-	test_tracker(25, 0.1, 0, 3, 0);
-	test_tracker(25, 0.1, 1, 8, 7);
-	test_tracker(60, 0.1, 1, 4, 0);
-	test_tracker(60, 0.1, 0, 5, 0);
-	test_tracker(60, 0.1, 0, 9, 10);
-	test_tracker(3600, 1, 0, 6, 0);
-	test_tracker(3600, 1, 0, 10, 300);
-	test_tracker(86400, 10, 1, 7, 0);
+	test_tracker(2, 0.1, 1, 1, 0, 0);
+	test_tracker(2, 0.1, 0, 2, 0, 0);
+	test_tracker(25, 0.1, 0, 3, 0, 0);
+	test_tracker(25, 0.1, 1, 8, 7, 0);
+	test_tracker(60, 0.1, 1, 4, 0, 0);
+	test_tracker(60, 0.1, 0, 5, 0, 0);
+	test_tracker(60, 0.1, 0, 9, 10, 0);
+	test_tracker(3600, 1, 0, 6, 0, 0);
+	test_tracker(3600, 1, 0, 10, 300, 0);
+	test_tracker(86400, 10, 1, 7, 0, 0);
+	test_tracker(2, 0.1, 0, 11, 0, 1);
+	test_tracker(25, 0.1, 1, 12, 7, 1);
+	test_tracker(60, 0.1, 0, 13, 10, 1);
 	test_win_start();
 	test_reload(10, false, 120, false, 0.1);
 	test_reload(120, false, 10, false, 0.1);
