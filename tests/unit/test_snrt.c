@@ -1285,19 +1285,15 @@ int main(void)
 	test_spike(3600, 1);
 	test_spike(86400, 10);
 	test_fit_parabola();
-	test_tracker(2, 0.1, 1, 1, 0, 0);
-	test_tracker(2, 0.1, 0, 2, 0, 0);
-	test_tracker(25, 0.1, 0, 3, 0, 0);
-	test_tracker(25, 0.1, 1, 8, 7, 0);
-	test_tracker(60, 0.1, 1, 4, 0, 0);
-	test_tracker(60, 0.1, 0, 5, 0, 0);
-	test_tracker(60, 0.1, 0, 9, 10, 0);
-	test_tracker(3600, 1, 0, 6, 0, 0);
-	test_tracker(3600, 1, 0, 10, 300, 0);
-	test_tracker(86400, 10, 1, 7, 0, 0);
-	test_tracker(2, 0.1, 0, 11, 0, 1);
-	test_tracker(25, 0.1, 1, 12, 7, 1);
-	test_tracker(60, 0.1, 0, 13, 10, 1);
+	/* window, tick, whole numbers, seed, a shorter window beside, two samples a tick */
+	static const struct { double w, tick; int ints; uint64_t seed; double shorter; int dense; } trk[] = {
+		{2, 0.1, 1, 1, 0, 0}, {2, 0.1, 0, 2, 0, 0}, {25, 0.1, 0, 3, 0, 0}, {25, 0.1, 1, 8, 7, 0},
+		{60, 0.1, 1, 4, 0, 0}, {60, 0.1, 0, 5, 0, 0}, {60, 0.1, 0, 9, 10, 0}, {3600, 1, 0, 6, 0, 0},
+		{3600, 1, 0, 10, 300, 0}, {86400, 10, 1, 7, 0, 0}, {2, 0.1, 0, 11, 0, 1}, {25, 0.1, 1, 12, 7, 1},
+		{60, 0.1, 0, 13, 10, 1},
+	};
+	for (size_t i = 0; i < sizeof trk / sizeof *trk; i++)
+		test_tracker(trk[i].w, trk[i].tick, trk[i].ints, trk[i].seed, trk[i].shorter, trk[i].dense);
 	test_win_start();
 	test_reload(10, false, 120, false, 0.1);
 	test_reload(120, false, 10, false, 0.1);
