@@ -27,6 +27,8 @@
  *       leaves (stop 0) or their parents (6); u64 km_pid_leaf(u64 twig, u32 slot, int *bad)
  *   u64 km_pid_task(u64 leaf, u32 slot, u64 nr, u32 *tgid)  one PID's task
  *   int km_task_comm(u64 task, char *out16)
+ *   u64 km_task_signal(u64 task), and km_task_{kernel_time,user_time,threads}_sig(u64 task,
+ *       u64 sig): the signal_struct read once for a task the runtime keeps (0: not read)
  *   u32 km_cpu_ids(void), int km_cpu_online(u32 cpu)
  *
  * A value that cannot be read is NaN (LLView makes a double-returning entry

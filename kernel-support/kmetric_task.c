@@ -248,14 +248,14 @@ KM_INLINE int km_group_sum(struct signal_struct *sig, u64 *u, u64 *s, u64 *r)
  * every live thread), scaled by cputime_adjust() from tick samples to the
  * precise runtime and kept monotonic against signal->prev_cputime, the
  * kernel's last answer.  Nanoseconds. */
-KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
+KM_INLINE void km_group_times(struct task_struct *p, struct signal_struct *sig, double *ut, double *st)
 {
 	*ut = *st = KM_NAN;
-	/* read side by side, before the signal's address is known: the
-	 * task's own times, its runtime and its place in the thread list
-	 * (one request each for the pairs where the kernel lays them in one
+	/* read side by side (sig is known: the runtime keeps it with the
+	 * task's slot, sn_task_signal): the task's own times, its runtime
+	 * and its place in the thread list, and the signal's sums (one
+	 * request each for the pairs where the kernel lays them in one
 	 * aligned 16 bytes, as 6.12 does) */
-	struct signal_struct *sig = KR(p->signal);
 	u64 tu, ts, nx, pv;
 	km_pair(km_addr(KP(p->utime)), km_addr(KP(p->stime)), &tu, &ts);
 	u64 tr = KR(p->se.sum_exec_runtime);
@@ -298,19 +298,39 @@ KM_INLINE void km_group_times(struct task_struct *p, double *ut, double *st)
 	*st = sa;
 }
 
-double km_task_kernel_time(u64 t)
+/* The task's signal_struct: copy_process() sets it and nothing changes
+ * it while the task_struct lives (a thread group shares one), so the
+ * runtime reads it once for a task it keeps in a slot (sn_task_signal)
+ * and passes it to the _sig forms: a request a row less. */
+u64 km_task_signal(u64 t)
+{
+	u64 sig = km_addr(KR(km_task(t)->signal));
+	return __llview_failed() ? 0 : sig;     /* 0: not read (the _sig forms' NaN) */
+}
+
+double km_task_kernel_time_sig(u64 t, u64 sig)
 {
 	double ut, st;
-	km_group_times(km_task(t), &ut, &st);
+	km_group_times(km_task(t), (struct signal_struct *)sig, &ut, &st);
 	return st * NSEC;
 }
 
-double km_task_user_time(u64 t)
+double km_task_user_time_sig(u64 t, u64 sig)
 {
 	double ut, st;
-	km_group_times(km_task(t), &ut, &st);
+	km_group_times(km_task(t), (struct signal_struct *)sig, &ut, &st);
 	return ut * NSEC;
 }
+
+double km_task_threads_sig(u64 t, u64 sig)
+{
+	(void)t;
+	struct signal_struct *s = (struct signal_struct *)sig;
+	return s ? (double)KR(s->nr_threads) : KM_NAN;
+}
+
+double km_task_kernel_time(u64 t) { return km_task_kernel_time_sig(t, km_task_signal(t)); }
+double km_task_user_time(u64 t) { return km_task_user_time_sig(t, km_task_signal(t)); }
 
 double km_task_ctx_switches(u64 t)
 {
@@ -320,11 +340,7 @@ double km_task_ctx_switches(u64 t)
 	return (double)(v + iv);
 }
 
-double km_task_threads(u64 t)
-{
-	struct signal_struct *sig = KR(km_task(t)->signal);
-	return sig ? (double)KR(sig->nr_threads) : 0;
-}
+double km_task_threads(u64 t) { return km_task_threads_sig(t, km_task_signal(t)); }
 
 /* get_mm_rss(): file + anon + shmem pages, each clamped at 0, as
  * /proc/PID/stat and statm report them (so ps and top).  Before 6.2

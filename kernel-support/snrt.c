@@ -213,6 +213,8 @@ static void sn_tp_alloc(sn_world *w, uint32_t gt, uint32_t nt)
 			if (k <= 0 || k > (int32_t)T->cap)
 				continue;                /* none free: the row keeps no history this tick */
 			slot = T->free_slots[k - 1];
+			if (T->sigpid)
+				T->sigpid[slot] = 0;
 			for (uint32_t h = 0; h < w->nhist; h++)
 				if (w->hist[h].kind == SN_ENT_TASK && slot < w->hist[h].entities)
 					sn_hist_clear(&w->hist[h], slot);
@@ -342,6 +344,25 @@ double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task)
 		return (double)T->pid[row];
 	return km_task_pid(task);
 }
+/* A task_struct's signal never changes while it lives: its slot keeps
+ * the one read for the PID the scan found it by (a task that died and
+ * left its address to a new one between two ticks has another PID), so a
+ * row reads it once in the task's life, not once a tick */
+uint64_t sn_task_signal(sn_world *w, uint32_t row, uint64_t task)
+{
+	sn_tasks *T = &w->tasks;
+	uint32_t slot = row < T->n ? T->slot[row] : SN_NO_SLOT;
+	if (!T->pid || !T->sig || T->by_list || slot >= T->cap)
+		return km_task_signal(task);
+	uint32_t pid = T->pid[row];
+	if (T->sigpid[slot] == pid && T->sig[slot])
+		return T->sig[slot];
+	uint64_t sig = km_task_signal(task);
+	T->sig[slot] = sig;
+	T->sigpid[slot] = sig ? pid : 0;
+	return sig;
+}
+
 char *sn_task_comm_buf(sn_world *w, uint32_t row) { return w->tasks.comm[row < w->tasks.cap ? row : 0]; }
 
 /* ---- ticks --------------------------------------------------------------------------------- */

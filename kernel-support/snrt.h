@@ -31,7 +31,7 @@
  * kmetric_int.h): a NaN with these bits, unknown but not a read error. */
 #define SN_ABSENT_BITS 0x7ff80000000005e1ull
 
-#define SN_ABI_VERSION 19u
+#define SN_ABI_VERSION 20u
 /* words of sn_world.sync */
 #define SN_SYNC_N 12u
 
@@ -325,6 +325,11 @@ typedef struct sn_tasks {
 	uint32_t *pid;             /* [cap] the PID the scan found row r's task by (the tree's
 				    * index, checked against the task's tgid); unset when by_list */
 	char (*comm)[16];          /* [cap] */
+	/* [cap] by slot: the slot's task's signal_struct (km_task_signal), and
+	 * the PID it was read for (0: none); fixed for a task's life, so read
+	 * once, not every row (sn_task_signal) */
+	uint64_t *sig;
+	uint32_t *sigpid;
 	double *val;               /* [ntaskslots][cap] task metric values */
 	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
 	uint32_t *mslot[2];        /* [map_cap] its slot (top bit: taken this tick) */
@@ -467,6 +472,9 @@ void rules_collect(sn_world *w, uint32_t job);
 void rules_eval(sn_world *w, uint32_t rule);
 /* task.pid of row (the task at task): the scan's, else read (snrt.c) */
 double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task);
+/* its signal_struct: kept with its slot where the scan found it by PID,
+ * else read (snrt.c) */
+uint64_t sn_task_signal(sn_world *w, uint32_t row, uint64_t task);
 /* 1 when rule's code may run in parts (it loops over entities, and meets
  * its other parts only outside its loops); 0 for a warp of its own */
 uint32_t rules_split(sn_world *w, uint32_t rule);
@@ -488,6 +496,7 @@ int km_task_comm(uint64_t task, char *out16);
 int km_pid_leaves(uint64_t *q, uint32_t cap, uint32_t *ctr, uint32_t stop, uint32_t *level);
 uint64_t km_pid_leaf(uint64_t twig, uint32_t slot, int *bad);
 double km_task_pid(uint64_t t);
+uint64_t km_task_signal(uint64_t t);
 uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid);
 int km_task_walk(uint64_t *out, uint32_t cap);
 /* Objects (one lane): kind k's walk, at most cap addresses into out; the

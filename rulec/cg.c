@@ -1112,13 +1112,24 @@ static void cg_task_row(Cg *C)
 		any |= C->p->jobs[j].kind == JOB_TASKS;
 	if (any) {
 		LLVMValueRef pa[2] = {C->w, row};
-		LLVMValueRef task = cg_call(C, "sn_task_ptr", pa, 2);
+		LLVMValueRef task = cg_call(C, "sn_task_ptr", pa, 2), sig = NULL;
 		for (unsigned s = 0; s < C->p->ntask; s++) {
 			MetricId m = C->p->task_m[s];
 			cat_metric_fn(m, fn, sizeof fn);
-			LLVMValueRef pa3[3] = {C->w, row, task};
-			/* the PID: the scan's, where it walked the PID tree */
-			LLVMValueRef v = m == MET_TASK_PID ? cg_call(C, "sn_task_found_pid", pa3, 3) : cg_call(C, fn, &task, 1);
+			LLVMValueRef pa3[3] = {C->w, row, task}, v;
+			if (m == MET_TASK_PID) {
+				/* the PID: the scan's, where it walked the PID tree */
+				v = cg_call(C, "sn_task_found_pid", pa3, 3);
+			} else if (m == MET_TASK_KERNEL_TIME || m == MET_TASK_USER_TIME || m == MET_TASK_THREADS) {
+				/* from the signal_struct the task's slot keeps */
+				if (!sig)
+					sig = cg_call(C, "sn_task_signal", pa3, 3);
+				LLVMValueRef ts[2] = {task, sig};
+				strncat(fn, "_sig", sizeof fn - strlen(fn) - 1);
+				v = cg_call(C, fn, ts, 2);
+			} else {
+				v = cg_call(C, fn, &task, 1);
+			}
 			cg_put(C, "sn_put_task", m, row, v);
 		}
 		if (C->p->comm) {

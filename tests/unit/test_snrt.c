@@ -70,6 +70,16 @@ uint64_t km_pid_task(uint64_t leaf, uint32_t slot, uint64_t nr, uint32_t *tgid)
 	return 0;
 }
 int km_task_walk(uint64_t *out, uint32_t cap) { (void)out; (void)cap; return 0; }
+/* the signal_struct "read" for a task: its address's, plus sig_gen (a new
+ * process at an old address), and 0 while sig_fail; counted */
+static unsigned sig_reads;
+static uint64_t sig_gen;
+static int sig_fail;
+uint64_t km_task_signal(uint64_t t)
+{
+	sig_reads++;
+	return sig_fail ? 0 : 0x5000000 + t * 16 + sig_gen;
+}
 int km_task_comm(uint64_t task, char *out16)
 {
 	snprintf(out16, 16, "task%llx", (unsigned long long)task);
@@ -809,6 +819,71 @@ static void test_task_table(void)
 	free(t.block);
 }
 
+/* A task's signal_struct, kept with its slot (sn_task_signal): read once
+ * in the task's life; read again for another PID in the slot (a task
+ * that died and left its address to a new one), a slot given to a new
+ * task, an unread answer, and a table the list walk filled (no PIDs). */
+static uint64_t ts_sig(TT *t, uint64_t k, uint32_t pid)
+{
+	for (uint32_t r = 0; r < t->w->tasks.n; r++)
+		if (t->w->tasks.ptr[r] == k) {
+			t->w->tasks.pid[r] = pid;
+			return sn_task_signal(t->w, r, k);
+		}
+	return ~0ull;
+}
+
+static void test_task_signal(void)
+{
+	TT t;
+	memset(&t, 0, sizeof t);
+	t.b.task_m[0] = MET_TASK_KERNEL_TIME;
+	t.b.ntask = 1;
+	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 4, .ring_cap = 16};
+	char err[256];
+	if (wd_layout(&t.b, &p, &t.L, err, sizeof err) || !(t.block = calloc(1, t.L.total))) {
+		CHECK("task signal: set up (%s)", 0, err);
+		return;
+	}
+	wd_build(&t.b, &p, &t.L, NULL, t.block, (uint64_t)(uintptr_t)t.block, 0, (uint64_t)(uintptr_t)&t.stats);
+	t.w = wd_world(t.block);
+	uint64_t a[] = {0xa0, 0xb0}, b[] = {0xb0, 0xc0};
+	sig_reads = 0;
+	sig_gen = 0;
+	sig_fail = 0;
+	int ok = 1;
+	for (int tick = 0; tick < 5; tick++) {
+		tt_tick(&t, a, 2, 1000000000ull + tick * 100000000ull);
+		ok &= ts_sig(&t, 0xa0, 10) == 0x5000000 + 0xa0 * 16 && ts_sig(&t, 0xb0, 11) == 0x5000000 + 0xb0 * 16;
+	}
+	CHECK("task signal: two tasks over five ticks: read twice (%u), the same answer each tick", ok && sig_reads == 2,
+	      sig_reads);
+	int64_t sa = tt_slot(&t, 0xa0);
+	sig_gen = 1;
+	tt_tick(&t, a, 2, 1600000000ull);
+	uint64_t na = ts_sig(&t, 0xa0, 12), nb = ts_sig(&t, 0xb0, 11);
+	CHECK("task signal: a new PID at an old address is read again (%u reads), the other is kept",
+	      na == 0x5000000 + 0xa0 * 16 + 1 && nb == 0x5000000 + 0xb0 * 16 && sig_reads == 3, sig_reads);
+	tt_tick(&t, b, 2, 1700000000ull);
+	uint64_t nc = ts_sig(&t, 0xc0, 12);           /* 0xa0's slot, and even its PID */
+	CHECK("task signal: a slot given to a new task (%lld, 0xa0's) reads its signal (%u reads), not the slot's "
+	      "last one", tt_slot(&t, 0xc0) == sa && nc == 0x5000000 + 0xc0 * 16 + 1 && sig_reads == 4,
+	      (long long)tt_slot(&t, 0xc0), sig_reads);
+	sig_fail = 1;
+	tt_tick(&t, b, 2, 1800000000ull);
+	ts_sig(&t, 0xb0, 13);
+	ts_sig(&t, 0xb0, 13);
+	sig_fail = 0;
+	uint64_t nb2 = ts_sig(&t, 0xb0, 13);
+	CHECK("task signal: an answer not read (0) is not kept: read again until it is (%u reads)",
+	      nb2 == 0x5000000 + 0xb0 * 16 + 1 && sig_reads == 7, sig_reads);
+	t.w->tasks.by_list = 1;
+	ts_sig(&t, 0xb0, 13);
+	ts_sig(&t, 0xb0, 13);
+	CHECK("task signal: rows the list walk found (no PID) are read every time (%u reads)", sig_reads == 9, sig_reads);
+	free(t.block);
+}
+
 /* The alert state machine, one rule, fed conditions tick by tick; the
  * events it emits, as a string of letters (p pending, f firing, c
  * cancelled, r resolved, . none). */
@@ -1314,6 +1389,7 @@ int main(void)
 	test_ring(1000, 1024);
 	test_ring(1000, 256);
 	test_task_table();
+	test_task_signal();
 	test_state_machine();
 	test_objects();
 	test_fs_labels();
