@@ -86,6 +86,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	}
 	L->o_tfree = wd_take(&at, cap * 4);
 	L->o_hist = wd_take(&at, b->nhist * sizeof(sn_hist));
+	size_t hb[64] = {0};                         /* each history's bytes (nhist <= 64, above) */
 	for (size_t h = 0; h < b->nhist; h++) {
 		Entity e = cat_metrics[b->hist[h].metric].entity;
 		uint64_t win = (uint64_t)(b->hist[h].window * 1e9);
@@ -115,7 +116,8 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 		 * deques hold ring positions in a byte */
 		L->hntrk[h] = head ? 0 : b->hist[h].ntrk;
 		size_t trk = (size_t)L->hent[h] * sizeof(sn_trk), dq = (size_t)L->hent[h] * 2 * L->hcap[h];
-		L->hist_bytes += bytes + (size_t)L->hent[h] * head + L->hntrk[h] * (trk + dq);
+		hb[h] = bytes + (size_t)L->hent[h] * head + L->hntrk[h] * (trk + dq);
+		L->hist_bytes += hb[h];
 		L->o_hring[h] = wd_take(&at, bytes);
 		L->o_hpos[h] = wd_take(&at, (size_t)L->hent[h] * 4);
 		L->o_hlen[h] = wd_take(&at, (size_t)L->hent[h] * 4);
@@ -129,13 +131,19 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	if (L->hist_bytes > hmax) {
 		size_t big = 0;
 		for (size_t h = 1; h < b->nhist; h++)
-			if ((size_t)L->hent[h] * L->hcap[h] > (size_t)L->hent[big] * L->hcap[big])
+			if (hb[h] > hb[big])
 				big = h;
+		char trk[64] = "";
+		if (L->hntrk[big] == 1)
+			snprintf(trk, sizeof trk, " and a window's tracker");
+		else if (L->hntrk[big])
+			snprintf(trk, sizeof trk, " and the trackers of %u windows", L->hntrk[big]);
 		snprintf(err, n, "the rules' windows need %.1f MiB of history, more than [engine] history_memory "
-			 "(%.1f MiB): %s keeps %u entities x %u %s (the largest); raise history_memory, lower "
-			 "[engine] tasks, or shorten its windows", L->hist_bytes / 1048576.0, hmax / 1048576.0,
+			 "(%.1f MiB): %s keeps %u entities x %u %s%s (%.1f MiB, the largest); raise history_memory, "
+			 "lower [engine] tasks, or shorten its windows", L->hist_bytes / 1048576.0, hmax / 1048576.0,
 			 cat_metrics[b->hist[big].metric].name, L->hent[big], L->hcap[big],
-			 L->hstride[big] && !L->o_hhead[big] ? "buckets of 64 B" : "samples of 16 B");
+			 L->hstride[big] && !L->o_hhead[big] ? "buckets of 64 B" : "samples of 16 B", trk,
+			 hb[big] / 1048576.0);
 		return -E2BIG;
 	}
 	L->o_rstate = wd_take(&at, b->nrules * sizeof(sn_rstate));

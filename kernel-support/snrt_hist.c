@@ -9,6 +9,7 @@
 extern inline uint64_t sn_stride_of(const sn_hist *H, uint64_t t);
 extern inline void sn_ends_push(sn_hist *H, uint32_t e, uint64_t t, double v);
 extern inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b);
+extern inline void sn_ring_add(sn_hist *H, uint32_t e, uint64_t t, double v);
 
 /* ---- histories ------------------------------------------------------------- */
 
@@ -126,15 +127,6 @@ static sn_dd sn_dd_mul(sn_dd a, double y)
 }
 
 static double sn_dd_val(sn_dd a) { return a.hi + a.lo; }
-
-/* Item i (a ring position) of entity e's history, as a bucket */
-static sn_bucket sn_hist_at(const sn_hist *H, uint32_t e, uint32_t i)
-{
-	if (H->stride_ns)
-		return H->bkt[(uint64_t)e * H->cap + i];
-	sn_sample s = H->ring[(uint64_t)e * H->cap + i];
-	return sn_one(s.t, s.v);
-}
 
 /* An item's mean time, seconds from the tracker's origin */
 static double sn_trk_m(const sn_trk *k, const sn_bucket *b)

@@ -136,6 +136,21 @@ static inline void sn_hist_clear(sn_hist *H, uint32_t e)
 		H->trk[j][e].items = 0;
 }
 
+/* One sample onto entity e's per-tick ring: the tracker drops the item a
+ * full ring overwrites, and takes the new one in (an inline definition,
+ * as sn_hist_add's, which calls it) */
+inline void sn_ring_add(sn_hist *H, uint32_t e, uint64_t t, double v)
+{
+	uint32_t p = H->pos[e], len = H->len[e], cap = H->cap;
+	if (H->ntrk && len == cap)
+		sn_trk_drop(H, e, p);
+	H->ring[(uint64_t)e * cap + p] = (sn_sample){t, v};
+	H->pos[e] = p + 1 == cap ? 0 : p + 1;
+	H->len[e] = len + (len < cap);
+	if (H->ntrk)
+		sn_trk_put(H, e, p);
+}
+
 /* Append item b (a sample is a bucket of one) to entity e's history: into
  * the newest bucket when it falls in the same stride, else as a new item.
  * Items must come oldest first.  A C99 inline definition, its one external
@@ -151,24 +166,9 @@ inline void sn_hist_add(sn_hist *H, uint32_t e, const sn_bucket *b)
 		return;
 	}
 	if (!H->stride_ns) {
-		sn_sample *ring = H->ring + (uint64_t)e * cap;
-		if (b->t0 != b->t1) {             /* a bucket replayed into a per-tick history */
-			if (H->ntrk && len == cap)
-				sn_trk_drop(H, e, p);
-			ring[p] = (sn_sample){b->t0, b->v0};
-			H->pos[e] = p + 1 == cap ? 0 : p + 1;
-			H->len[e] = len += len < cap;
-			if (H->ntrk)
-				sn_trk_put(H, e, p);
-			p = p + 1 == cap ? 0 : p + 1;
-		}
-		if (H->ntrk && len == cap)
-			sn_trk_drop(H, e, p);
-		ring[p] = (sn_sample){b->t1, b->v1};
-		H->pos[e] = p + 1 == cap ? 0 : p + 1;
-		H->len[e] = len + (len < cap);
-		if (H->ntrk)
-			sn_trk_put(H, e, p);
+		if (b->t0 != b->t1)               /* a bucket replayed into a per-tick history */
+			sn_ring_add(H, e, b->t0, b->v0);
+		sn_ring_add(H, e, b->t1, b->v1);
 		return;
 	}
 	sn_bucket *ring = H->bkt + (uint64_t)e * cap;
@@ -214,6 +214,16 @@ static inline void sn_hist_push(sn_world *w, int32_t h, uint32_t entity, double 
 	sn_hist_add(H, entity, &one);
 }
 
+/* Item i (a ring position) of entity e's history, as a bucket (not of
+ * an ends-only history: sn_hist_item) */
+static inline sn_bucket sn_hist_at(const sn_hist *H, uint32_t e, uint32_t i)
+{
+	if (H->stride_ns)
+		return H->bkt[(uint64_t)e * H->cap + i];
+	sn_sample s = H->ring[(uint64_t)e * H->cap + i];
+	return sn_one(s.t, s.v);
+}
+
 /* Item k (0: the oldest held) of entity e's history, as a bucket. */
 static inline sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
 {
@@ -236,10 +246,7 @@ static inline sn_bucket sn_hist_item(const sn_hist *H, uint32_t e, uint32_t k)
 		}
 		return b;
 	}
-	if (H->stride_ns)
-		return H->bkt[(uint64_t)e * cap + i];
-	sn_sample s = H->ring[(uint64_t)e * cap + i];
-	return sn_one(s.t, s.v);
+	return sn_hist_at(H, e, i);
 }
 
 

@@ -449,14 +449,17 @@ static int bd_manifest_read(Bundle *b, json_t *m, char *why, size_t wn)
 	json_array_foreach(h, i, v) {
 		if (bd_metric(json_object_get(v, "metric"), &b->hist[i].metric))
 			BAD("history %zu names an unknown metric", i);
-		b->hist[i].window = json_real_value(json_object_get(v, "window"));
+		/* a number, written 60 or 60.0 (json_real_value reads 60 as 0) */
+		b->hist[i].window = json_number_value(json_object_get(v, "window"));
+		if (!(b->hist[i].window > 0 && b->hist[i].window <= 1e9))
+			BAD("history %zu has no window of a positive number of seconds", i);
 		b->hist[i].ends = json_is_true(json_object_get(v, "ends"));
 		json_t *tw = json_object_get(v, "tracked"), *x;
 		size_t k;
 		if (json_array_size(tw) > BD_HIST_TRACKS)
 			BAD("history %zu has %zu tracked windows, more than this build allows", i, json_array_size(tw));
 		json_array_foreach(tw, k, x) {
-			double tw_s = json_real_value(x);
+			double tw_s = json_number_value(x);
 			if (!(tw_s > 0 && tw_s <= b->hist[i].window))
 				BAD("history %zu's tracked window %zu is not within its window", i, k);
 			b->hist[i].trk[b->hist[i].ntrk++] = tw_s;

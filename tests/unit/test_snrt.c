@@ -629,6 +629,23 @@ static void test_memory(void)
 	int r = wd_layout(&b, &p, &L, err, sizeof err);
 	CHECK("a history over the limit is an error that says what to change: %s",
 	      r < 0 && strstr(err, "history_memory") && strstr(err, "task.ctx_switches"), err);
+	/* the largest by bytes, trackers counted: 64 buckets of 64 B (4 KiB)
+	 * against 202 samples of 16 B and a tracker (3.7 KiB), then 252
+	 * samples and a tracker (4.6 KiB) */
+	BdHist two[2] = {{.metric = MET_TASK_CTX_SWITCHES, .window = 3600},
+			 {.metric = MET_TASK_RSS, .window = 20, .trk = {20}, .ntrk = 1}};
+	b.task_m[1] = MET_TASK_RSS;
+	b.ntask = 2;
+	b.hist = two;
+	b.nhist = 2;
+	WdParams small = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 1024, .ring_cap = 16, .hist_max = 1 << 20};
+	r = wd_layout(&b, &small, &L, err, sizeof err);
+	CHECK("the error names the largest history by its bytes, not its items: %s",
+	      r < 0 && strstr(err, "task.ctx_switches keeps 1024 entities x 64 buckets"), err);
+	two[1].window = two[1].trk[0] = 25;
+	r = wd_layout(&b, &small, &L, err, sizeof err);
+	CHECK("... and counts its trackers: %s",
+	      r < 0 && strstr(err, "task.rss keeps 1024 entities x 252 samples of 16 B and a window's tracker"), err);
 	/* HungTask's any(task.state == "D" and delta(task.ctx_switches[1m]) == 0)
 	 * at 50,000 tasks and a 10 ms tick: sentineld grows the table to a
 	 * quarter more than the tasks (63,488 rows); every table of the block */
