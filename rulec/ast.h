@@ -53,6 +53,8 @@ struct Expr {
 	unsigned opoff, oplen;    /* comparisons: span of the operator */
 	Expr *a, *b;              /* operands; b is also a call's `where` filter,
 				    * or a window function's second argument */
+	bool as_num;              /* a comparison taken as its 1 or 0: a subquery
+				   * max_over_time((m > c)[5m:]) as parsed (parse.c) */
 	union {
 		struct {
 			double v;         /* in base units: seconds, bytes */

@@ -661,8 +661,12 @@ static Ty c_expr(Chk *C, const Expr *e)
 	}
 	case N_ADD: case N_SUB: case N_MUL: case N_DIV:
 		return c_arith(C, e);
-	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE:
-		return c_compare(C, e);
+	case N_LT: case N_LE: case N_GT: case N_GE: case N_EQ: case N_NE: {
+		Ty t = c_compare(C, e);
+		/* a subquery's max_over_time((m > c)[5m:]): the 1 or 0 of
+		 * max_over_time(m[5m]) > c, a number as Prometheus' */
+		return t.k == TY_BOOL && e->as_num ? ty_num((Dim){0, 0}, 0, 1) : t;
+	}
 	case N_MATCH: case N_NMATCH:
 		return c_match(C, e);
 	case N_AND: case N_OR: case N_NOT:

@@ -49,6 +49,12 @@ typedef struct Parser {
 	Tok t;                 /* current token */
 	int depth;
 	bool failed;           /* an error was reported: unwind */
+	/* a subquery, (expr)[5m:], parsed and not yet taken by the call
+	 * around it (parse_subquery, p_take_subquery): its expression, and
+	 * its window's seconds and span */
+	Expr *subq;
+	double subq_w;
+	unsigned subq_woff, subq_wlen;
 } Parser;
 
 SrcLoc expr_loc(const ExprSrc *src, unsigned off, unsigned len)
@@ -325,6 +331,113 @@ static bool parse_window(Parser *P, Expr *m)
 	return true;
 }
 
+/* subquery -> '(' expr ')' '[' DURATION ':' ']': kept in P->subq for the
+ * call around it.  Prometheus' step (after the ':') is not taken: every
+ * tick's sample counts. */
+static bool parse_subquery(Parser *P, Expr *e)
+{
+	const char *s = P->src->text;
+	size_t n = P->src->len, i = P->pos, colon = 0;
+	while (i < n && s[i] != ']') {
+		if (s[i] == ':' && !colon)
+			colon = i;
+		i++;
+	}
+	if (i >= n || !colon) {
+		p_error(P, P->t.off, 1, DIAG_EXPR_SYNTAX,
+			"a window follows a metric, not an expression (a subquery has a ':', "
+			"max_over_time((host.load1 > 4)[5m:])); for how often a condition held, use "
+			"`for: M of N ticks`, or a window over a condition metric (min_over_time(host.clock_synced[3m]))");
+		return false;
+	}
+	size_t b = P->pos, en = colon, r = colon + 1;
+	while (b < en && s[b] == ' ') b++;
+	while (en > b && s[en - 1] == ' ') en--;
+	while (r < i && s[r] == ' ') r++;
+	if (r < i) {
+		p_error(P, (unsigned)r, (unsigned)(i - r), DIAG_EXPR_SYNTAX,
+			"a subquery's step is the tick here (every sample counts); leave it out: [%.*s:]",
+			(int)(en - b), s + b);
+		return false;
+	}
+	double sec;
+	size_t bad;
+	if (unit_parse_duration(s + b, en - b, &sec, &bad) < 0) {
+		p_error(P, (unsigned)b, (unsigned)(en - b), DIAG_BAD_DURATION,
+			"'%.*s' is not a duration; write a subquery's window like [5m:]", (int)(en - b), s + b);
+		return false;
+	}
+	if (P->subq) {
+		p_error(P, P->subq->off, P->subq->len, DIAG_EXPR_SYNTAX,
+			"a subquery is taken only as the argument of max_over_time() or min_over_time()");
+		return false;
+	}
+	P->subq = e;
+	P->subq_w = sec;
+	P->subq_woff = (unsigned)b;
+	P->subq_wlen = (unsigned)(en - b);
+	e->len = (unsigned)(i + 1 - e->off);
+	P->pos = i + 1;
+	lex_next(P);
+	return true;
+}
+
+static bool p_has_metric(const Expr *e)
+{
+	return e && (e->kind == N_METRIC || e->kind == N_CALL || e->kind == N_STR || p_has_metric(e->a) ||
+		     p_has_metric(e->b));
+}
+
+/* fn((m OP c)[w:]), fn max_over_time or min_over_time and OP an order:
+ * whether the condition held at some sample, or at every sample, of the
+ * window is the window's largest or smallest m against c.  Returns
+ * (fn'(m[w]) OP c), taken as its 1 or 0 (Expr.as_num), in place of the
+ * call e; NULL after an error. */
+static Expr *p_take_subquery(Parser *P, Expr *e, Expr *x)
+{
+	BuiltinId id = e->u.call.id;
+	Expr *q = P->subq;
+	P->subq = NULL;
+	if (id != B_MAX_OVER_TIME && id != B_MIN_OVER_TIME) {
+		p_error(P, q->off, q->len, DIAG_EXPR_SYNTAX,
+			"%s() of a subquery: not taken; max_over_time() and min_over_time() take one "
+			"(whether it held at some sample, at every sample); for how often it held, use `for: M of N ticks`",
+			ast_builtins[id].name);
+		return NULL;
+	}
+	NodeKind k = x->kind;
+	bool order = k == N_GT || k == N_GE || k == N_LT || k == N_LE;
+	Expr *m = order ? x->a : NULL, *c = order ? x->b : NULL;
+	if (order && !(m->kind == N_METRIC && !m->u.metric.wlen) && c->kind == N_METRIC && !c->u.metric.wlen) {
+		Expr *t = m;                                   /* c < m: m > c */
+		m = c;
+		c = t;
+		k = k == N_GT ? N_LT : k == N_GE ? N_LE : k == N_LT ? N_GT : N_GE;
+	}
+	if (!order || m->kind != N_METRIC || m->u.metric.wlen || p_has_metric(c)) {
+		p_error(P, q->off, q->len, DIAG_EXPR_SYNTAX,
+			"a subquery is taken where it compares one metric with a number, such as "
+			"%s((host.load1 > 4)[5m:]); for how often another expression held, use `for: M of N ticks`",
+			ast_builtins[id].name);
+		return NULL;
+	}
+	/* held at some sample: above c at the largest, below it at the
+	 * smallest; at every sample: the other way round */
+	bool above = k == N_GT || k == N_GE;
+	e->u.call.id = (id == B_MAX_OVER_TIME) == above ? B_MAX_OVER_TIME : B_MIN_OVER_TIME;
+	m->u.metric.window = P->subq_w;
+	m->u.metric.woff = P->subq_woff;
+	m->u.metric.wlen = P->subq_wlen;
+	e->a = m;
+	x->kind = k;
+	x->a = e;
+	x->b = c;
+	x->as_num = true;
+	x->off = e->off;
+	x->len = e->len;
+	return x;
+}
+
 /* call -> NAME '(' [ expr { ',' expr } ] [ 'where' expr ] ')' */
 static Expr *parse_call(Parser *P, Tok name)
 {
@@ -361,6 +474,11 @@ static Expr *parse_call(Parser *P, Tok name)
 			Expr *x = parse_or(P);
 			if (!x)
 				return NULL;
+			if (P->subq && (P->subq != x || nargs > 0 || ast_builtins[id].nargs != 1)) {
+				p_error(P, P->subq->off, P->subq->len, DIAG_EXPR_SYNTAX,
+					"a subquery is taken only as the argument of max_over_time() or min_over_time()");
+				return NULL;
+			}
 			if (nargs < 8)
 				args[nargs] = x;
 			nargs++;
@@ -395,6 +513,8 @@ static Expr *parse_call(Parser *P, Tok name)
 	e->b = where ? where : nargs > 1 ? args[1] : NULL;   /* predict_linear's t */
 	e->u.call.nargs = nargs;
 	e->len = end - e->off;
+	if (P->subq)
+		return p_take_subquery(P, e, args[0]);
 	return e;
 }
 
@@ -441,13 +561,8 @@ static Expr *parse_primary(Parser *P)
 			return NULL;
 		e->off = t.off;         /* widen the span over the parentheses */
 		e->len = end - t.off;
-		if (P->t.k == T_LB) {   /* Prometheus' subquery, (expr)[5m:] */
-			p_error(P, P->t.off, 1, DIAG_EXPR_SYNTAX,
-				"a window follows a metric, not an expression; for how often a condition held, "
-				"use `for: M of N ticks`, or a window over a condition metric "
-				"(min_over_time(host.clock_synced[3m]))");
+		if (P->t.k == T_LB && !parse_subquery(P, e))   /* Prometheus' subquery, (expr)[5m:] */
 			return NULL;
-		}
 		return e;
 	}
 	case T_IDENT: {
@@ -634,5 +749,8 @@ Expr *parse_expr(const ExprSrc *src, Arena *a, DiagCtx *d)
 	Expr *e = parse_or(&P);
 	if (e && P.t.k != T_EOF)
 		p_unexpected(&P, "an operator or the end of the expression");
+	else if (e && P.subq)
+		p_error(&P, P.subq->off, P.subq->len, DIAG_EXPR_SYNTAX,
+			"a subquery is taken only as the argument of max_over_time() or min_over_time()");
 	return P.failed ? NULL : e;
 }
