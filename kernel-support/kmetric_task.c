@@ -301,36 +301,36 @@ KM_INLINE void km_group_times(struct task_struct *p, struct signal_struct *sig, 
 /* The task's signal_struct: copy_process() sets it and nothing changes
  * it while the task_struct lives (a thread group shares one), so the
  * runtime reads it once for a task it keeps in a slot (sn_task_signal)
- * and passes it to the _sig forms: a request a row less. */
-u64 km_task_signal(u64 t)
-{
-	u64 sig = km_addr(KR(km_task(t)->signal));
-	return __llview_failed() ? 0 : sig;     /* 0: not read (the _sig forms' NaN) */
-}
+ * and passes it to the _sig forms: a request a row less.  The entry
+ * points without _sig read it themselves; each entry point inlines the
+ * same helpers, so that its relocations are the metric's (rulec --check
+ * --target and the loader ask km_task_kernel_time's, not its callees'). */
+KM_INLINE u64 km_signal(u64 t) { return km_addr(KR(km_task(t)->signal)); }
 
-double km_task_kernel_time_sig(u64 t, u64 sig)
+KM_INLINE double km_times(u64 t, u64 sig, int user)
 {
 	double ut, st;
 	km_group_times(km_task(t), (struct signal_struct *)sig, &ut, &st);
-	return st * NSEC;
+	return (user ? ut : st) * NSEC;
 }
 
-double km_task_user_time_sig(u64 t, u64 sig)
+KM_INLINE double km_threads(u64 sig)
 {
-	double ut, st;
-	km_group_times(km_task(t), (struct signal_struct *)sig, &ut, &st);
-	return ut * NSEC;
-}
-
-double km_task_threads_sig(u64 t, u64 sig)
-{
-	(void)t;
 	struct signal_struct *s = (struct signal_struct *)sig;
 	return s ? (double)KR(s->nr_threads) : KM_NAN;
 }
 
-double km_task_kernel_time(u64 t) { return km_task_kernel_time_sig(t, km_task_signal(t)); }
-double km_task_user_time(u64 t) { return km_task_user_time_sig(t, km_task_signal(t)); }
+u64 km_task_signal(u64 t)
+{
+	u64 sig = km_signal(t);
+	return __llview_failed() ? 0 : sig;     /* 0: not read (the _sig forms' NaN) */
+}
+double km_task_kernel_time_sig(u64 t, u64 sig) { return km_times(t, sig, 0); }
+double km_task_user_time_sig(u64 t, u64 sig) { return km_times(t, sig, 1); }
+double km_task_threads_sig(u64 t, u64 sig) { (void)t; return km_threads(sig); }
+double km_task_kernel_time(u64 t) { return km_times(t, km_signal(t), 0); }
+double km_task_user_time(u64 t) { return km_times(t, km_signal(t), 1); }
+double km_task_threads(u64 t) { return km_threads(km_signal(t)); }
 
 double km_task_ctx_switches(u64 t)
 {
@@ -339,8 +339,6 @@ double km_task_ctx_switches(u64 t)
 	km_pair(km_addr(KP(p->nvcsw)), km_addr(KP(p->nivcsw)), &v, &iv);
 	return (double)(v + iv);
 }
-
-double km_task_threads(u64 t) { return km_task_threads_sig(t, km_task_signal(t)); }
 
 /* get_mm_rss(): file + anon + shmem pages, each clamped at 0, as
  * /proc/PID/stat and statm report them (so ps and top).  Before 6.2
