@@ -156,6 +156,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	L->o_tpid = wd_take(&at, cap * 4);
 	L->o_tsig = wd_take(&at, cap * 8);
 	L->o_tsigpid = wd_take(&at, cap * 4);
+	L->o_tsigseen = wd_take(&at, cap * 8);
 	L->o_tq = wd_take(&at, ((size_t)cap + WD_TQ_SPARE) * 16);
 	L->o_tqctr = wd_take(&at, 8);
 	L->o_sync = wd_take(&at, SN_SYNC_N * 8);
@@ -300,6 +301,7 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 	w->tasks.pid = (uint32_t *)(uintptr_t)AT(L->o_tpid);
 	w->tasks.sig = (uint64_t *)(uintptr_t)AT(L->o_tsig);
 	w->tasks.sigpid = (uint32_t *)(uintptr_t)AT(L->o_tsigpid);
+	w->tasks.sigseen = (uint64_t *)(uintptr_t)AT(L->o_tsigseen);
 	w->tq = (uint64_t *)(uintptr_t)AT(L->o_tq);
 	w->tq_ctr = (uint32_t *)(uintptr_t)AT(L->o_tqctr);
 	w->tq_cap = p->task_cap + WD_TQ_SPARE;
@@ -438,6 +440,7 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	MOVE(w->tasks.pid);
 	MOVE(w->tasks.sig);
 	MOVE(w->tasks.sigpid);
+	MOVE(w->tasks.sigseen);
 	MOVE(w->tq);
 	MOVE(w->tq_ctr);
 	MOVE(w->sync);
@@ -464,6 +467,7 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->tasks.pid = NULL;
 	w->tasks.sig = NULL;
 	w->tasks.sigpid = NULL;
+	w->tasks.sigseen = NULL;
 	w->hist = NULL;
 	w->rstate = NULL;
 	w->etab = NULL;

@@ -345,17 +345,22 @@ double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task)
 	return km_task_pid(task);
 }
 /* A task_struct's signal never changes while it lives: its slot keeps
- * the one read for the PID the scan found it by (a task that died and
- * left its address to a new one between two ticks has another PID), so a
- * row reads it once in the task's life, not once a tick */
+ * the one read for the PID the scan found it by, while the task is seen
+ * tick after tick, so a row reads it once in the task's life, not once a
+ * tick.  Read again for another PID in the slot (a task that died and
+ * left its address to a new one between two ticks), after a gap (failed
+ * walks, a stopped kernel: long enough for PIDs to wrap), and always for
+ * rows without a PID (the list walk's). */
 uint64_t sn_task_signal(sn_world *w, uint32_t row, uint64_t task)
 {
 	sn_tasks *T = &w->tasks;
 	uint32_t slot = row < T->n ? T->slot[row] : SN_NO_SLOT;
-	if (!T->pid || !T->sig || T->by_list || slot >= T->cap)
+	uint32_t pid = T->pid && T->sig && !T->by_list && slot < T->cap ? T->pid[row] : 0;
+	if (!pid)
 		return km_task_signal(task);
-	uint32_t pid = T->pid[row];
-	if (T->sigpid[slot] == pid && T->sig[slot])
+	int kept = T->sigpid[slot] == pid && T->sig[slot] && w->now - T->sigseen[slot] <= 2 * w->tick_ns;
+	T->sigseen[slot] = w->now;
+	if (kept)
 		return T->sig[slot];
 	uint64_t sig = km_task_signal(task);
 	T->sig[slot] = sig;

@@ -325,11 +325,13 @@ typedef struct sn_tasks {
 	uint32_t *pid;             /* [cap] the PID the scan found row r's task by (the tree's
 				    * index, checked against the task's tgid); unset when by_list */
 	char (*comm)[16];          /* [cap] */
-	/* [cap] by slot: the slot's task's signal_struct (km_task_signal), and
-	 * the PID it was read for (0: none); fixed for a task's life, so read
-	 * once, not every row (sn_task_signal) */
+	/* [cap] by slot: the slot's task's signal_struct (km_task_signal), the
+	 * PID it was read for (0: none) and when it was last used (w->now);
+	 * fixed for a task's life, so read once, not every row, while the
+	 * task is seen tick after tick (sn_task_signal) */
 	uint64_t *sig;
 	uint32_t *sigpid;
+	uint64_t *sigseen;
 	double *val;               /* [ntaskslots][cap] task metric values */
 	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
 	uint32_t *mslot[2];        /* [map_cap] its slot (top bit: taken this tick) */

@@ -894,10 +894,17 @@ static void test_task_signal(void)
 	uint64_t nb2 = ts_sig(&t, 0xb0, 13);
 	CHECK("task signal: an answer not read (0) is not kept: read again until it is (%u reads)",
 	      nb2 == 0x5000000 + 0xb0 * 16 + 1 && sig_reads == 7, sig_reads);
+	tt_tick(&t, b, 2, 1900000000ull);
+	ts_sig(&t, 0xb0, 13);
+	for (int k = 1; k <= 3; k++)                  /* three ticks whose rows were not read */
+		tt_tick(&t, b, 2, 1900000000ull + k * 100000000ull);
+	ts_sig(&t, 0xb0, 13);
+	CHECK("task signal: kept from one tick to the next (%u reads), read again after ticks that did not "
+	      "use it (a gap long enough for PIDs to wrap)", sig_reads == 8, sig_reads);
 	t.w->tasks.by_list = 1;
 	ts_sig(&t, 0xb0, 13);
 	ts_sig(&t, 0xb0, 13);
-	CHECK("task signal: rows the list walk found (no PID) are read every time (%u reads)", sig_reads == 9, sig_reads);
+	CHECK("task signal: rows the list walk found (no PID) are read every time (%u reads)", sig_reads == 10, sig_reads);
 	free(t.block);
 }
 
