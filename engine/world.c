@@ -154,9 +154,7 @@ int wd_layout(const Bundle *b, const WdParams *p, WdLayout *L, char *err, size_t
 	L->o_ent = wd_take(&at, L->ent_bytes);
 	L->o_scratch = wd_take(&at, cap * 8);
 	L->o_tpid = wd_take(&at, cap * 4);
-	L->o_tsig = wd_take(&at, cap * 8);
-	L->o_tsigpid = wd_take(&at, cap * 4);
-	L->o_tsigseen = wd_take(&at, cap * 8);
+	L->o_tsig = wd_take(&at, cap * sizeof(sn_tsig));
 	L->o_tq = wd_take(&at, ((size_t)cap + WD_TQ_SPARE) * 16);
 	L->o_tqctr = wd_take(&at, 8);
 	L->o_sync = wd_take(&at, SN_SYNC_N * 8);
@@ -299,9 +297,7 @@ static void wd_point(const Bundle *b, const WdParams *p, const WdLayout *L, cons
 	}
 	w->scratch = (uint64_t *)(uintptr_t)AT(L->o_scratch);
 	w->tasks.pid = (uint32_t *)(uintptr_t)AT(L->o_tpid);
-	w->tasks.sig = (uint64_t *)(uintptr_t)AT(L->o_tsig);
-	w->tasks.sigpid = (uint32_t *)(uintptr_t)AT(L->o_tsigpid);
-	w->tasks.sigseen = (uint64_t *)(uintptr_t)AT(L->o_tsigseen);
+	w->tasks.sig = (sn_tsig *)(uintptr_t)AT(L->o_tsig);
 	w->tq = (uint64_t *)(uintptr_t)AT(L->o_tq);
 	w->tq_ctr = (uint32_t *)(uintptr_t)AT(L->o_tqctr);
 	w->tq_cap = p->task_cap + WD_TQ_SPARE;
@@ -439,8 +435,6 @@ void wd_rebase(void *block, const Bundle *b, const WdLayout *L, uint64_t from, u
 	MOVE(w->scratch);
 	MOVE(w->tasks.pid);
 	MOVE(w->tasks.sig);
-	MOVE(w->tasks.sigpid);
-	MOVE(w->tasks.sigseen);
 	MOVE(w->tq);
 	MOVE(w->tq_ctr);
 	MOVE(w->sync);
@@ -466,8 +460,6 @@ void wd_rebase_values(void *block, uint64_t from, uint64_t to)
 	w->tasks.free_slots = NULL;
 	w->tasks.pid = NULL;
 	w->tasks.sig = NULL;
-	w->tasks.sigpid = NULL;
-	w->tasks.sigseen = NULL;
 	w->hist = NULL;
 	w->rstate = NULL;
 	w->etab = NULL;
@@ -526,7 +518,7 @@ unsigned wd_adopt(void *block, const Bundle *b, const WdParams *p, const WdLayou
 	}
 	/* a saved task's signal is not trusted across the gap: its address
 	 * and PID may both have been taken again (sn_task_signal reads anew) */
-	memset(s + L->o_tsigpid, 0, (size_t)T->cap * 4);
+	memset(s + L->o_tsig, 0, (size_t)T->cap * sizeof(sn_tsig));
 	for (int m = 0; m < 2; m++) {
 		uint32_t *ms = (uint32_t *)(s + L->o_tms[m]);
 		for (uint32_t i = 0; i < T->map_cap; i++)

@@ -61,7 +61,7 @@ typedef struct WdLayout {
 		o_olabel[SN_OBJ_KINDS], o_oval[SN_OBJ_KINDS];
 	uint32_t ocap[SN_OBJ_KINDS]; /* slots of each object kind: 0 where no rule reads it */
 	size_t o_hist, o_rstate, o_scratch, o_tq, o_tqctr, o_sync, o_joboff, o_rulefrom, o_histfrom;
-	size_t o_partbuf, o_partarrive, o_partlist, o_tpid, o_tsig, o_tsigpid, o_tsigseen;   /* a rule in parts' meetings (snrt.h, part_buf) */
+	size_t o_partbuf, o_partarrive, o_partlist, o_tpid, o_tsig;   /* a rule in parts' meetings (snrt.h, part_buf) */
 	size_t o_hring[64], o_hpos[64], o_hlen[64], o_hhead[64]; /* o_hhead: 0 unless ends-only */
 	size_t o_htrk[64][SN_TRKS], o_hdq[64][SN_TRKS];  /* the trackers (sn_trk) and their deques */
 	uint32_t hntrk[64];       /* trackers: none for ends-only */

@@ -213,8 +213,8 @@ static void sn_tp_alloc(sn_world *w, uint32_t gt, uint32_t nt)
 			if (k <= 0 || k > (int32_t)T->cap)
 				continue;                /* none free: the row keeps no history this tick */
 			slot = T->free_slots[k - 1];
-			if (T->sigpid)
-				T->sigpid[slot] = 0;
+			if (T->sig)
+				T->sig[slot].pid = 0;
 			for (uint32_t h = 0; h < w->nhist; h++)
 				if (w->hist[h].kind == SN_ENT_TASK && slot < w->hist[h].entities)
 					sn_hist_clear(&w->hist[h], slot);
@@ -252,6 +252,9 @@ static void sn_tp_commit(sn_world *w)
 	}
 	if ((int32_t)T->nfree < 0)
 		T->nfree = 0;
+	if (w->now - T->sig_walked > 2 * w->tick_ns)
+		T->sig_epoch++;                      /* a gap: forget the kept signals */
+	T->sig_walked = w->now;
 	T->n = sn_tp_rows(w);
 	T->cur ^= 1;
 	if (T->found > T->cap && !T->err) {
@@ -345,11 +348,11 @@ double sn_task_found_pid(const sn_world *w, uint32_t row, uint64_t task)
 	return km_task_pid(task);
 }
 /* A task_struct's signal never changes while it lives: its slot keeps
- * the one read for the PID the scan found it by, while the task is seen
- * tick after tick, so a row reads it once in the task's life, not once a
- * tick.  Read again for another PID in the slot (a task that died and
- * left its address to a new one between two ticks), after a gap (failed
- * walks, a stopped kernel: long enough for PIDs to wrap), and always for
+ * the one read for the PID the scan found it by, so a row reads it once
+ * in the task's life, not once a tick.  Read again for another PID in the
+ * slot (a task that died and left its address to a new one between two
+ * ticks), after a gap in the walks (the epoch, sn_tp_commit: long enough
+ * for PIDs to wrap and an address to be taken again), and always for
  * rows without a PID (the list walk's). */
 uint64_t sn_task_signal(sn_world *w, uint32_t row, uint64_t task)
 {
@@ -358,13 +361,11 @@ uint64_t sn_task_signal(sn_world *w, uint32_t row, uint64_t task)
 	uint32_t pid = T->pid && T->sig && !T->by_list && slot < T->cap ? T->pid[row] : 0;
 	if (!pid)
 		return km_task_signal(task);
-	int kept = T->sigpid[slot] == pid && T->sig[slot] && w->now - T->sigseen[slot] <= 2 * w->tick_ns;
-	T->sigseen[slot] = w->now;
-	if (kept)
-		return T->sig[slot];
+	sn_tsig c = T->sig[slot];
+	if (c.pid == pid && c.epoch == T->sig_epoch && c.sig)
+		return c.sig;
 	uint64_t sig = km_task_signal(task);
-	T->sig[slot] = sig;
-	T->sigpid[slot] = sig ? pid : 0;
+	T->sig[slot] = (sn_tsig){sig, sig ? pid : 0, T->sig_epoch};
 	return sig;
 }
 

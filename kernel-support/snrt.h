@@ -325,13 +325,9 @@ typedef struct sn_tasks {
 	uint32_t *pid;             /* [cap] the PID the scan found row r's task by (the tree's
 				    * index, checked against the task's tgid); unset when by_list */
 	char (*comm)[16];          /* [cap] */
-	/* [cap] by slot: the slot's task's signal_struct (km_task_signal), the
-	 * PID it was read for (0: none) and when it was last used (w->now);
-	 * fixed for a task's life, so read once, not every row, while the
-	 * task is seen tick after tick (sn_task_signal) */
-	uint64_t *sig;
-	uint32_t *sigpid;
-	uint64_t *sigseen;
+	/* [cap] by slot: the slot's task's signal_struct, fixed for the task's
+	 * life, so read once, not every row (sn_task_signal) */
+	struct sn_tsig *sig;
 	double *val;               /* [ntaskslots][cap] task metric values */
 	uint64_t *key[2];          /* [map_cap] task address, 0 = empty */
 	uint32_t *mslot[2];        /* [map_cap] its slot (top bit: taken this tick) */
@@ -345,7 +341,19 @@ typedef struct sn_tasks {
 	uint32_t by_list;          /* 1: the tree did not check out, the list was walked */
 	uint32_t level;            /* the queued nodes' shift: 0 leaves; 6 on the GPU, whose
 				    * scan reads their leaves with every thread (sn_tp_scan) */
+	/* the signal cache's epoch: moved on when the tasks were not walked
+	 * for more than two ticks (failed walks, a stopped kernel), which
+	 * forgets every kept signal; and when they last were (w->now) */
+	uint32_t sig_epoch;
+	uint64_t sig_walked;
 } sn_tasks;
+
+/* A slot's kept signal_struct (km_task_signal): valid for the PID it was
+ * read for (0: none) in its epoch; 16 bytes, one load */
+typedef struct sn_tsig {
+	uint64_t sig;
+	uint32_t pid, epoch;
+} sn_tsig;
 
 /* Objects: kernel objects of one kind (SN_OBJ_*: disks) found by a walk
  * every tick.  Each keeps a stable slot while it exists (keyed by its
