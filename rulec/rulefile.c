@@ -259,8 +259,9 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 			/* the entity's labels: which task (any()/all() over tasks) or CPU */
 			int ent = r->expr ? cg_value_entity(r->expr) : -1;
 #define LBL(x) (p.label_len == strlen(x) && !memcmp(s + p.label_off, x, p.label_len))
-			/* the entity the label names (a task's: pid and comm), or -1 */
-			int lent = LBL("comm") ? ENT_TASK : -1;
+			/* the entity the label names (a task's: pid and comm; a
+			 * mount's: mountpoint, device and fstype), or -1 */
+			int lent = LBL("comm") ? ENT_TASK : LBL("device") || LBL("fstype") ? ENT_FS : -1;
 			for (int e = ENT_CPU; e < ENT__COUNT && lent < 0; e++)
 				if (LBL(cat_entities[e].label))
 					lent = e;
@@ -270,7 +271,8 @@ static void rf_template(RfCtx *C, const Rule *r, const YtNode *n)
 			char names[96];
 			if (ent > ENT_HOST && ent < ENT__COUNT)
 				snprintf(names, sizeof names, "this rule's alerts name a %s ($labels.%s%s)", cat_entities[ent].noun,
-					 cat_entities[ent].label, ent == ENT_TASK ? ", $labels.comm" : "");
+					 cat_entities[ent].label, ent == ENT_TASK ? ", $labels.comm" :
+					 ent == ENT_FS ? ", $labels.device, $labels.fstype" : "");
 			else
 				snprintf(names, sizeof names, "this rule's alerts name no entity");
 			if (!found && lent >= 0)
