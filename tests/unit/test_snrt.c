@@ -738,6 +738,20 @@ typedef struct TT {
 	sn_stats stats;
 } TT;
 
+/* t's world for its bundle at p: laid out, allocated and built; 0, or -1
+ * after a failed check named what */
+static int tt_open(TT *t, const WdParams *p, const char *what)
+{
+	char err[256] = "";
+	if (wd_layout(&t->b, p, &t->L, err, sizeof err) || !(t->block = calloc(1, t->L.total))) {
+		CHECK("%s: set up (%s)", 0, what, err);
+		return -1;
+	}
+	wd_build(&t->b, p, &t->L, NULL, t->block, (uint64_t)(uintptr_t)t->block, 0, (uint64_t)(uintptr_t)&t->stats);
+	t->w = wd_world(t->block);
+	return 0;
+}
+
 static uint32_t tt_tick(TT *t, const uint64_t *keys, int n, uint64_t now)
 {
 	for (int i = 0; i < n; i++)
@@ -768,13 +782,8 @@ static void test_task_table(void)
 	t.b.hist = &t.h;
 	t.b.nhist = 1;
 	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 4, .ring_cap = 16};
-	char err[256];
-	if (wd_layout(&t.b, &p, &t.L, err, sizeof err) || !(t.block = calloc(1, t.L.total))) {
-		CHECK("task table: set up (%s)", 0, err);
+	if (tt_open(&t, &p, "task table"))
 		return;
-	}
-	wd_build(&t.b, &p, &t.L, NULL, t.block, (uint64_t)(uintptr_t)t.block, 0, (uint64_t)(uintptr_t)&t.stats);
-	t.w = wd_world(t.block);
 	const sn_hist *H = &t.w->hist[0];
 	uint64_t a[] = {0xa0, 0xb0, 0xc0}, b[] = {0xb0, 0xc0, 0xd0}, many[] = {1, 2, 3, 4, 5, 6};
 	tt_tick(&t, a, 3, 1000000000);
@@ -810,13 +819,10 @@ static void test_task_table(void)
 	TT g = t;
 	WdParams pg = p;
 	pg.task_cap = 16;
-	if (wd_layout(&g.b, &pg, &g.L, err, sizeof err) || !(g.block = calloc(1, g.L.total))) {
-		CHECK("task table: a larger one set up (%s)", 0, err);
+	if (tt_open(&g, &pg, "task table: a larger one")) {
 		free(t.block);
 		return;
 	}
-	wd_build(&g.b, &pg, &g.L, NULL, g.block, (uint64_t)(uintptr_t)g.block, 0, (uint64_t)(uintptr_t)&g.stats);
-	g.w = wd_world(g.block);
 	int32_t hfrom = 0;
 	g.w->from = t.w;
 	g.w->hist_from = &hfrom;
@@ -857,13 +863,8 @@ static void test_task_signal(void)
 	t.b.task_m[0] = MET_TASK_KERNEL_TIME;
 	t.b.ntask = 1;
 	WdParams p = {.tick_ns = 100000000, .max_cpus = 1, .task_cap = 4, .ring_cap = 16};
-	char err[256];
-	if (wd_layout(&t.b, &p, &t.L, err, sizeof err) || !(t.block = calloc(1, t.L.total))) {
-		CHECK("task signal: set up (%s)", 0, err);
+	if (tt_open(&t, &p, "task signal"))
 		return;
-	}
-	wd_build(&t.b, &p, &t.L, NULL, t.block, (uint64_t)(uintptr_t)t.block, 0, (uint64_t)(uintptr_t)&t.stats);
-	t.w = wd_world(t.block);
 	uint64_t a[] = {0xa0, 0xb0}, b[] = {0xb0, 0xc0};
 	sig_reads = 0;
 	sig_gen = 0;
