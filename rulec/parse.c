@@ -300,6 +300,28 @@ static bool p_expect(Parser *P, TokKind k, const char *wanted)
 
 static Expr *parse_or(Parser *P);
 
+/* The span [*b, *e) of s without the blanks around it */
+static void p_trim(const char *s, size_t *b, size_t *e)
+{
+	while (*b < *e && s[*b] == ' ') ++*b;
+	while (*e > *b && s[*e - 1] == ' ') --*e;
+}
+
+/* The duration in text [*b, *e), its span trimmed; false after an error
+ * that says to write `like` */
+static bool p_duration(Parser *P, size_t *b, size_t *e, double *sec, const char *like)
+{
+	const char *s = P->src->text;
+	size_t bad;
+	p_trim(s, b, e);
+	if (unit_parse_duration(s + *b, *e - *b, sec, &bad) < 0) {
+		p_error(P, (unsigned)*b, (unsigned)(*e - *b), DIAG_BAD_DURATION, "'%.*s' is not a duration; write %s",
+			(int)(*e - *b), s + *b, like);
+		return false;
+	}
+	return true;
+}
+
 /* window -> '[' DURATION ']' */
 static bool parse_window(Parser *P, Expr *m)
 {
@@ -312,16 +334,9 @@ static bool parse_window(Parser *P, Expr *m)
 		return false;
 	}
 	double sec;
-	size_t bad;
 	size_t b = start, e = i;
-	while (b < e && s[b] == ' ') b++;
-	while (e > b && s[e - 1] == ' ') e--;
-	if (unit_parse_duration(s + b, e - b, &sec, &bad) < 0) {
-		p_error(P, (unsigned)b, (unsigned)(e - b), DIAG_BAD_DURATION,
-			"'%.*s' is not a duration; write a window like [500ms], [10s] or [1m30s]",
-			(int)(e - b), s + b);
+	if (!p_duration(P, &b, &e, &sec, "a window like [500ms], [10s] or [1m30s]"))
 		return false;
-	}
 	m->u.metric.window = sec;
 	m->u.metric.woff = (unsigned)b;
 	m->u.metric.wlen = (unsigned)(e - b);
@@ -351,22 +366,17 @@ static bool parse_subquery(Parser *P, Expr *e)
 		return false;
 	}
 	size_t b = P->pos, en = colon, r = colon + 1;
-	while (b < en && s[b] == ' ') b++;
-	while (en > b && s[en - 1] == ' ') en--;
+	double sec;
 	while (r < i && s[r] == ' ') r++;
 	if (r < i) {
+		p_trim(s, &b, &en);
 		p_error(P, (unsigned)r, (unsigned)(i - r), DIAG_EXPR_SYNTAX,
 			"a subquery's step is the tick here (every sample counts); leave it out: [%.*s:]",
 			(int)(en - b), s + b);
 		return false;
 	}
-	double sec;
-	size_t bad;
-	if (unit_parse_duration(s + b, en - b, &sec, &bad) < 0) {
-		p_error(P, (unsigned)b, (unsigned)(en - b), DIAG_BAD_DURATION,
-			"'%.*s' is not a duration; write a subquery's window like [5m:]", (int)(en - b), s + b);
+	if (!p_duration(P, &b, &en, &sec, "a subquery's window like [5m:]"))
 		return false;
-	}
 	if (P->subq) {
 		p_error(P, P->subq->off, P->subq->len, DIAG_EXPR_SYNTAX,
 			"a subquery is taken only as the argument of max_over_time() or min_over_time()");
